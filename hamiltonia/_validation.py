@@ -1,0 +1,48 @@
+"""Argument checks shared by the public entry points.
+
+Every error names the offending parameter and the valid range, so a user sees at once what
+to change.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+
+def check_positions(x, dim: int, name: str = "x") -> np.ndarray:
+    """Return ``x`` as a float array of shape ``(..., dim)`` or raise naming ``name``."""
+    arr = np.asarray(x, dtype=float)
+    if arr.ndim == 0 or arr.shape[-1] != dim:
+        raise ValueError(f"{name} must have shape (..., {dim}), got shape {arr.shape}")
+    return arr
+
+
+def check_int(value, name: str, minimum: int = 0) -> int:
+    """An integer ``>= minimum``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def check_positive(value, name: str) -> float:
+    """A finite real number ``> 0``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValueError(f"{name} must be a positive number, got {value!r}")
+    value = float(value)
+    if not np.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+    return value
+
+
+def check_probability(value, name: str, *, open_interval: bool = True) -> float:
+    """A number in (0, 1) (or [0, 1] when ``open_interval`` is false)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValueError(f"{name} must be a number in (0, 1), got {value!r}")
+    value = float(value)
+    ok = 0 < value < 1 if open_interval else 0 <= value <= 1
+    if not ok:
+        interval = "(0, 1)" if open_interval else "[0, 1]"
+        raise ValueError(f"{name} must lie in {interval}, got {value!r}")
+    return value

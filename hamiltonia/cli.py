@@ -1,0 +1,157 @@
+"""The ``hamiltonia`` command line.
+
+``hamiltonia list`` lists the registered samplers and targets; ``hamiltonia sample TARGET
+--sampler NAME ...`` runs chains, prints a summary table and writes the run to a netCDF file.
+Errors a user can fix (an unknown name, a bad option) print one line and exit with code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import sys
+
+__all__ = ["main"]
+
+
+class _UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        raise _UsageError(message)
+
+
+def _parse_value(text: str):
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
+def _parse_options(pairs) -> dict:
+    options = {}
+    for pair in pairs or []:
+        if "=" not in pair:
+            raise _UsageError(f"--option expects KEY=VALUE, got {pair!r}")
+        key, value = pair.split("=", 1)
+        options[key.strip().replace("-", "_")] = _parse_value(value.strip())
+    return options
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="hamiltonia", description="Hamiltonian Monte Carlo research framework")
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+    sub.add_parser("list", help="list registered samplers and targets")
+    sp = sub.add_parser("sample", help="run chains on a target and print a summary")
+    sp.add_argument("target", help="registered target name (see 'hamiltonia list')")
+    sp.add_argument("--sampler", default="hmc", help="registered sampler name (default hmc)")
+    sp.add_argument("--chains", type=int, default=4)
+    sp.add_argument("--warmup", type=int, default=1000)
+    sp.add_argument("--draws", type=int, default=1000)
+    sp.add_argument("--seed", type=int, default=None)
+    sp.add_argument("--step-size", type=float, default=None, help="fixed step size")
+    sp.add_argument("--n-steps", type=int, default=None, help="integration steps per trajectory")
+    sp.add_argument("--target-accept", type=float, default=None)
+    sp.add_argument(
+        "--option", "-O", action="append", metavar="KEY=VALUE",
+        help="any other sampler option, e.g. -O rho=0.9 (repeatable)",
+    )
+    sp.add_argument(
+        "--target-option", "-T", action="append", metavar="KEY=VALUE",
+        help="a target parameter, e.g. -T dim=7 (repeatable)",
+    )
+    sp.add_argument("--output", "-o", default=None, help="write the run to this netCDF file")
+    sp.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    return parser
+
+
+def _cmd_list(out) -> int:
+    from hamiltonia import samplers, targets
+
+    for title, table in (("samplers", samplers.describe()), ("targets", targets.describe())):
+        print(f"{title}:", file=out)
+        width = max((len(n) for n in table), default=0)
+        for name, desc in table.items():
+            print(f"  {name:<{width}}  {desc}", file=out)
+    return 0
+
+
+def _cmd_sample(args, out) -> int:
+    import numpy as np
+    import pandas as pd
+
+    import hamiltonia as hm
+
+    options = _parse_options(args.option)
+    for key, value in (
+        ("step_size", args.step_size),
+        ("n_steps", args.n_steps),
+        ("target_accept", args.target_accept),
+    ):
+        if value is not None:
+            options[key] = value
+    target = hm.targets.get(args.target, **_parse_options(args.target_option))
+    result = hm.sample(
+        target,
+        sampler=args.sampler,
+        chains=args.chains,
+        warmup=args.warmup,
+        draws=args.draws,
+        seed=args.seed,
+        progress=not args.no_progress,
+        **options,
+    )
+    with pd.option_context("display.max_rows", 200, "display.width", 120):
+        print(result.summary().round(4).to_string(), file=out)
+    exact = target.exact_moments
+    if exact is not None:
+        summary = result.summary()
+        z = (summary["mean"] - exact.mean) / summary["mcse"]
+        check = pd.DataFrame(
+            {"mean": summary["mean"], "exact": exact.mean, "mcse": summary["mcse"], "z": z}
+        )
+        print("\nagainst the exact means (z = (mean - exact) / mcse):", file=out)
+        print(check.round(4).to_string(), file=out)
+    stats = result.stats
+    print(
+        f"\nsampler {result.sampler} on {result.target}: {result.n_chains} chains x "
+        f"{result.n_draws} draws after {args.warmup} warm-up",
+        file=out,
+    )
+    print(f"acceptance rate      {result.acceptance_rate:.3f}", file=out)
+    print(f"step size (per chain) {np.array2string(stats['step_size'][:, -1], precision=4)}", file=out)
+    print(f"divergences          {result.n_divergent}", file=out)
+    print(f"gradient evaluations {result.n_grad}", file=out)
+    print(f"max r_hat            {np.max(hm.diagnostics.rhat(result.draws)):.4f}", file=out)
+    print(
+        f"seconds              {result.warmup_seconds:.2f} warm-up, "
+        f"{result.sampling_seconds:.2f} sampling",
+        file=out,
+    )
+    if args.output:
+        path = result.save(args.output)
+        print(f"wrote {path}", file=out)
+    return 0
+
+
+def main(argv=None) -> int:
+    """Entry point of the ``hamiltonia`` console script."""
+    parser = _build_parser()
+    try:
+        args = parser.parse_args(argv)
+        if args.command == "list":
+            return _cmd_list(sys.stdout)
+        if args.command == "sample":
+            return _cmd_sample(args, sys.stdout)
+        parser.print_help()
+        return 2
+    except (_UsageError, ValueError, TypeError, KeyError) as err:
+        message = str(err.args[0]) if isinstance(err, KeyError) and err.args else str(err)
+        print(f"hamiltonia: error: {message}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

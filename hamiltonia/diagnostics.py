@@ -1,0 +1,151 @@
+"""Convergence and efficiency diagnostics.
+
+Univariate diagnostics follow ArviZ (computed by :mod:`arviz_stats`): rank-normalised split
+:math:`\\hat R`, bulk and tail effective sample sizes, and Monte Carlo standard errors
+(Vehtari et al. 2021, *Rank-normalization, folding, and localization: an improved R-hat*).
+The research's own metrics are added: the multivariate ESS of Vats, Flegal and Jones (2019)
+by batch means, the Kish effective sample size of importance weights, their product for
+weighted draws (spec/seed002_ch1-3.md §4.10), and ESS per second and per gradient.
+
+Arrays of draws have shape ``(chains, draws, dim)`` (or ``(chains, draws)`` for one
+quantity).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from arviz_stats.base import array_stats
+
+__all__ = [
+    "combined_ess",
+    "ess",
+    "ess_per_gradient",
+    "ess_per_second",
+    "kish_ess",
+    "mcse",
+    "multivariate_ess",
+    "rhat",
+]
+
+
+def _chain_draw_last(draws: np.ndarray) -> np.ndarray:
+    x = np.asarray(draws, dtype=float)
+    if x.ndim == 2:
+        return x
+    if x.ndim != 3:
+        raise ValueError(f"draws must have shape (chains, draws[, dim]), got {x.shape}")
+    return np.moveaxis(x, (0, 1), (-2, -1))
+
+
+def ess(draws: np.ndarray, method: str = "bulk") -> np.ndarray:
+    """Effective sample size per parameter (``method`` ``"bulk"``, ``"tail"``, ``"mean"``...,
+    as in :func:`arviz_stats`)."""
+    prob = (0.05, 0.95) if method == "tail" else None  # ArviZ's tail quantiles
+    return np.asarray(array_stats.ess(_chain_draw_last(draws), method=method, prob=prob))
+
+
+def rhat(draws: np.ndarray) -> np.ndarray:
+    """Rank-normalised split :math:`\\hat R` per parameter."""
+    return np.asarray(array_stats.rhat(_chain_draw_last(draws), method="rank"))
+
+
+def mcse(draws: np.ndarray, method: str = "mean") -> np.ndarray:
+    """Monte Carlo standard error per parameter of the mean (``"mean"``) or sd (``"sd"``)."""
+    return np.asarray(array_stats.mcse(_chain_draw_last(draws), method=method))
+
+
+def _batch_means_covariance(chain: np.ndarray, batch_size: int) -> np.ndarray:
+    """:math:`\\hat\\Sigma = \\frac{b}{a-1}\\sum_k (\\bar Y_k - \\bar\\theta)(\\bar Y_k -
+    \\bar\\theta)^\\top` from ``a = n // b`` non-overlapping batches of one chain."""
+    n, _ = chain.shape
+    a = n // batch_size
+    used = chain[: a * batch_size]
+    means = used.reshape(a, batch_size, -1).mean(axis=1)
+    centred = means - used.mean(axis=0)
+    return batch_size * centred.T @ centred / (a - 1)
+
+
+def multivariate_ess(draws: np.ndarray, batch_size: int | str = "sqroot") -> float:
+    """Multivariate effective sample size (Vats, Flegal and Jones 2019).
+
+    .. math::
+
+        \\text{mESS} = n \\left(\\frac{|\\Lambda|}{|\\Sigma|}\\right)^{1/D}
+
+    with :math:`n` the total number of draws, :math:`\\Lambda` the sample covariance of the
+    pooled draws and :math:`\\Sigma` the asymptotic covariance of the Markov-chain CLT,
+    estimated by batch means within each chain and averaged over chains. ``batch_size`` is
+    an integer or ``"sqroot"`` (:math:`b = \\lfloor\\sqrt{n_{\\text{chain}}}\\rfloor`, the
+    default of Vats et al.) or ``"cuberoot"``. Determinants are taken through log-determinants
+    for stability. Independent draws give :math:`\\text{mESS} \\approx n`.
+    """
+    x = np.asarray(draws, dtype=float)
+    if x.ndim == 2:
+        x = x[..., None]
+    if x.ndim != 3:
+        raise ValueError(f"draws must have shape (chains, draws[, dim]), got {x.shape}")
+    n_chains, n, dim = x.shape
+    if isinstance(batch_size, str):
+        rules = {"sqroot": np.sqrt, "cuberoot": np.cbrt}
+        if batch_size not in rules:
+            raise ValueError(f"batch_size must be an integer, 'sqroot' or 'cuberoot', got {batch_size!r}")
+        b = int(np.floor(rules[batch_size](n)))
+    else:
+        b = int(batch_size)
+    if not 1 <= b <= n // 2:
+        raise ValueError(f"batch_size must lie in [1, {n // 2}] for {n} draws per chain, got {b}")
+    sigma = np.mean([_batch_means_covariance(c, b) for c in x], axis=0)
+    lam = np.atleast_2d(np.cov(x.reshape(-1, dim), rowvar=False))
+    sign_l, logdet_l = np.linalg.slogdet(lam)
+    sign_s, logdet_s = np.linalg.slogdet(np.atleast_2d(sigma))
+    if sign_l <= 0 or sign_s <= 0:
+        return float("nan")
+    return float(n_chains * n * np.exp((logdet_l - logdet_s) / dim))
+
+
+def kish_ess(log_weights: np.ndarray) -> float:
+    """Kish's effective sample size of importance weights (thesis eq. 3.11).
+
+    .. math::
+
+        \\text{ESS}_{\\text{IMP}} = \\frac{1}{\\sum_j \\bar b_j^2},
+        \\qquad \\bar b_j = \\frac{b_j}{\\sum_k b_k},
+
+    computed from log weights with the maximum subtracted. Equal weights give the number of
+    draws.
+    """
+    lw = np.asarray(log_weights, dtype=float).ravel()
+    if lw.size == 0 or not np.all(np.isfinite(lw)):
+        raise ValueError("log_weights must be a non-empty array of finite values")
+    w = np.exp(lw - lw.max())
+    w /= w.sum()
+    return float(1.0 / np.sum(w**2))
+
+
+def combined_ess(draws: np.ndarray, log_weights: np.ndarray | None, batch_size="sqroot") -> float:
+    """ESS of importance-weighted draws (thesis eq. 3.12, after Heide et al. 2021).
+
+    .. math::
+
+        \\text{ESS} = \\frac{\\text{ESS}_{\\text{IMP}}}{N}\\,\\text{mESS},
+
+    :math:`\\text{mESS}` from the unweighted draws. ``log_weights=None`` gives the mESS.
+    """
+    m = multivariate_ess(draws, batch_size)
+    if log_weights is None:
+        return m
+    lw = np.asarray(log_weights)
+    return kish_ess(lw) / lw.size * m
+
+
+def ess_per_second(result, method: str = "bulk") -> np.ndarray:
+    """ESS per second of post-warm-up sampling time, per parameter."""
+    return ess(result.draws, method) / result.sampling_seconds
+
+
+def ess_per_gradient(result, method: str = "bulk") -> np.ndarray:
+    """ESS per gradient evaluation spent after warm-up, per parameter (``inf`` when the
+    sampler uses no gradient)."""
+    n_grad = float(np.sum(result.stats["n_grad"]))
+    with np.errstate(divide="ignore"):
+        return ess(result.draws, method) / n_grad

@@ -1,0 +1,16 @@
+"""Hamiltonians: the energy functions whose flows the integrators follow."""
+
+from hamiltonia.hamiltonians.base import Hamiltonian
+from hamiltonia.hamiltonians.euclidean import EuclideanHamiltonian
+from hamiltonia.hamiltonians.metrics import DenseMetric, DiagonalMetric, IdentityMetric, Metric
+from hamiltonia.hamiltonians.shadow import ShadowHamiltonian
+
+__all__ = [
+    "DenseMetric",
+    "DiagonalMetric",
+    "EuclideanHamiltonian",
+    "Hamiltonian",
+    "IdentityMetric",
+    "Metric",
+    "ShadowHamiltonian",
+]

@@ -1,0 +1,42 @@
+"""The Euclidean (Gaussian kinetic energy) Hamiltonian of standard HMC."""
+
+from __future__ import annotations
+
+from hamiltonia.hamiltonians.base import Hamiltonian
+from hamiltonia.hamiltonians.metrics import Metric, make_metric
+
+__all__ = ["EuclideanHamiltonian"]
+
+
+class EuclideanHamiltonian(Hamiltonian):
+    """:math:`H(q, p) = -\\log\\pi(q) + \\tfrac12 p^\\top M^{-1} p` with a fixed metric.
+
+    Parameters
+    ----------
+    target : Target
+        The distribution of :math:`q`.
+    metric : None, "identity", array or Metric
+        The inverse mass matrix :math:`M^{-1}`: identity (default), a 1-D diagonal, a 2-D
+        dense matrix, or a :class:`~hamiltonia.hamiltonians.metrics.Metric`.
+
+    References
+    ----------
+    Duane, Kennedy, Pendleton and Roweth (1987), *Hybrid Monte Carlo*; Neal (2011), *MCMC using
+    Hamiltonian dynamics*.
+    """
+
+    def __init__(self, target, metric=None):
+        super().__init__(target)
+        self.metric: Metric = make_metric(metric, target.dim)
+
+    def kinetic(self, p):
+        return self.metric.kinetic(p)
+
+    def velocity(self, p):
+        return self.metric.velocity(p)
+
+    def sample_momentum(self, rngs):
+        return self.metric.sample(rngs, self.dim)
+
+    def __repr__(self):
+        return f"EuclideanHamiltonian({self.target!r}, metric={self.metric!r})"

@@ -1,0 +1,136 @@
+"""Metrics (mass matrices) of the Gaussian kinetic energy.
+
+The kinetic energy is
+
+.. math::
+
+    K(p) = \\tfrac12\\, p^\\top M^{-1} p,
+
+and momenta are drawn from :math:`\\mathcal N(0, M)`. As in Stan, a metric is given by its
+*inverse* mass matrix :math:`M^{-1}`, which warm-up sets to an estimate of the posterior
+covariance. The normalising constant :math:`\\tfrac12\\log((2\\pi)^D |M|)` is left out: it is
+constant for a fixed metric (random-mass samplers add it themselves).
+
+Momenta for a batch of chains are drawn row by row from each chain's own generator, one
+``standard_normal(dim)`` call per chain, so a chain's stream does not depend on how many
+chains run beside it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import scipy.linalg
+
+__all__ = ["DenseMetric", "DiagonalMetric", "IdentityMetric", "Metric", "make_metric"]
+
+
+class Metric:
+    """Abstract metric: kinetic energy, velocity and momentum draws for a fixed ``M``."""
+
+    def kinetic(self, p: np.ndarray) -> np.ndarray:
+        """:math:`\\tfrac12 p^\\top M^{-1} p` for ``p`` of shape ``(..., dim)``."""
+        return 0.5 * np.sum(p * self.velocity(p), axis=-1)
+
+    def velocity(self, p: np.ndarray) -> np.ndarray:
+        """:math:`\\partial K/\\partial p = M^{-1} p`."""
+        raise NotImplementedError
+
+    def from_standard(self, z: np.ndarray) -> np.ndarray:
+        """Map standard normal ``z`` to momenta ``p ~ N(0, M)``."""
+        raise NotImplementedError
+
+    def sample(self, rngs: Sequence[np.random.Generator], dim: int) -> np.ndarray:
+        """One momentum per generator, shape ``(len(rngs), dim)``."""
+        z = np.stack([rng.standard_normal(dim) for rng in rngs])
+        return self.from_standard(z)
+
+
+class IdentityMetric(Metric):
+    """:math:`M = I`."""
+
+    def velocity(self, p):
+        return p
+
+    def kinetic(self, p):
+        return 0.5 * np.sum(p * p, axis=-1)
+
+    def from_standard(self, z):
+        return z
+
+    def __repr__(self):
+        return "IdentityMetric()"
+
+
+class DiagonalMetric(Metric):
+    """:math:`M^{-1} = \\operatorname{diag}(m)` with ``inverse_mass`` :math:`m > 0`."""
+
+    def __init__(self, inverse_mass):
+        m = np.asarray(inverse_mass, dtype=float)
+        if m.ndim != 1 or not np.all(np.isfinite(m)) or np.any(m <= 0):
+            raise ValueError("inverse_mass of a diagonal metric must be a 1-D array of finite values > 0")
+        self.inverse_mass = m
+        self._sqrt_mass = 1.0 / np.sqrt(m)
+
+    def velocity(self, p):
+        return self.inverse_mass * p
+
+    def from_standard(self, z):
+        return z * self._sqrt_mass
+
+    def __repr__(self):
+        return f"DiagonalMetric(dim={self.inverse_mass.size})"
+
+
+class DenseMetric(Metric):
+    """A dense symmetric positive definite :math:`M^{-1}`.
+
+    With the Cholesky factor :math:`M^{-1} = L L^\\top`, momenta are
+    :math:`p = L^{-\\top} z`, whose covariance is :math:`(L L^\\top)^{-1} = M`.
+    """
+
+    def __init__(self, inverse_mass):
+        m = np.asarray(inverse_mass, dtype=float)
+        if m.ndim != 2 or m.shape[0] != m.shape[1] or not np.all(np.isfinite(m)):
+            raise ValueError("inverse_mass of a dense metric must be a finite square matrix")
+        if not np.allclose(m, m.T, rtol=1e-10, atol=1e-12):
+            raise ValueError("inverse_mass of a dense metric must be symmetric")
+        try:
+            self._chol = np.linalg.cholesky(m)
+        except np.linalg.LinAlgError:
+            raise ValueError("inverse_mass of a dense metric must be positive definite") from None
+        self.inverse_mass = m
+
+    def velocity(self, p):
+        return p @ self.inverse_mass  # symmetric, so p M^{-1} row-wise
+
+    def from_standard(self, z):
+        # Solve L^T p = z for each row.
+        return scipy.linalg.solve_triangular(self._chol, z.T, trans="T", lower=True).T
+
+    def __repr__(self):
+        return f"DenseMetric(dim={self.inverse_mass.shape[0]})"
+
+
+def make_metric(metric, dim: int) -> Metric:
+    """Build a metric from ``None``/``"identity"``, a 1-D inverse-mass diagonal, a 2-D inverse
+    mass matrix, or a :class:`Metric`."""
+    if metric is None or (isinstance(metric, str) and metric == "identity"):
+        return IdentityMetric()
+    if isinstance(metric, Metric):
+        return metric
+    if isinstance(metric, str):
+        raise ValueError(
+            f"metric must be 'identity', an inverse-mass array or a Metric, got {metric!r}"
+        )
+    arr = np.asarray(metric, dtype=float)
+    if arr.ndim == 1:
+        if arr.size != dim:
+            raise ValueError(f"metric diagonal must have length dim={dim}, got {arr.size}")
+        return DiagonalMetric(arr)
+    if arr.ndim == 2:
+        if arr.shape != (dim, dim):
+            raise ValueError(f"metric matrix must have shape ({dim}, {dim}), got {arr.shape}")
+        return DenseMetric(arr)
+    raise ValueError(f"metric array must be 1-D or 2-D, got {arr.ndim}-D")

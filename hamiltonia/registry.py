@@ -1,0 +1,172 @@
+"""Plugin registry through entry points.
+
+Targets and samplers are found under the entry-point groups ``hamiltonia.targets`` and
+``hamiltonia.samplers`` with :mod:`importlib.metadata`. hamiltonia registers its own built-ins
+there too, so every lookup takes the path a third-party plugin takes. A plugin package adds,
+in its ``setup.cfg``::
+
+    [options.entry_points]
+    hamiltonia.targets =
+        my-target = my_package.targets:my_target
+    hamiltonia.samplers =
+        my-sampler = my_package.samplers:my_sampler
+
+A target entry point names a callable returning a :class:`~hamiltonia.Target` (its keyword
+arguments are the target's parameters); a sampler entry point names a recipe
+``recipe(target, **options) -> Sampler``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib.metadata
+import inspect
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+
+__all__ = ["PluginWarning", "Registry", "UnknownNameError"]
+
+_OWN_DISTRIBUTION = "hamiltonia"
+
+
+class PluginWarning(UserWarning):
+    """A plugin failed to load, or two plugins registered the same name."""
+
+
+class UnknownNameError(KeyError):
+    """A name that no installed package registers."""
+
+    def __str__(self):
+        return str(self.args[0])
+
+
+@dataclass
+class _Entry:
+    name: str
+    obj: Callable
+    source: str  # distribution name
+
+    @property
+    def description(self) -> str:
+        doc = inspect.getdoc(self.obj) or ""
+        return doc.strip().splitlines()[0] if doc.strip() else ""
+
+
+class Registry:
+    """Named factories discovered from one entry-point group.
+
+    Entry points are loaded on first use. A plugin that fails to import is reported with a
+    :class:`PluginWarning` naming it and its error, and everything else still loads. When two
+    distributions register one name, a warning names both; hamiltonia's own entry wins over
+    plugins, and otherwise the first distribution in alphabetical order wins.
+    """
+
+    def __init__(self, group: str, kind: str):
+        self.group = group
+        self.kind = kind
+        self._entries: dict[str, _Entry] | None = None
+        self._extra: dict[str, _Entry] = {}
+
+    def refresh(self) -> None:
+        """Forget what was discovered (call after installing a plugin in a running process)."""
+        self._entries = None
+
+    def _discover(self) -> dict[str, _Entry]:
+        if self._entries is not None:
+            return self._entries
+        found: dict[str, list] = {}
+        for ep in importlib.metadata.entry_points(group=self.group):
+            dist = ep.dist.name if ep.dist is not None else "<unknown>"
+            candidates = found.setdefault(ep.name, [])
+            if any(c.value == ep.value and d == dist for d, c in candidates):
+                continue  # the same distribution seen twice on sys.path
+            candidates.append((dist, ep))
+        entries: dict[str, _Entry] = {}
+        for name, candidates in sorted(found.items()):
+            candidates.sort(key=lambda c: (c[0] != _OWN_DISTRIBUTION, c[0]))
+            if len(candidates) > 1:
+                who = ", ".join(f"{d} ({ep.value})" for d, ep in candidates)
+                warnings.warn(
+                    f"{self.kind} {name!r} is registered more than once: {who}; "
+                    f"using the one from {candidates[0][0]}",
+                    PluginWarning,
+                    stacklevel=3,
+                )
+            for dist, ep in candidates:
+                try:
+                    obj = ep.load()
+                except Exception as err:  # noqa: BLE001 - a broken plugin must not break the rest
+                    warnings.warn(
+                        f"could not load {self.kind} {name!r} from plugin {dist} "
+                        f"({ep.value}): {type(err).__name__}: {err}",
+                        PluginWarning,
+                        stacklevel=3,
+                    )
+                    continue
+                entries[name] = _Entry(name, obj, dist)
+                break
+        self._entries = entries
+        return entries
+
+    def _all(self) -> dict[str, _Entry]:
+        return {**self._discover(), **self._extra}
+
+    def register(self, name: str, factory: Callable, *, overwrite: bool = False) -> None:
+        """Register ``factory`` under ``name`` in this process (no packaging needed)."""
+        if not callable(factory):
+            raise TypeError(f"factory must be callable, got {type(factory).__name__}")
+        if name in self._all() and not overwrite:
+            raise ValueError(f"{self.kind} {name!r} is already registered; pass overwrite=True")
+        self._extra[name] = _Entry(name, factory, "<runtime>")
+
+    def names(self) -> list[str]:
+        """Sorted registered names."""
+        return sorted(self._all())
+
+    def describe(self) -> dict[str, str]:
+        """Name to one-line description (the first line of the factory's docstring)."""
+        return {name: e.description for name, e in sorted(self._all().items())}
+
+    def source(self, name: str) -> str:
+        """The distribution that registers ``name``."""
+        return self._lookup(name).source
+
+    def _lookup(self, name: str) -> _Entry:
+        entries = self._all()
+        if not isinstance(name, str) or name not in entries:
+            close = difflib.get_close_matches(str(name), list(entries), n=3, cutoff=0.5)
+            hint = f"; did you mean {' or '.join(map(repr, close))}?" if close else ""
+            raise UnknownNameError(
+                f"unknown {self.kind} {name!r}{hint} "
+                f"(registered: {', '.join(sorted(entries)) or 'none'})"
+            )
+        return entries[name]
+
+    def factory(self, name: str) -> Callable:
+        """The registered callable itself."""
+        return self._lookup(name).obj
+
+    def options(self, name: str) -> list[str]:
+        """Keyword options the factory accepts."""
+        sig = inspect.signature(self.factory(name))
+        return [
+            p.name
+            for p in sig.parameters.values()
+            if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name != "target"
+        ]
+
+    def call(self, name: str, *args, **options):
+        """Call the factory, rejecting unknown options with a message naming them."""
+        factory = self.factory(name)
+        sig = inspect.signature(factory)
+        accepts_any = any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values())
+        if not accepts_any:
+            valid = self.options(name)
+            unknown = [k for k in options if k not in valid]
+            if unknown:
+                raise ValueError(
+                    f"unknown option {unknown[0]!r} for {self.kind} {name!r}; "
+                    f"valid options: {', '.join(valid) or 'none'}"
+                )
+        return factory(*args, **options)

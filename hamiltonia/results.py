@@ -1,0 +1,184 @@
+"""The :class:`Result` of a run: draws, statistics, summaries, ArviZ output, netCDF files."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from hamiltonia import diagnostics
+from hamiltonia.reducers import weighted_mean
+
+__all__ = ["Result", "load"]
+
+_LOG_WEIGHT = "log_weight"
+
+
+@dataclass
+class Result:
+    """Draws and statistics of a multi-chain run.
+
+    Attributes
+    ----------
+    draws : ndarray (chains, draws, dim)
+        Post-warm-up draws.
+    stats : dict of ndarray (chains, draws)
+        ``accepted``, ``acceptance_rate``, ``energy``, ``diverging``, ``n_grad``,
+        ``n_steps``, ``step_size`` and ``lp`` (the log density of the draw).
+    names : tuple of str
+        Parameter names.
+    log_weights : ndarray (chains, draws) or None
+        Log importance weights (shadow samplers), ``None`` for equally weighted draws.
+    sampler, target : str
+        What was run.
+    warmup_seconds, sampling_seconds : float
+        Wall-clock time of each phase.
+    attrs : dict
+        Run settings (seed entropy, numbers of warm-up iterations and draws, options).
+    """
+
+    draws: np.ndarray
+    stats: dict
+    names: tuple
+    log_weights: np.ndarray | None = None
+    sampler: str = ""
+    target: str = ""
+    warmup_seconds: float = 0.0
+    sampling_seconds: float = 0.0
+    attrs: dict = field(default_factory=dict)
+
+    @property
+    def n_chains(self) -> int:
+        return self.draws.shape[0]
+
+    @property
+    def n_draws(self) -> int:
+        return self.draws.shape[1]
+
+    @property
+    def dim(self) -> int:
+        return self.draws.shape[2]
+
+    @property
+    def n_grad(self) -> int:
+        """Gradient evaluations after warm-up, all chains together."""
+        return int(np.sum(self.stats["n_grad"]))
+
+    @property
+    def n_divergent(self) -> int:
+        return int(np.sum(self.stats["diverging"]))
+
+    @property
+    def acceptance_rate(self) -> float:
+        """Mean acceptance statistic after warm-up."""
+        return float(np.mean(self.stats["acceptance_rate"]))
+
+    def mean(self) -> np.ndarray:
+        """Posterior mean of each parameter (importance weights applied)."""
+        return weighted_mean(self.draws, self.log_weights)
+
+    def summary(self):
+        """A table (pandas DataFrame) with one row per parameter.
+
+        Columns: ``mean``, ``sd``, ``mcse`` (standard error of the mean), ``ess_bulk``,
+        ``ess_tail`` and ``r_hat``. With importance weights the mean and sd are weighted,
+        ESS values are multiplied by the Kish factor :math:`\\text{ESS}_{\\text{IMP}}/N`, and
+        the MCSE is the sd over the square root of the weighted bulk ESS.
+        """
+        import pandas as pd
+
+        mean = self.mean()
+        sd = np.sqrt(np.maximum(weighted_mean((self.draws - mean) ** 2, self.log_weights), 0.0))
+        ess_bulk = diagnostics.ess(self.draws, "bulk")
+        ess_tail = diagnostics.ess(self.draws, "tail")
+        if self.log_weights is None:
+            mcse = diagnostics.mcse(self.draws, "mean")
+        else:
+            factor = diagnostics.kish_ess(self.log_weights) / self.log_weights.size
+            ess_bulk, ess_tail = ess_bulk * factor, ess_tail * factor
+            mcse = sd / np.sqrt(ess_bulk)
+        return pd.DataFrame(
+            {
+                "mean": mean,
+                "sd": sd,
+                "mcse": mcse,
+                "ess_bulk": ess_bulk,
+                "ess_tail": ess_tail,
+                "r_hat": diagnostics.rhat(self.draws),
+            },
+            index=pd.Index(self.names, name="parameter"),
+        )
+
+    def multivariate_ess(self, batch_size="sqroot") -> float:
+        """Multivariate ESS, times the Kish factor when the draws are weighted."""
+        return diagnostics.combined_ess(self.draws, self.log_weights, batch_size)
+
+    # ------------------------------------------------------------------ ArviZ and files
+    def to_datatree(self):
+        """An ArviZ-compatible :class:`xarray.DataTree` with ``posterior`` and
+        ``sample_stats`` groups (dimensions ``chain`` and ``draw``), one posterior variable
+        per parameter. Run information is in the root's attributes."""
+        from arviz_base import from_dict
+
+        posterior = {name: self.draws[..., i] for i, name in enumerate(self.names)}
+        sample_stats = dict(self.stats)
+        if self.log_weights is not None:
+            sample_stats[_LOG_WEIGHT] = self.log_weights
+        tree = from_dict({"posterior": posterior, "sample_stats": sample_stats})
+        tree.attrs.update(
+            {
+                "hamiltonia_sampler": self.sampler,
+                "hamiltonia_target": self.target,
+                "hamiltonia_names": json.dumps(list(self.names)),
+                "warmup_seconds": float(self.warmup_seconds),
+                "sampling_seconds": float(self.sampling_seconds),
+                "hamiltonia_attrs": json.dumps(self.attrs, default=str),
+            }
+        )
+        return tree
+
+    @classmethod
+    def from_datatree(cls, tree) -> Result:
+        """Rebuild a result from :meth:`to_datatree`'s output."""
+        names = tuple(json.loads(tree.attrs["hamiltonia_names"]))
+        post = tree["posterior"]
+        draws = np.stack([np.asarray(post[name].values, dtype=float) for name in names], axis=-1)
+        ss = tree["sample_stats"]
+        stats = {k: np.asarray(ss[k].values) for k in ss.data_vars if k != _LOG_WEIGHT}
+        log_weights = np.asarray(ss[_LOG_WEIGHT].values) if _LOG_WEIGHT in ss.data_vars else None
+        return cls(
+            draws=draws,
+            stats=stats,
+            names=names,
+            log_weights=log_weights,
+            sampler=str(tree.attrs.get("hamiltonia_sampler", "")),
+            target=str(tree.attrs.get("hamiltonia_target", "")),
+            warmup_seconds=float(tree.attrs.get("warmup_seconds", 0.0)),
+            sampling_seconds=float(tree.attrs.get("sampling_seconds", 0.0)),
+            attrs=json.loads(tree.attrs.get("hamiltonia_attrs", "{}")),
+        )
+
+    def save(self, path) -> Path:
+        """Write the run as netCDF-4 (ArviZ layout); returns the path."""
+        path = Path(path)
+        self.to_datatree().to_netcdf(path, engine="h5netcdf")
+        return path
+
+    def __repr__(self):
+        return (
+            f"Result(sampler={self.sampler!r}, target={self.target!r}, chains={self.n_chains}, "
+            f"draws={self.n_draws}, dim={self.dim})"
+        )
+
+
+def load(path) -> Result:
+    """Read a run written by :meth:`Result.save`."""
+    import xarray as xr
+
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"no such run file: {path}")
+    with xr.open_datatree(path, engine="h5netcdf") as tree:
+        return Result.from_datatree(tree.load())

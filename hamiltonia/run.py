@@ -1,0 +1,217 @@
+"""Running chains: :func:`sample`."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from hamiltonia._validation import check_int
+from hamiltonia.results import Result
+from hamiltonia.samplers.base import STAT_NAMES, Sampler
+from hamiltonia.state import ChainState
+from hamiltonia.targets.base import Target
+
+__all__ = ["make_rngs", "sample"]
+
+#: Initial points are drawn uniformly from (-INIT_RADIUS, INIT_RADIUS) per coordinate, as in
+#: Stan, and redrawn up to MAX_INIT_TRIES times where the log density is not finite.
+INIT_RADIUS = 2.0
+MAX_INIT_TRIES = 100
+
+
+def make_rngs(seed, chains: int) -> tuple[list[np.random.Generator], np.random.SeedSequence]:
+    """One independent generator per chain: the children of ``SeedSequence(seed)``.
+
+    Chain ``c`` gets child ``c`` whatever the number of chains, so a chain's draws do not
+    depend on how many chains run beside it.
+    """
+    if isinstance(seed, np.random.SeedSequence):
+        seq = seed
+    elif seed is None or (isinstance(seed, int | np.integer) and not isinstance(seed, bool) and seed >= 0):
+        seq = np.random.SeedSequence(None if seed is None else int(seed))
+    else:
+        raise ValueError(f"seed must be a non-negative integer, a SeedSequence or None, got {seed!r}")
+    return [np.random.default_rng(child) for child in seq.spawn(chains)], seq
+
+
+def _resolve_target(target) -> Target:
+    from hamiltonia import targets
+
+    if isinstance(target, str):
+        return targets.get(target)
+    if not isinstance(target, Target):
+        raise TypeError(f"target must be a Target or a registered target name, got {type(target).__name__}")
+    return target
+
+
+def _resolve_sampler(sampler, target, options) -> Sampler:
+    from hamiltonia import samplers
+
+    if isinstance(sampler, str):
+        return samplers.build(sampler, target, **options)
+    if isinstance(sampler, Sampler):
+        if options:
+            raise ValueError(
+                f"sampler options ({', '.join(options)}) can only be given with a sampler name; "
+                "set them on the Sampler object instead"
+            )
+        if sampler.target is not target:
+            raise ValueError("sampler was built for a different target than the one given")
+        return sampler
+    raise TypeError(f"sampler must be a registered name or a Sampler, got {type(sampler).__name__}")
+
+
+def _initial_state(sampler: Sampler, target: Target, initial, rngs) -> ChainState:
+    chains, dim = len(rngs), target.dim
+    if initial is not None:
+        q = np.asarray(initial, dtype=float)
+        if q.shape == (dim,):
+            q = np.broadcast_to(q, (chains, dim)).copy()
+        if q.shape != (chains, dim):
+            raise ValueError(f"initial must have shape ({dim},) or ({chains}, {dim}), got {q.shape}")
+        if not np.all(np.isfinite(q)):
+            raise ValueError("initial must contain only finite values")
+        state = sampler.init(q)
+        bad = np.flatnonzero(~state.phase.finite)
+        if bad.size:
+            raise ValueError(
+                f"initial: the log density or its gradient is not finite at the initial point "
+                f"of chain {int(bad[0])}"
+            )
+        return state
+    q = np.stack([rng.uniform(-INIT_RADIUS, INIT_RADIUS, dim) for rng in rngs])
+    state = sampler.init(q)
+    for _ in range(MAX_INIT_TRIES):
+        bad = ~state.phase.finite
+        if not bad.any():
+            return state
+        for c in np.flatnonzero(bad):
+            q[c] = rngs[c].uniform(-INIT_RADIUS, INIT_RADIUS, dim)
+        state = sampler.init(q)
+    raise RuntimeError(
+        f"could not find a finite initial point in {MAX_INIT_TRIES} tries of uniform(-2, 2); "
+        "pass initial=..."
+    )
+
+
+def sample(
+    target,
+    sampler="hmc",
+    *,
+    chains: int = 4,
+    warmup: int = 1000,
+    draws: int = 1000,
+    seed=None,
+    initial=None,
+    progress: bool = True,
+    **options,
+) -> Result:
+    """Run warm-up then sampling for several chains.
+
+    Parameters
+    ----------
+    target : Target or str
+        The target, or the name of a registered one.
+    sampler : str or Sampler
+        A registered sampler name (see :func:`hamiltonia.samplers.names`) built with
+        ``options``, or a ready :class:`~hamiltonia.samplers.Sampler`.
+    chains : int
+        Number of chains (>= 1), run vectorised in this process.
+    warmup : int
+        Warm-up (adaptation) iterations per chain (>= 0), discarded.
+    draws : int
+        Retained iterations per chain (>= 1).
+    seed : int, SeedSequence or None
+        Chain ``c`` uses child ``c`` of ``SeedSequence(seed)``: the same seed gives the same
+        draws. ``None`` draws fresh entropy (recorded in ``result.attrs["seed_entropy"]``).
+    initial : array, optional
+        Initial positions, shape ``(dim,)`` or ``(chains, dim)``. By default each chain draws
+        uniform(-2, 2) coordinates from its own generator, redrawn where the log density or
+        gradient is not finite.
+    progress : bool
+        Show a tqdm progress bar.
+    **options
+        Options of the named sampler (for ``hmc``: ``n_steps``, ``step_size``,
+        ``target_accept``, ``adapt_step_size``, ``metric``). Unknown options raise
+        ``ValueError`` naming them.
+
+    Returns
+    -------
+    Result
+    """
+    from tqdm.auto import tqdm
+
+    chains = check_int(chains, "chains", minimum=1)
+    warmup = check_int(warmup, "warmup", minimum=0)
+    draws = check_int(draws, "draws", minimum=1)
+    target = _resolve_target(target)
+    smp = _resolve_sampler(sampler, target, options)
+    rngs, seq = make_rngs(seed, chains)
+
+    state = _initial_state(smp, target, initial, rngs)
+    dim = target.dim
+    out_q = np.empty((chains, draws, dim))
+    out_stats = {name: None for name in (*STAT_NAMES, "lp")}
+    log_weights = None
+
+    bar = tqdm(
+        total=warmup + draws,
+        disable=not progress,
+        desc=f"{smp.name} warmup",
+        unit="it",
+        leave=True,
+    )
+    try:
+        t0 = time.perf_counter()
+        for tuner in smp.tuners:
+            tuner.start(smp, state, warmup, rngs)
+        for it in range(warmup):
+            state, info = smp.step(state, rngs)
+            for tuner in smp.tuners:
+                tuner.update(smp, state, info, it)
+            bar.update(1)
+        for tuner in smp.tuners:
+            tuner.finalize(smp, state)
+        t1 = time.perf_counter()
+        bar.set_description(f"{smp.name} sampling")
+        n_div = 0
+        for it in range(draws):
+            state, info = smp.step(state, rngs)
+            out_q[:, it] = target.constrain(state.phase.q)
+            info = {**info, "step_size": state.step_size, "lp": state.phase.log_prob}
+            for name in out_stats:
+                value = np.asarray(info[name])
+                if out_stats[name] is None:
+                    out_stats[name] = np.empty((chains, draws), dtype=value.dtype)
+                out_stats[name][:, it] = value
+            lw = smp.log_weight(state)
+            if lw is not None:
+                if log_weights is None:
+                    log_weights = np.empty((chains, draws))
+                log_weights[:, it] = lw
+            n_div += int(np.sum(info["diverging"]))
+            bar.update(1)
+            if progress and it % 50 == 0:
+                bar.set_postfix_str(f"divergences={n_div}", refresh=False)
+        t2 = time.perf_counter()
+    finally:
+        bar.close()
+
+    return Result(
+        draws=out_q,
+        stats=out_stats,
+        names=target.names,
+        log_weights=log_weights,
+        sampler=smp.name,
+        target=getattr(target, "registered_name", type(target).__name__),
+        warmup_seconds=t1 - t0,
+        sampling_seconds=t2 - t1,
+        attrs={
+            "seed_entropy": str(seq.entropy),
+            "chains": chains,
+            "warmup": warmup,
+            "draws": draws,
+            "options": {k: (v if np.isscalar(v) or v is None else repr(v)) for k, v in options.items()},
+        },
+    )

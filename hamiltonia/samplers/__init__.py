@@ -1,0 +1,68 @@
+"""Samplers: the composed :class:`HamiltonianSampler`, random-walk Metropolis, and the
+registry of named recipes.
+
+>>> import hamiltonia as hm
+>>> sampler = hm.samplers.build("hmc", hm.targets.get("banana"), n_steps=15)
+"""
+
+from __future__ import annotations
+
+from hamiltonia.registry import Registry
+from hamiltonia.samplers.base import STAT_NAMES, Sampler
+from hamiltonia.samplers.hamiltonian import HamiltonianSampler
+from hamiltonia.samplers.random_walk import RandomWalkMetropolis
+
+__all__ = [
+    "STAT_NAMES",
+    "HamiltonianSampler",
+    "RandomWalkMetropolis",
+    "Sampler",
+    "build",
+    "describe",
+    "get",
+    "names",
+    "options",
+    "register",
+    "registry",
+]
+
+#: The registry of sampler recipes, fed by the ``hamiltonia.samplers`` entry points.
+registry = Registry("hamiltonia.samplers", "sampler")
+
+
+def names() -> list[str]:
+    """Names of all registered samplers."""
+    return registry.names()
+
+
+def describe() -> dict[str, str]:
+    """Name to one-line description of every registered sampler."""
+    return registry.describe()
+
+
+def get(name: str):
+    """The recipe registered as ``name``: ``recipe(target, **options) -> Sampler``."""
+    return registry.factory(name)
+
+
+def options(name: str) -> list[str]:
+    """The options the sampler ``name`` accepts."""
+    return registry.options(name)
+
+
+def build(name: str, target, **opts) -> Sampler:
+    """Build the sampler ``name`` for ``target``; unknown options raise ``ValueError``."""
+    sampler = registry.call(name, target, **opts)
+    if not isinstance(sampler, Sampler):
+        raise TypeError(
+            f"sampler {name!r} from {registry.source(name)} returned "
+            f"{type(sampler).__name__}, not a hamiltonia Sampler"
+        )
+    if sampler.name in ("sampler", "hamiltonian"):
+        sampler.name = name
+    return sampler
+
+
+def register(name: str, recipe, *, overwrite: bool = False) -> None:
+    """Register a sampler recipe in this process."""
+    registry.register(name, recipe, overwrite=overwrite)

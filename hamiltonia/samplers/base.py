@@ -1,0 +1,62 @@
+"""The abstract :class:`Sampler`: one Markov transition for a batch of chains."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from hamiltonia._validation import check_positive
+from hamiltonia.state import ChainState
+
+__all__ = ["STAT_NAMES", "Sampler"]
+
+#: Per-iteration statistics every sampler reports (ArviZ ``sample_stats`` names where they
+#: exist).
+STAT_NAMES = ("accepted", "acceptance_rate", "energy", "diverging", "n_grad", "n_steps", "step_size")
+
+
+class Sampler:
+    """A Markov kernel on a target, applied to all chains at once.
+
+    Contract
+    --------
+    * ``init(positions)`` returns a :class:`~hamiltonia.state.ChainState` at ``positions``
+      (shape ``(chains, dim)``).
+    * ``step(chain, rngs)`` returns ``(chain, info)``: the next state and a dict of per-chain
+      arrays with at least ``accepted``, ``acceptance_rate``, ``energy``, ``diverging``,
+      ``n_grad`` and ``n_steps``. Chain ``c`` draws only from ``rngs[c]``.
+    * ``probe_acceptance(chain, step_size, rngs)`` returns the acceptance probability of one
+      trial move with the given per-chain step sizes, without moving the chains (used to find
+      an initial step size).
+    * ``tuners`` adapt the sampler during warm-up; ``reducer`` turns draws into estimates.
+    * ``log_weight(chain)`` returns per-chain log importance weights, or ``None``.
+    """
+
+    name: str = "sampler"
+
+    def __init__(self, target, *, step_size=None, tuners=(), reducer=None):
+        from hamiltonia.reducers import VarianceReducer
+
+        self.target = target
+        self.initial_step_size = None if step_size is None else check_positive(step_size, "step_size")
+        self.tuners = list(tuners)
+        self.reducer = VarianceReducer() if reducer is None else reducer
+
+    def _initial_step_sizes(self, n: int) -> np.ndarray:
+        return np.full(n, 1.0 if self.initial_step_size is None else self.initial_step_size)
+
+    def init(self, positions: np.ndarray) -> ChainState:
+        raise NotImplementedError
+
+    def step(self, chain: ChainState, rngs: Sequence[np.random.Generator]):
+        raise NotImplementedError
+
+    def probe_acceptance(self, chain: ChainState, step_size, rngs) -> np.ndarray:
+        raise NotImplementedError
+
+    def log_weight(self, chain: ChainState):
+        return self.reducer.log_weights(self, chain.phase, chain.step_size)
+
+    def __repr__(self):
+        return f"{type(self).__name__}(target={self.target!r})"

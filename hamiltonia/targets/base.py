@@ -1,0 +1,269 @@
+"""The :class:`Target`: the distribution a sampler draws from.
+
+A target owns the log density :math:`\\log \\pi(x)` (up to a constant), its gradient, an
+optional Hessian-vector product, the dimension and the parameter names. Samplers work with
+the potential energy :math:`U(x) = -\\log \\pi(x)`, which the Hamiltonian derives from the
+target.
+
+Every method takes positions of shape ``(..., dim)``: leading axes are batch axes (chains),
+so that many chains can share one call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from hamiltonia._validation import check_positions
+
+__all__ = ["ExactMoments", "FunctionTarget", "Target"]
+
+
+@dataclass(frozen=True)
+class ExactMoments:
+    """Exact first and second moments of a target, where they are known.
+
+    Attributes
+    ----------
+    mean, var : ndarray of shape (dim,)
+        Exact marginal means and variances; ``nan`` where a moment is unknown or infinite.
+    """
+
+    mean: np.ndarray
+    var: np.ndarray
+
+
+class Target:
+    """Abstract target distribution.
+
+    Subclasses implement :meth:`log_prob` and :meth:`log_prob_and_grad`; :meth:`hvp` is
+    optional (samplers that need curvature, such as the shadow samplers, check for it).
+
+    Contract
+    --------
+    * ``log_prob(x)`` returns :math:`\\log\\pi(x)` up to an additive constant, with shape
+      ``x.shape[:-1]``. Outside the support it returns ``-inf``; it may also return ``nan``
+      or raise, and samplers treat such a point as a rejected, divergent proposal.
+    * ``log_prob_and_grad(x)`` returns ``(log_prob, grad)`` with the gradient
+      :math:`\\nabla_x \\log\\pi(x)` of shape ``x.shape``.
+    * ``hvp(x, v)`` returns the Hessian-vector product :math:`\\nabla^2_x \\log\\pi(x)\\, v`.
+    * ``dim`` and ``names`` (``len(names) == dim``) describe the parameters.
+    * ``exact_moments`` is an :class:`ExactMoments` or ``None``.
+
+    Positions are in the unconstrained space; ``constrain`` maps draws to the space the user
+    reports (identity by default).
+    """
+
+    #: One line shown by ``hamiltonia list``.
+    description: str = ""
+
+    def __init__(self, dim: int, names: Sequence[str] | None = None):
+        if isinstance(dim, bool) or not isinstance(dim, int | np.integer) or dim < 1:
+            raise ValueError(f"dim must be a positive integer, got {dim!r}")
+        self._dim = int(dim)
+        if names is None:
+            names = [f"x{i + 1}" for i in range(self._dim)]
+        names = [str(n) for n in names]
+        if len(names) != self._dim:
+            raise ValueError(f"names must have length dim={self._dim}, got {len(names)} names")
+        if len(set(names)) != len(names):
+            raise ValueError("names must be unique")
+        self._names = tuple(names)
+
+    @property
+    def dim(self) -> int:
+        """Number of (unconstrained) parameters."""
+        return self._dim
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Parameter names, one per dimension."""
+        return self._names
+
+    @property
+    def exact_moments(self) -> ExactMoments | None:
+        """Exact means and variances where known, else ``None``."""
+        return None
+
+    @property
+    def has_hvp(self) -> bool:
+        """Whether :meth:`hvp` is available."""
+        return type(self).hvp is not Target.hvp
+
+    def log_prob(self, x: np.ndarray) -> np.ndarray:
+        """Log density (up to a constant) at ``x`` of shape ``(..., dim)``."""
+        return self.log_prob_and_grad(x)[0]
+
+    def log_prob_and_grad(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Log density and its gradient at ``x`` of shape ``(..., dim)``."""
+        raise NotImplementedError
+
+    def grad_log_prob(self, x: np.ndarray) -> np.ndarray:
+        """Gradient of the log density at ``x``."""
+        return self.log_prob_and_grad(x)[1]
+
+    def hvp(self, x: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """Hessian of the log density at ``x`` times ``v`` (both of shape ``(..., dim)``)."""
+        raise NotImplementedError(f"{type(self).__name__} has no Hessian-vector product")
+
+    def constrain(self, x: np.ndarray) -> np.ndarray:
+        """Map unconstrained draws to the reported parameter space (identity by default)."""
+        return x
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(dim={self.dim})"
+
+    # ------------------------------------------------------------------ constructors
+    @staticmethod
+    def from_logp(
+        logp: Callable[[np.ndarray], float],
+        dim: int,
+        names: Sequence[str] | None = None,
+        *,
+        vectorized: bool = False,
+    ) -> FunctionTarget:
+        """A target from a log density written with ``autograd.numpy``.
+
+        The gradient and the Hessian-vector product come from autograd
+        (reverse mode, and forward-over-reverse for the HVP).
+
+        Parameters
+        ----------
+        logp : callable
+            ``logp(x) -> float`` for ``x`` of shape ``(dim,)``, written with
+            ``autograd.numpy`` operations.
+        dim : int
+            Number of parameters.
+        names : sequence of str, optional
+            Parameter names (default ``x1 .. x{dim}``).
+        vectorized : bool
+            Set when ``logp`` also accepts ``(..., dim)`` and returns ``(...)``: one call then
+            serves all chains. Otherwise the function is applied row by row.
+        """
+        import autograd
+
+        if not callable(logp):
+            raise TypeError(f"logp must be callable, got {type(logp).__name__}")
+        if vectorized:
+            make_vjp = autograd.make_vjp(logp)
+
+            def lp_grad(x):
+                # One reverse pass gives every row's gradient, because rows do not interact.
+                vjp, lp = make_vjp(x)
+                return lp, vjp(np.ones_like(lp))
+
+            hess_vec = autograd.make_hvp(lambda x: np.sum(logp(x)))
+
+            def hvp(x, v):
+                return hess_vec(x)[0](v)
+
+            return FunctionTarget(
+                logp, lp_grad, dim=dim, names=names, hvp=hvp, vectorized=True
+            )
+        value_and_grad = autograd.value_and_grad(logp)
+        hess_vec = autograd.make_hvp(logp)
+        return FunctionTarget(
+            logp,
+            value_and_grad,
+            dim=dim,
+            names=names,
+            hvp=lambda x, v: hess_vec(x)[0](v),
+            vectorized=False,
+        )
+
+    @staticmethod
+    def from_functions(
+        log_prob: Callable,
+        log_prob_and_grad: Callable,
+        dim: int,
+        names: Sequence[str] | None = None,
+        *,
+        hvp: Callable | None = None,
+        vectorized: bool = False,
+    ) -> FunctionTarget:
+        """A target from explicit functions; see :class:`FunctionTarget`."""
+        return FunctionTarget(
+            log_prob, log_prob_and_grad, dim=dim, names=names, hvp=hvp, vectorized=vectorized
+        )
+
+
+class FunctionTarget(Target):
+    """A target built from user functions.
+
+    Parameters
+    ----------
+    log_prob : callable
+        ``log_prob(x)`` for ``x`` of shape ``(dim,)`` (or ``(..., dim)`` when vectorised).
+    log_prob_and_grad : callable
+        ``log_prob_and_grad(x) -> (log_prob, grad)``.
+    dim : int
+        Number of parameters.
+    names : sequence of str, optional
+        Parameter names.
+    hvp : callable, optional
+        ``hvp(x, v)``: Hessian of the log density at ``x`` times ``v``.
+    vectorized : bool
+        Whether the functions accept a batch ``(..., dim)``. If not, batches are evaluated
+        row by row.
+    """
+
+    def __init__(
+        self,
+        log_prob: Callable,
+        log_prob_and_grad: Callable,
+        dim: int,
+        names: Sequence[str] | None = None,
+        *,
+        hvp: Callable | None = None,
+        vectorized: bool = False,
+    ):
+        super().__init__(dim, names)
+        for name, fn in (("log_prob", log_prob), ("log_prob_and_grad", log_prob_and_grad)):
+            if not callable(fn):
+                raise TypeError(f"{name} must be callable, got {type(fn).__name__}")
+        if hvp is not None and not callable(hvp):
+            raise TypeError(f"hvp must be callable, got {type(hvp).__name__}")
+        self._log_prob = log_prob
+        self._log_prob_and_grad = log_prob_and_grad
+        self._hvp = hvp
+        self.vectorized = bool(vectorized)
+
+    @property
+    def has_hvp(self) -> bool:
+        return self._hvp is not None
+
+    def log_prob(self, x):
+        x = check_positions(x, self.dim)
+        if self.vectorized or x.ndim == 1:
+            return np.asarray(self._log_prob(x), dtype=float)
+        flat = x.reshape(-1, self.dim)
+        out = np.array([float(self._log_prob(row)) for row in flat])
+        return out.reshape(x.shape[:-1])
+
+    def log_prob_and_grad(self, x):
+        x = check_positions(x, self.dim)
+        if self.vectorized or x.ndim == 1:
+            lp, g = self._log_prob_and_grad(x)
+            return np.asarray(lp, dtype=float), np.asarray(g, dtype=float)
+        flat = x.reshape(-1, self.dim)
+        lps = np.empty(flat.shape[0])
+        grads = np.empty_like(flat)
+        for i, row in enumerate(flat):
+            lp, g = self._log_prob_and_grad(row)
+            lps[i] = lp
+            grads[i] = g
+        return lps.reshape(x.shape[:-1]), grads.reshape(x.shape)
+
+    def hvp(self, x, v):
+        if self._hvp is None:
+            raise NotImplementedError("this target was built without an hvp function")
+        x = check_positions(x, self.dim)
+        v = check_positions(v, self.dim, name="v")
+        if self.vectorized or x.ndim == 1:
+            return np.asarray(self._hvp(x, v), dtype=float)
+        xb, vb = np.broadcast_arrays(x, v)
+        flat_x, flat_v = xb.reshape(-1, self.dim), vb.reshape(-1, self.dim)
+        out = np.array([self._hvp(a, b) for a, b in zip(flat_x, flat_v, strict=True)])
+        return out.reshape(xb.shape)

@@ -1,0 +1,77 @@
+"""Neal's funnel (Neal 2003; spec/seed002_ch1-3.md §4.3)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hamiltonia._validation import check_int, check_positive
+from hamiltonia.targets.base import ExactMoments, Target
+
+__all__ = ["Funnel", "funnel", "funnel_d25"]
+
+
+class Funnel(Target):
+    """Neal's funnel: :math:`v \\sim \\mathcal N(0, \\sigma^2)`, :math:`x_i \\mid v \\sim
+    \\mathcal N(0, e^{v})` for :math:`i = 1..n_x` (:math:`e^v` is the variance).
+
+    .. math::
+
+        \\log\\pi(v, x) = -\\frac{v^2}{2\\sigma^2}
+                         - \\sum_{i=1}^{n_x}\\Bigl(\\frac{x_i^2 e^{-v}}{2} + \\frac v2\\Bigr)
+
+    Parameters are ordered :math:`(v, x_1, \\dots, x_{n_x})`, so ``dim = n_x + 1``: the
+    thesis's "D = 25" is read as 25 x's plus v, 26 parameters in all (erratum 8; the peer
+    benchmarks use the same reading). Exact moments: :math:`v` has mean 0 and variance
+    :math:`\\sigma^2`; each :math:`x_i` has mean 0 and variance
+    :math:`\\mathbb E[e^v] = e^{\\sigma^2/2}`.
+    """
+
+    description = "Neal's funnel: v ~ N(0, 3^2), x_i | v ~ N(0, e^v); dim = n_x + 1"
+
+    def __init__(self, n_x: int = 25, scale: float = 3.0):
+        self.n_x = check_int(n_x, "n_x", minimum=1)
+        self.scale = check_positive(scale, "scale")
+        super().__init__(self.n_x + 1, ["v"] + [f"x{i + 1}" for i in range(self.n_x)])
+
+    def log_prob(self, x):
+        x = np.asarray(x, dtype=float)
+        v, xs = x[..., 0], x[..., 1:]
+        return -(v**2) / (2 * self.scale**2) - 0.5 * np.sum(xs**2, axis=-1) * np.exp(-v) - 0.5 * self.n_x * v
+
+    def log_prob_and_grad(self, x):
+        x = np.asarray(x, dtype=float)
+        v, xs = x[..., 0], x[..., 1:]
+        e = np.exp(-v)
+        ss = np.sum(xs**2, axis=-1)
+        lp = -(v**2) / (2 * self.scale**2) - 0.5 * ss * e - 0.5 * self.n_x * v
+        gv = -v / self.scale**2 + 0.5 * ss * e - 0.5 * self.n_x
+        gx = -xs * e[..., None]
+        return lp, np.concatenate([gv[..., None], gx], axis=-1)
+
+    def hvp(self, x, v_):
+        x = np.asarray(x, dtype=float)
+        u = np.asarray(v_, dtype=float)
+        v, xs = x[..., 0], x[..., 1:]
+        e = np.exp(-v)
+        ss = np.sum(xs**2, axis=-1)
+        hvv = -1 / self.scale**2 - 0.5 * ss * e
+        # d^2/dv dx_i = x_i e^{-v};  d^2/dx_i^2 = -e^{-v}
+        out_v = hvv * u[..., 0] + e * np.sum(xs * u[..., 1:], axis=-1)
+        out_x = xs * (e * u[..., 0])[..., None] - e[..., None] * u[..., 1:]
+        return np.concatenate([out_v[..., None], out_x], axis=-1)
+
+    @property
+    def exact_moments(self):
+        var_x = np.exp(self.scale**2 / 2)
+        var = np.concatenate([[self.scale**2], np.full(self.n_x, var_x)])
+        return ExactMoments(np.zeros(self.dim), var)
+
+
+def funnel(n_x: int = 25, scale: float = 3.0) -> Funnel:
+    """Neal's funnel with n_x latent x's plus v (dim = n_x + 1), v ~ N(0, scale^2)."""
+    return Funnel(n_x=n_x, scale=scale)
+
+
+def funnel_d25() -> Funnel:
+    """Neal's funnel, 25 x's plus v (26 parameters), v ~ N(0, 9)."""
+    return Funnel(25)
