@@ -85,29 +85,39 @@ class Registry:
         entries: dict[str, _Entry] = {}
         for name, candidates in sorted(found.items()):
             candidates.sort(key=lambda c: (c[0] != _OWN_DISTRIBUTION, c[0]))
-            if len(candidates) > 1:
-                who = ", ".join(f"{d} ({ep.value})" for d, ep in candidates)
-                warnings.warn(
-                    f"{self.kind} {name!r} is registered more than once: {who}; "
-                    f"using the one from {candidates[0][0]}",
-                    PluginWarning,
-                    stacklevel=3,
-                )
             for dist, ep in candidates:
                 try:
                     obj = ep.load()
                 except Exception as err:  # noqa: BLE001 - a broken plugin must not break the rest
-                    warnings.warn(
+                    self._warn(
                         f"could not load {self.kind} {name!r} from plugin {dist} "
-                        f"({ep.value}): {type(err).__name__}: {err}",
-                        PluginWarning,
-                        stacklevel=3,
+                        f"({ep.value}): {type(err).__name__}: {err}"
+                    )
+                    continue
+                if not callable(obj):
+                    self._warn(
+                        f"{self.kind} {name!r} from plugin {dist} ({ep.value}) is not callable; "
+                        "an entry point must name a factory function or class"
                     )
                     continue
                 entries[name] = _Entry(name, obj, dist)
                 break
+            if len(candidates) > 1:
+                who = ", ".join(f"{d} ({ep.value})" for d, ep in candidates)
+                used = f"using the one from {entries[name].source}" if name in entries else "none loaded"
+                self._warn(f"{self.kind} {name!r} is registered more than once: {who}; {used}")
         self._entries = entries
         return entries
+
+    @staticmethod
+    def _warn(message: str) -> None:
+        # Attribute the warning to the first frame outside hamiltonia: the user's call.
+        import sys
+
+        level, frame = 1, sys._getframe(1)
+        while frame is not None and frame.f_globals.get("__name__", "").startswith("hamiltonia."):
+            level, frame = level + 1, frame.f_back
+        warnings.warn(message, PluginWarning, stacklevel=level)
 
     def _all(self) -> dict[str, _Entry]:
         return {**self._discover(), **self._extra}

@@ -85,7 +85,7 @@ class Result:
         Columns: ``mean``, ``sd``, ``mcse`` (standard error of the mean), ``ess_bulk``,
         ``ess_tail`` and ``r_hat``. With importance weights the mean and sd are weighted,
         ESS values are multiplied by the Kish factor :math:`\\text{ESS}_{\\text{IMP}}/N`, and
-        the MCSE is the sd over the square root of the weighted bulk ESS.
+        the MCSE is the weighted sd over the square root of the weighted ESS of the mean.
         """
         import pandas as pd
 
@@ -96,9 +96,12 @@ class Result:
         if self.log_weights is None:
             mcse = diagnostics.mcse(self.draws, "mean")
         else:
-            factor = diagnostics.kish_ess(self.log_weights) / self.log_weights.size
+            kish = diagnostics.kish_ess(self.log_weights)
+            factor = kish / self.log_weights.size
             ess_bulk, ess_tail = ess_bulk * factor, ess_tail * factor
-            mcse = sd / np.sqrt(ess_bulk)
+            # Bessel's correction with the Kish size, matching ArviZ for equal weights.
+            sd_unbiased = sd * np.sqrt(kish / max(kish - 1.0, 1e-300))
+            mcse = sd_unbiased / np.sqrt(diagnostics.ess(self.draws, "mean") * factor)
         return pd.DataFrame(
             {
                 "mean": mean,

@@ -57,6 +57,15 @@ class PhaseState:
             None if self.grad is None else np.where(m, self.grad, other.grad),
         )
 
+    def take(self, rows) -> PhaseState:
+        """The chains ``rows`` (an index array or slice), as a new state."""
+        return PhaseState(
+            self.q[rows],
+            self.p[rows],
+            self.log_prob[rows],
+            None if self.grad is None else self.grad[rows],
+        )
+
     @property
     def finite(self) -> np.ndarray:
         """Chains whose position, log density and gradient are all finite."""

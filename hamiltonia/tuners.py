@@ -49,20 +49,23 @@ def find_initial_step_size(sampler, chain: ChainState, rngs, step_size=1.0, max_
     probability of a one-step trial, :math:`a(\\varepsilon)`, crosses :math:`1/2`:
     with :math:`s = 2\\,[a(\\varepsilon_0) > 1/2] - 1`, repeat
     :math:`\\varepsilon \\leftarrow 2^s \\varepsilon` while :math:`a(\\varepsilon)^s > 2^{-s}`.
+
+    Each chain searches on its own, drawing only from its own generator, so a chain's stream
+    does not depend on the other chains.
     """
-    n = chain.step_size.shape[0]
-    eps = np.full(n, float(step_size))
-    prob = sampler.probe_acceptance(chain, eps, rngs)
-    direction = np.where(prob > 0.5, 1.0, -1.0)
-    active = np.ones(n, dtype=bool)
-    for _ in range(max_doublings):
-        with np.errstate(divide="ignore"):
-            keep = active & (direction * np.log(np.maximum(prob, 1e-300)) > -direction * np.log(2))
-        if not keep.any():
-            break
-        eps = np.where(keep, eps * 2.0**direction, eps)
-        active = keep
-        prob = sampler.probe_acceptance(chain, eps, rngs)
+    eps = np.empty(len(rngs))
+    for c, rng in enumerate(rngs):
+        single = ChainState(chain.phase.take(slice(c, c + 1)), chain.step_size[c : c + 1])
+        e = float(step_size)
+        prob = sampler.probe_acceptance(single, np.array([e]), [rng])[0]
+        direction = 1.0 if prob > 0.5 else -1.0
+        for _ in range(max_doublings):
+            # a^s > 2^-s  <=>  s log a > -s log 2 (a = 0 never satisfies it when s = 1)
+            if not direction * np.log(max(prob, 1e-300)) > -direction * np.log(2.0):
+                break
+            e *= 2.0**direction
+            prob = sampler.probe_acceptance(single, np.array([e]), [rng])[0]
+        eps[c] = e
     return eps
 
 

@@ -41,6 +41,13 @@ class Integrator:
     def step(self, hamiltonian, state: PhaseState, step_size: np.ndarray) -> PhaseState:
         raise NotImplementedError
 
+    def flipped(self) -> Integrator:
+        """The integrator of the time-reversed system: the same map for the canonical
+        structure, the flipped structure otherwise (magnetic HMC integrates back with
+        :math:`-G`). Reversibility means ``flipped().integrate`` from :math:`(q', -p')`
+        returns :math:`(q, -p)`."""
+        return self
+
     def integrate(self, hamiltonian, state: PhaseState, step_size: np.ndarray, n_steps: int):
         n_grad = np.zeros(state.q.shape[0], dtype=np.int64)
         for _ in range(n_steps):

@@ -50,8 +50,9 @@ class RandomWalkMetropolis(Sampler):
         nxt, accepted, prob, diverging = metropolis_select(
             phase, proposal, -phase.log_prob, -proposal.log_prob, rngs
         )
-        # Outside the support (log density -inf) is an ordinary rejection, not a divergence.
-        diverging &= ~(proposal.log_prob == -np.inf)
+        # A random walk has no energy error to blow up: only a log density that could not
+        # be evaluated (nan) counts as divergent; -inf (outside the support) is a rejection.
+        diverging = np.isnan(proposal.log_prob)
         chain.phase = nxt
         n = phase.q.shape[0]
         info = {

@@ -1,0 +1,85 @@
+"""The ``example-jittered-hmc`` sampler: HMC with a random number of leapfrog steps."""
+
+from __future__ import annotations
+
+import numbers
+
+from hamiltonia import (
+    DualAveraging,
+    EuclideanHamiltonian,
+    FullRefresh,
+    HamiltonianSampler,
+    Leapfrog,
+)
+from hamiltonia.trajectories import MetropolisTrajectory
+
+__all__ = ["JitteredLength", "jittered_hmc"]
+
+
+class JitteredLength(MetropolisTrajectory):
+    """A number of integration steps drawn uniformly from :math:`\\{1, \\dots, L_{max}\\}`.
+
+    A fresh length is drawn at every iteration, then the trajectory is integrated and
+    Metropolis-tested as in :class:`hamiltonia.StaticLength`. Jittering the length avoids the
+    near-periodic trajectories a fixed length can fall into.
+
+    In a vectorised batch all chains integrate together, so a *single* length is shared by
+    all chains at each iteration; it is drawn from chain 0's generator (``rngs[0]``). The
+    other chains' generators are not consumed by this draw.
+
+    Parameters
+    ----------
+    max_steps : int
+        :math:`L_{max} \\geq 1`.
+    """
+
+    def __init__(self, max_steps: int):
+        if (
+            isinstance(max_steps, bool)
+            or not isinstance(max_steps, numbers.Integral)
+            or max_steps < 1
+        ):
+            raise ValueError(f"max_steps must be an integer >= 1, got {max_steps!r}")
+        self.max_steps = int(max_steps)
+
+    def n_steps(self, rngs) -> int:
+        return int(rngs[0].integers(1, self.max_steps + 1))
+
+    def __repr__(self):
+        return f"JitteredLength({self.max_steps})"
+
+
+def jittered_hmc(
+    target,
+    *,
+    max_steps: int = 20,
+    step_size: float | None = None,
+    target_accept: float = 0.8,
+) -> HamiltonianSampler:
+    """HMC with a number of leapfrog steps drawn uniformly from 1..max_steps each iteration.
+
+    Full momentum refreshment, :class:`JitteredLength` trajectories integrated with the
+    leapfrog, and a Metropolis test on :math:`H`. With ``step_size=None`` (default) the step
+    size is adapted by dual averaging during warm-up towards ``target_accept``; a number fixes
+    it.
+
+    Parameters
+    ----------
+    target : Target
+    max_steps : int
+        Largest number of leapfrog steps per trajectory (default 20).
+    step_size : float, optional
+        Fixed step size; adapted during warm-up when not given.
+    target_accept : float
+        Target acceptance rate of dual averaging (default 0.8).
+    """
+    return HamiltonianSampler(
+        hamiltonian=EuclideanHamiltonian(target),
+        trajectory=JitteredLength(max_steps),
+        integrator=Leapfrog(),
+        refresh=FullRefresh(),
+        tuners=[DualAveraging(target_accept, initial_step_size=step_size)]
+        if step_size is None
+        else [],
+        step_size=step_size,
+    )

@@ -1,0 +1,116 @@
+"""Exact properties every integrator must have, checked once per property.
+
+To check a new integrator, add a case to ``INTEGRATORS``: a name and a factory. Each property
+test then runs on it.
+"""
+
+import numpy as np
+import pytest
+
+import hamiltonia as hm
+from hamiltonia.hamiltonians import EuclideanHamiltonian
+from hamiltonia.integrators import Integrator, Leapfrog
+from hamiltonia.state import PhaseState
+
+
+class PlainLeapfrog(Integrator):
+    """A leapfrog written as a user would, step by step in plain Python, with no merged kicks:
+    checks that the default ``Integrator.integrate`` and user subclasses keep the properties."""
+
+    order = 2
+
+    def step(self, hamiltonian, state, step_size):
+        eps = np.asarray(step_size)[:, None]
+        p = state.p + 0.5 * eps * state.grad
+        q = state.q + eps * hamiltonian.velocity(p)
+        new = hamiltonian.evaluate(q)
+        return PhaseState(q, p + 0.5 * eps * new.grad, new.log_prob, new.grad)
+
+
+INTEGRATORS = {
+    "leapfrog": Leapfrog,
+    "plain-python-leapfrog": PlainLeapfrog,
+}
+
+METRICS = {
+    "identity": lambda dim: None,
+    "diagonal": lambda dim: np.linspace(0.5, 2.0, dim),
+    "dense": lambda dim: np.eye(dim) + 0.3 * np.ones((dim, dim)) / dim,
+}
+
+
+@pytest.fixture(params=sorted(INTEGRATORS), ids=str)
+def integrator(request):
+    return INTEGRATORS[request.param]()
+
+
+@pytest.fixture(params=sorted(METRICS), ids=str)
+def metric(request):
+    return METRICS[request.param]
+
+
+def _start(ham, n_chains, seed):
+    rng = np.random.default_rng(seed)
+    q = rng.normal(size=(n_chains, ham.dim)) * 0.5
+    p = rng.normal(size=(n_chains, ham.dim))
+    return ham.evaluate(q, p)
+
+
+def test_reversible(integrator, metric):
+    """Integrate, negate p, integrate with the flipped integrator: back to the start to 1e-10."""
+    target = hm.targets.get("banana")
+    ham = EuclideanHamiltonian(target, metric(target.dim))
+    start = _start(ham, 5, seed=0)
+    eps = np.full(5, 0.02)
+    end, n_grad = integrator.integrate(ham, start, eps, 20)
+    assert np.all(n_grad == 20 * integrator.n_grad_per_step)
+    back, _ = integrator.flipped().integrate(ham, end.with_momentum(-end.p), eps, 20)
+    np.testing.assert_allclose(back.q, start.q, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(-back.p, start.p, rtol=0, atol=1e-10)
+    # The map moved: the check is not trivially satisfied.
+    assert np.max(np.abs(end.q - start.q)) > 0.1
+
+
+def test_volume_preserving(integrator, metric):
+    """On a Gaussian target the map is linear; its Jacobian, from unit perturbations of every
+    phase-space coordinate, has determinant one."""
+    target = hm.targets.get("correlated-gaussian", dim=4, rho=0.7)
+    ham = EuclideanHamiltonian(target, metric(target.dim))
+    dim = target.dim
+    z0 = np.concatenate([np.full(dim, 0.3), np.full(dim, -0.2)])
+    basis = np.vstack([np.zeros(2 * dim), np.eye(2 * dim)]) + z0
+    state = ham.evaluate(basis[:, :dim].copy(), basis[:, dim:].copy())
+    end, _ = integrator.integrate(ham, state, np.full(len(basis), 0.15), 7)
+    out = np.hstack([end.q, end.p])
+    jac = (out[1:] - out[0]).T  # linear map: differences of images are exact columns
+    sign, logdet = np.linalg.slogdet(jac)
+    assert sign > 0
+    assert abs(logdet) < 1e-10
+    # A non-trivial map (far from the identity).
+    assert np.max(np.abs(jac - np.eye(2 * dim))) > 0.1
+
+
+def test_energy_error_order(integrator):
+    """Over a fixed time, the energy error falls as step_size**order (log-log slope)."""
+    target = hm.targets.get("banana")
+    ham = EuclideanHamiltonian(target)
+    start = _start(ham, 8, seed=3)
+    h0 = ham.energy(start)
+    total_time = 0.3
+    n_steps = np.array([8, 16, 32, 64, 128])
+    errors = []
+    for n in n_steps:
+        end, _ = integrator.integrate(ham, start, np.full(8, total_time / n), int(n))
+        errors.append(np.sqrt(np.mean((ham.energy(end) - h0) ** 2)))
+    slope = np.polyfit(np.log(total_time / n_steps), np.log(errors), 1)[0]
+    assert abs(slope - integrator.order) < 0.2, (slope, errors)
+
+
+def test_does_not_modify_input(integrator):
+    target = hm.targets.get("gaussian", dim=3)
+    ham = EuclideanHamiltonian(target)
+    start = _start(ham, 2, seed=1)
+    saved = start.copy()
+    integrator.integrate(ham, start, np.full(2, 0.1), 3)
+    np.testing.assert_array_equal(start.q, saved.q)
+    np.testing.assert_array_equal(start.p, saved.p)

@@ -1,0 +1,79 @@
+"""Results: summaries, ArviZ layout, netCDF round trip, weighted draws."""
+
+import numpy as np
+import pytest
+
+import hamiltonia as hm
+from hamiltonia.results import Result
+
+
+@pytest.fixture(scope="module")
+def result():
+    return hm.sample("banana", "hmc", chains=2, warmup=100, draws=80, seed=0, progress=False)
+
+
+def test_summary_columns(result):
+    summary = result.summary()
+    assert list(summary.columns) == ["mean", "sd", "mcse", "ess_bulk", "ess_tail", "r_hat"]
+    assert list(summary.index) == ["w1", "w2"]
+    np.testing.assert_allclose(summary["mean"], result.draws.mean(axis=(0, 1)))
+    np.testing.assert_allclose(summary["sd"], result.draws.reshape(-1, 2).std(axis=0))
+    np.testing.assert_allclose(summary["r_hat"], hm.diagnostics.rhat(result.draws))
+
+
+def test_datatree_layout(result):
+    tree = result.to_datatree()
+    post, stats = tree["posterior"], tree["sample_stats"]
+    assert set(post.data_vars) == {"w1", "w2"}
+    assert post["w1"].dims == ("chain", "draw")
+    np.testing.assert_array_equal(post["w2"].values, result.draws[..., 1])
+    for name in ("acceptance_rate", "diverging", "energy", "lp", "step_size", "n_steps"):
+        assert name in stats.data_vars
+
+
+def test_save_and_load_round_trip(result, tmp_path):
+    path = result.save(tmp_path / "run.nc")
+    back = hm.load(path)
+    np.testing.assert_array_equal(back.draws, result.draws)
+    assert back.names == result.names
+    assert set(back.stats) == set(result.stats)
+    for name in result.stats:
+        np.testing.assert_array_equal(back.stats[name], result.stats[name])
+    assert back.stats["diverging"].dtype == bool
+    assert back.sampler == "hmc" and back.target == "banana"
+    assert back.sampling_seconds == pytest.approx(result.sampling_seconds)
+    assert back.log_weights is None
+    assert back.attrs["draws"] == 80
+
+
+def test_load_missing_file(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no-such"):
+        hm.load(tmp_path / "no-such.nc")
+
+
+def _weighted_result(log_weights):
+    rng = np.random.default_rng(0)
+    draws = rng.normal(size=(2, 500, 1))
+    stats = {"n_grad": np.ones((2, 500), dtype=int), "diverging": np.zeros((2, 500), bool),
+             "acceptance_rate": np.ones((2, 500))}
+    return Result(draws=draws, stats=stats, names=("x",), log_weights=log_weights)
+
+
+def test_weighted_summary_and_round_trip(tmp_path):
+    draws_lw = np.log(np.random.default_rng(1).uniform(0.5, 1.5, size=(2, 500)))
+    res = _weighted_result(draws_lw)
+    w = np.exp(draws_lw)
+    expected = np.sum(w * res.draws[..., 0]) / w.sum()
+    summary = res.summary()
+    assert summary.loc["x", "mean"] == pytest.approx(expected)
+    unweighted = hm.diagnostics.ess(res.draws, "bulk")[0]
+    kish = hm.diagnostics.kish_ess(draws_lw)
+    assert summary.loc["x", "ess_bulk"] == pytest.approx(unweighted * kish / 1000)
+    back = hm.load(res.save(tmp_path / "w.nc"))
+    np.testing.assert_array_equal(back.log_weights, draws_lw)
+
+
+def test_equal_weights_change_nothing():
+    res = _weighted_result(np.zeros((2, 500)))
+    plain = _weighted_result(None)
+    np.testing.assert_allclose(res.summary().values, plain.summary().values, rtol=1e-10)

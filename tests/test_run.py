@@ -1,0 +1,155 @@
+"""Running chains: seeds, reproducibility, progress, options and bad input."""
+
+import numpy as np
+import pytest
+
+import hamiltonia as hm
+from hamiltonia.registry import UnknownNameError
+
+SHORT = {"warmup": 100, "draws": 50, "progress": False}
+
+
+@pytest.mark.parametrize("sampler", ["hmc", "mala", "rwmh"])
+def test_same_seed_same_draws(sampler):
+    a = hm.sample("banana", sampler, chains=2, seed=3, **SHORT)
+    b = hm.sample("banana", sampler, chains=2, seed=3, **SHORT)
+    np.testing.assert_array_equal(a.draws, b.draws)
+    for name in a.stats:
+        np.testing.assert_array_equal(a.stats[name], b.stats[name])
+    c = hm.sample("banana", sampler, chains=2, seed=4, **SHORT)
+    assert not np.array_equal(a.draws, c.draws)
+
+
+@pytest.mark.parametrize("sampler", ["hmc", "rwmh"])
+def test_a_chain_does_not_depend_on_the_others(sampler):
+    """Chain c uses SeedSequence child c: running 3 chains vectorised or 1 alone gives chain 0
+    the same draws."""
+    three = hm.sample("gaussian-d10", sampler, chains=3, seed=11, **SHORT)
+    one = hm.sample("gaussian-d10", sampler, chains=1, seed=11, **SHORT)
+    np.testing.assert_array_equal(three.draws[:1], one.draws)
+
+
+def test_result_shapes_and_stats():
+    res = hm.sample("gaussian-d10", "hmc", chains=3, warmup=50, draws=40, seed=0, progress=False, n_steps=7)
+    assert res.draws.shape == (3, 40, 10)
+    for name in ("accepted", "acceptance_rate", "energy", "diverging", "n_grad", "step_size", "lp"):
+        assert res.stats[name].shape == (3, 40), name
+    assert res.stats["diverging"].dtype == bool
+    assert np.all(res.stats["n_grad"] == 7)
+    assert res.n_grad == 3 * 40 * 7
+    assert res.log_weights is None
+    assert res.target == "gaussian-d10" and res.sampler == "hmc"
+    # Step sizes are frozen after warm-up.
+    assert np.all(res.stats["step_size"] == res.stats["step_size"][:, :1])
+    assert np.all(np.isfinite(res.draws))
+
+
+def test_fixed_step_size_is_not_adapted():
+    res = hm.sample("banana", "hmc", chains=2, seed=0, step_size=0.05, **SHORT)
+    assert np.all(res.stats["step_size"] == 0.05)
+
+
+def test_given_step_size_with_adaptation_is_the_start():
+    res = hm.sample("banana", "hmc", chains=2, seed=0, step_size=0.05, adapt_step_size=True, **SHORT)
+    assert not np.all(res.stats["step_size"] == 0.05)
+
+
+def test_progress_bar_goes_to_stderr_and_can_be_turned_off(capsys):
+    hm.sample("banana", "rwmh", chains=1, warmup=10, draws=10, seed=0, progress=False)
+    assert capsys.readouterr().err == ""
+    hm.sample("banana", "rwmh", chains=1, warmup=10, draws=10, seed=0, progress=True)
+    assert "rwmh" in capsys.readouterr().err
+
+
+def test_initial_positions_are_used():
+    init = np.array([[0.1, 0.2], [0.3, -0.4]])
+    res = hm.sample("banana", "hmc", chains=2, warmup=0, draws=1, seed=0, progress=False,
+                    initial=init, step_size=1e-12)
+    # With a vanishing step the chains stay where they started.
+    np.testing.assert_allclose(res.draws[:, 0], init, atol=1e-9)
+
+
+def test_sampler_object_and_options_together_is_an_error():
+    target = hm.targets.get("banana")
+    sampler = hm.samplers.build("hmc", target)
+    with pytest.raises(ValueError, match="n_steps"):
+        hm.sample(target, sampler, n_steps=3, **SHORT)
+    res = hm.sample(target, sampler, chains=1, seed=0, **SHORT)
+    assert res.draws.shape == (1, 50, 2)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"chains": 0}, ValueError, "chains"),
+        ({"warmup": -1}, ValueError, "warmup"),
+        ({"draws": 0}, ValueError, "draws"),
+        ({"draws": 2.5}, ValueError, "draws"),
+        ({"seed": -3}, ValueError, "seed"),
+        ({"seed": "abc"}, ValueError, "seed"),
+        ({"step_size": -0.1}, ValueError, "step_size"),
+        ({"step_size": 0.0}, ValueError, "step_size"),
+        ({"step_size": float("nan")}, ValueError, "step_size"),
+        ({"n_steps": 0}, ValueError, "n_steps"),
+        ({"target_accept": 1.5}, ValueError, "target_accept"),
+        ({"metric": np.ones(3)}, ValueError, "metric"),
+        ({"metric": -np.ones(2)}, ValueError, "inverse_mass"),
+        ({"bogus": 1}, ValueError, "bogus"),
+        ({"initial": np.zeros(3)}, ValueError, "initial"),
+        ({"initial": np.array([np.nan, 0.0])}, ValueError, "initial"),
+        ({"sampler": "hmcc"}, UnknownNameError, "did you mean 'hmc'"),
+    ],
+)
+def test_bad_input_names_the_parameter(kwargs, error, match):
+    kwargs = {"sampler": "hmc", **kwargs}
+    sampler = kwargs.pop("sampler")
+    with pytest.raises(error, match=match):
+        hm.sample("banana", sampler, **{**SHORT, **kwargs})
+
+
+def test_unknown_target_name():
+    with pytest.raises(UnknownNameError, match="did you mean 'banana'"):
+        hm.sample("bananna", "hmc", **SHORT)
+
+
+def test_target_must_be_a_target():
+    with pytest.raises(TypeError, match="target"):
+        hm.sample(42, "hmc", **SHORT)
+
+
+def test_initial_point_with_non_finite_density():
+    target = hm.Target.from_functions(
+        lambda x: np.where(x[..., 0] > 0, -0.5 * np.sum(x**2, -1), -np.inf),
+        lambda x: (np.where(x[..., 0] > 0, -0.5 * np.sum(x**2, -1), -np.inf), -x),
+        dim=2,
+        vectorized=True,
+    )
+    with pytest.raises(ValueError, match="initial.*chain 1"):
+        hm.sample(target, "hmc", chains=2, initial=np.array([[1.0, 0.0], [-1.0, 0.0]]), **SHORT)
+
+
+class PartlyBroken(hm.Target):
+    """A standard normal whose log density is NaN for x0 > 1.5 and raises for x0 < -1.5; the
+    batch call also raises if any row is in the raising region."""
+
+    def __init__(self):
+        super().__init__(2)
+
+    def log_prob_and_grad(self, x):
+        x = np.asarray(x, dtype=float)
+        if np.any(x[..., 0] < -1.5):
+            raise FloatingPointError("model blew up")
+        lp = -0.5 * np.sum(x**2, axis=-1)
+        lp = np.where(x[..., 0] > 1.5, np.nan, lp)
+        return lp, -x
+
+
+@pytest.mark.parametrize("sampler", ["hmc", "mala", "rwmh"])
+def test_nan_or_raising_log_density_is_a_divergent_rejection(sampler):
+    res = hm.sample(PartlyBroken(), sampler, chains=4, warmup=200, draws=300, seed=0,
+                    progress=False, initial=np.zeros(2))
+    assert np.all(np.isfinite(res.draws))
+    assert np.all(np.abs(res.draws[..., 0]) <= 1.5)
+    assert res.stats["diverging"].sum() > 0
+    # Every divergent transition was rejected.
+    assert not np.any(res.stats["diverging"] & res.stats["accepted"])
