@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 import sys
+
+from docutils import nodes
+from sphinx import addnodes
+from sphinx.transforms.post_transforms import SphinxPostTransform
 
 # Build from a source checkout even when the package is not installed.
 sys.path.insert(0, os.path.abspath(".."))
 
-from docutils import nodes  # noqa: E402
-from sphinx import addnodes  # noqa: E402
-from sphinx.transforms.post_transforms import SphinxPostTransform  # noqa: E402
-
-import hamiltonia  # noqa: E402
+import hamiltonia
 
 # -- Project -------------------------------------------------------------------------------
 
@@ -41,7 +42,7 @@ pygments_style = "sphinx"
 
 autodoc_default_options = {
     "members": True,
-    "undoc-members": False,
+    "undoc-members": True,
     "show-inheritance": True,
     "member-order": "bysource",
 }
@@ -80,7 +81,8 @@ html_theme_options = {
 # ``hamiltonia.samplers.Sampler``, ``hamiltonia.Target`` ...). This handler resolves such a
 # name to wherever the same Python object is documented, so every spelling links.
 
-_documented_by_id: dict[int, str] | None = None
+# id(object) -> (object, documented name); the object is kept so that its id stays unique.
+_documented_by_id: dict[int, tuple[object, str]] | None = None
 
 
 def _import_dotted(name: str):
@@ -99,7 +101,7 @@ def _import_dotted(name: str):
     return None
 
 
-def _documented_objects(env) -> dict[int, str]:
+def _documented_objects(env) -> dict[int, tuple[object, str]]:
     global _documented_by_id
     if _documented_by_id is None:
         _documented_by_id = {}
@@ -108,7 +110,7 @@ def _documented_objects(env) -> dict[int, str]:
                 continue
             obj = _import_dotted(name)
             if obj is not None and not isinstance(obj, int | float | str | tuple):
-                _documented_by_id.setdefault(id(obj), name)
+                _documented_by_id.setdefault(id(obj), (obj, name))
     return _documented_by_id
 
 
@@ -126,9 +128,10 @@ def _resolve_reexport(app, env, node, contnode):
         obj = _import_dotted(candidate)
         if obj is None:
             continue
-        documented = _documented_objects(env).get(id(obj))
-        if documented is None or documented == candidate:
+        found = _documented_objects(env).get(id(obj))
+        if found is None or found[0] is not obj or found[1] == candidate:
             continue
+        documented = found[1]
         domain = env.get_domain("py")
         newnode = node.deepcopy()
         newnode["reftarget"] = documented
@@ -158,6 +161,47 @@ class _UnlinkShapeAxes(SphinxPostTransform):
                 node.replace_self(node.children or [nodes.Text(node["reftarget"])])
 
 
+# napoleon renders "a, b : type" in an Attributes section (as :ivar: fields) as one garbled
+# entry; Parameters sections handle it. Before napoleon runs, split such an attribute entry
+# into one entry per name, each with the same type and description.
+_SECTION_UNDERLINE = re.compile(r"^\s*-{3,}\s*$")
+_COMBINED_ENTRY = re.compile(r"^(\s*)(\w+(?:\s*,\s*\w+)+)\s+:\s+(.*)$")
+
+
+def _split_combined_attributes(app, what, name, obj, options, lines):
+    out: list[str] = []
+    in_attributes = False
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if i + 1 < len(lines) and _SECTION_UNDERLINE.match(lines[i + 1]) and line.strip():
+            in_attributes = line.strip() == "Attributes"
+            out.extend(lines[i : i + 2])
+            i += 2
+            continue
+        match = _COMBINED_ENTRY.match(line) if in_attributes else None
+        if match is None:
+            out.append(line)
+            i += 1
+            continue
+        indent, names, type_ = match.groups()
+        body = []
+        j = i + 1
+        while j < len(lines) and (
+            not lines[j].strip() or len(lines[j]) - len(lines[j].lstrip()) > len(indent)
+        ):
+            body.append(lines[j])
+            j += 1
+        while body and not body[-1].strip():
+            j -= 1
+            body.pop()
+        for single in (n.strip() for n in names.split(",")):
+            out.append(f"{indent}{single} : {type_}")
+            out.extend(body)
+        i = j
+    lines[:] = out
+
+
 def _reset_cache(app, env, docnames):
     global _documented_by_id
     _documented_by_id = None
@@ -167,3 +211,4 @@ def setup(app):
     app.connect("env-before-read-docs", _reset_cache)
     app.connect("missing-reference", _resolve_reexport)
     app.add_post_transform(_UnlinkShapeAxes)
+    app.connect("autodoc-process-docstring", _split_combined_attributes, priority=400)

@@ -55,11 +55,17 @@ def _build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--n-steps", type=int, default=None, help="integration steps per trajectory")
     sp.add_argument("--target-accept", type=float, default=None)
     sp.add_argument(
-        "--option", "-O", action="append", metavar="KEY=VALUE",
+        "--option",
+        "-O",
+        action="append",
+        metavar="KEY=VALUE",
         help="any other sampler option, e.g. -O rho=0.9 (repeatable)",
     )
     sp.add_argument(
-        "--target-option", "-T", action="append", metavar="KEY=VALUE",
+        "--target-option",
+        "-T",
+        action="append",
+        metavar="KEY=VALUE",
         help="a target parameter, e.g. -T dim=7 (repeatable)",
     )
     sp.add_argument("--output", "-o", default=None, help="write the run to this netCDF file")
@@ -121,7 +127,9 @@ def _cmd_sample(args, out) -> int:
         file=out,
     )
     print(f"acceptance rate      {result.acceptance_rate:.3f}", file=out)
-    print(f"step size (per chain) {np.array2string(stats['step_size'][:, -1], precision=4)}", file=out)
+    print(
+        f"step size (per chain) {np.array2string(stats['step_size'][:, -1], precision=4)}", file=out
+    )
     print(f"divergences          {result.n_divergent}", file=out)
     print(f"gradient evaluations {result.n_grad}", file=out)
     print(f"max r_hat            {np.max(hm.diagnostics.rhat(result.draws)):.4f}", file=out)

@@ -39,7 +39,7 @@ def _chain_draw_last(draws: np.ndarray) -> np.ndarray:
 
 def ess(draws: np.ndarray, method: str = "bulk") -> np.ndarray:
     """Effective sample size per parameter (``method`` ``"bulk"``, ``"tail"``, ``"mean"``...,
-    as in :func:`arviz_stats`)."""
+    as in :mod:`arviz_stats`)."""
     prob = (0.05, 0.95) if method == "tail" else None  # ArviZ's tail quantiles
     return np.asarray(array_stats.ess(_chain_draw_last(draws), method=method, prob=prob))
 
@@ -88,7 +88,9 @@ def multivariate_ess(draws: np.ndarray, batch_size: int | str = "sqroot") -> flo
     if isinstance(batch_size, str):
         rules = {"sqroot": np.sqrt, "cuberoot": np.cbrt}
         if batch_size not in rules:
-            raise ValueError(f"batch_size must be an integer, 'sqroot' or 'cuberoot', got {batch_size!r}")
+            raise ValueError(
+                f"batch_size must be an integer, 'sqroot' or 'cuberoot', got {batch_size!r}"
+            )
         b = int(np.floor(rules[batch_size](n)))
     else:
         b = int(batch_size)

@@ -88,7 +88,7 @@ class Registry:
             for dist, ep in candidates:
                 try:
                     obj = ep.load()
-                except Exception as err:  # noqa: BLE001 - a broken plugin must not break the rest
+                except Exception as err:
                     self._warn(
                         f"could not load {self.kind} {name!r} from plugin {dist} "
                         f"({ep.value}): {type(err).__name__}: {err}"
@@ -104,7 +104,11 @@ class Registry:
                 break
             if len(candidates) > 1:
                 who = ", ".join(f"{d} ({ep.value})" for d, ep in candidates)
-                used = f"using the one from {entries[name].source}" if name in entries else "none loaded"
+                used = (
+                    f"using the one from {entries[name].source}"
+                    if name in entries
+                    else "none loaded"
+                )
                 self._warn(f"{self.kind} {name!r} is registered more than once: {who}; {used}")
         self._entries = entries
         return entries

@@ -31,10 +31,14 @@ class Result:
         Parameter names.
     log_weights : ndarray (chains, draws) or None
         Log importance weights (shadow samplers), ``None`` for equally weighted draws.
-    sampler, target : str
-        What was run.
-    warmup_seconds, sampling_seconds : float
-        Wall-clock time of each phase.
+    sampler : str
+        The sampler's registered name.
+    target : str
+        The target's registered name (or its class name).
+    warmup_seconds : float
+        Wall-clock time of warm-up (including step-size search).
+    sampling_seconds : float
+        Wall-clock time of the retained iterations.
     attrs : dict
         Run settings (seed entropy, numbers of warm-up iterations and draws, options).
     """
@@ -51,14 +55,17 @@ class Result:
 
     @property
     def n_chains(self) -> int:
+        """Number of chains."""
         return self.draws.shape[0]
 
     @property
     def n_draws(self) -> int:
+        """Retained draws per chain."""
         return self.draws.shape[1]
 
     @property
     def dim(self) -> int:
+        """Number of parameters."""
         return self.draws.shape[2]
 
     @property
@@ -68,6 +75,7 @@ class Result:
 
     @property
     def n_divergent(self) -> int:
+        """Divergent transitions after warm-up, all chains together."""
         return int(np.sum(self.stats["diverging"]))
 
     @property

@@ -17,6 +17,7 @@ __all__ = ["make_rngs", "sample"]
 #: Initial points are drawn uniformly from (-INIT_RADIUS, INIT_RADIUS) per coordinate, as in
 #: Stan, and redrawn up to MAX_INIT_TRIES times where the log density is not finite.
 INIT_RADIUS = 2.0
+#: Times a chain's initial point is redrawn where the log density is not finite.
 MAX_INIT_TRIES = 100
 
 
@@ -28,10 +29,14 @@ def make_rngs(seed, chains: int) -> tuple[list[np.random.Generator], np.random.S
     """
     if isinstance(seed, np.random.SeedSequence):
         seq = seed
-    elif seed is None or (isinstance(seed, int | np.integer) and not isinstance(seed, bool) and seed >= 0):
+    elif seed is None or (
+        isinstance(seed, int | np.integer) and not isinstance(seed, bool) and seed >= 0
+    ):
         seq = np.random.SeedSequence(None if seed is None else int(seed))
     else:
-        raise ValueError(f"seed must be a non-negative integer, a SeedSequence or None, got {seed!r}")
+        raise ValueError(
+            f"seed must be a non-negative integer, a SeedSequence or None, got {seed!r}"
+        )
     return [np.random.default_rng(child) for child in seq.spawn(chains)], seq
 
 
@@ -41,7 +46,9 @@ def _resolve_target(target) -> Target:
     if isinstance(target, str):
         return targets.get(target)
     if not isinstance(target, Target):
-        raise TypeError(f"target must be a Target or a registered target name, got {type(target).__name__}")
+        raise TypeError(
+            f"target must be a Target or a registered target name, got {type(target).__name__}"
+        )
     return target
 
 
@@ -69,7 +76,9 @@ def _initial_state(sampler: Sampler, target: Target, initial, rngs) -> ChainStat
         if q.shape == (dim,):
             q = np.broadcast_to(q, (chains, dim)).copy()
         if q.shape != (chains, dim):
-            raise ValueError(f"initial must have shape ({dim},) or ({chains}, {dim}), got {q.shape}")
+            raise ValueError(
+                f"initial must have shape ({dim},) or ({chains}, {dim}), got {q.shape}"
+            )
         if not np.all(np.isfinite(q)):
             raise ValueError("initial must contain only finite values")
         state = sampler.init(q)
@@ -212,6 +221,8 @@ def sample(
             "chains": chains,
             "warmup": warmup,
             "draws": draws,
-            "options": {k: (v if np.isscalar(v) or v is None else repr(v)) for k, v in options.items()},
+            "options": {
+                k: (v if np.isscalar(v) or v is None else repr(v)) for k, v in options.items()
+            },
         },
     )

@@ -19,13 +19,13 @@ class PhaseState:
 
     Attributes
     ----------
-    q : ndarray (chains, dim)
+    q : ndarray, shape ``(chains, dim)``
         Positions.
-    p : ndarray (chains, dim)
+    p : ndarray, shape ``(chains, dim)``
         Momenta (zeros until a :class:`~hamiltonia.momentum.MomentumRefresh` draws them).
-    log_prob : ndarray (chains,)
+    log_prob : ndarray, shape ``(chains,)``
         :math:`\\log\\pi(q)`; ``nan`` where the target could not be evaluated.
-    grad : ndarray (chains, dim) or None
+    grad : ndarray, shape ``(chains, dim)``, or None
         :math:`\\nabla_q \\log\\pi(q)`; ``None`` for gradient-free samplers.
     """
 
@@ -83,7 +83,7 @@ class ChainState:
     ----------
     phase : PhaseState
         The current points.
-    step_size : ndarray (chains,)
+    step_size : ndarray, shape ``(chains,)``
         The current step size of each chain (tuners change it during warm-up).
     """
 
@@ -103,7 +103,7 @@ def _evaluate_rows(target, q: np.ndarray, with_grad: bool):
             else:
                 lp = target.log_prob(row)
             lps[i] = lp
-        except Exception:  # noqa: BLE001 - a failing point is a rejected proposal, by design
+        except Exception:
             pass
     lps = lps.reshape(q.shape[:-1])
     return lps, None if grads is None else grads.reshape(q.shape)
@@ -128,7 +128,7 @@ def evaluate_target(target, q: np.ndarray, with_grad: bool = True):
                 lp, g = target.log_prob_and_grad(q)
             else:
                 lp, g = target.log_prob(q), None
-        except Exception:  # noqa: BLE001 - see docstring
+        except Exception:
             lp, g = _evaluate_rows(target, q, with_grad)
         lp = np.asarray(lp, dtype=float)
         if lp.shape != q.shape[:-1]:

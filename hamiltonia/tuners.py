@@ -123,7 +123,9 @@ class DualAveraging(Tuner):
             raise ValueError(f"t0 must be a finite number >= 0, got {t0!r}")
         self.kappa = check_probability(kappa, "kappa")
         self.initial_step_size = (
-            None if initial_step_size is None else check_positive(initial_step_size, "initial_step_size")
+            None
+            if initial_step_size is None
+            else check_positive(initial_step_size, "initial_step_size")
         )
         self.find_initial = bool(find_initial)
         self.pool_chains = bool(pool_chains)

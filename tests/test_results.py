@@ -54,8 +54,11 @@ def test_load_missing_file(tmp_path):
 def _weighted_result(log_weights):
     rng = np.random.default_rng(0)
     draws = rng.normal(size=(2, 500, 1))
-    stats = {"n_grad": np.ones((2, 500), dtype=int), "diverging": np.zeros((2, 500), bool),
-             "acceptance_rate": np.ones((2, 500))}
+    stats = {
+        "n_grad": np.ones((2, 500), dtype=int),
+        "diverging": np.zeros((2, 500), bool),
+        "acceptance_rate": np.ones((2, 500)),
+    }
     return Result(draws=draws, stats=stats, names=("x",), log_weights=log_weights)
 
 

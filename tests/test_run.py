@@ -30,7 +30,9 @@ def test_a_chain_does_not_depend_on_the_others(sampler):
 
 
 def test_result_shapes_and_stats():
-    res = hm.sample("gaussian-d10", "hmc", chains=3, warmup=50, draws=40, seed=0, progress=False, n_steps=7)
+    res = hm.sample(
+        "gaussian-d10", "hmc", chains=3, warmup=50, draws=40, seed=0, progress=False, n_steps=7
+    )
     assert res.draws.shape == (3, 40, 10)
     for name in ("accepted", "acceptance_rate", "energy", "diverging", "n_grad", "step_size", "lp"):
         assert res.stats[name].shape == (3, 40), name
@@ -50,7 +52,9 @@ def test_fixed_step_size_is_not_adapted():
 
 
 def test_given_step_size_with_adaptation_is_the_start():
-    res = hm.sample("banana", "hmc", chains=2, seed=0, step_size=0.05, adapt_step_size=True, **SHORT)
+    res = hm.sample(
+        "banana", "hmc", chains=2, seed=0, step_size=0.05, adapt_step_size=True, **SHORT
+    )
     assert not np.all(res.stats["step_size"] == 0.05)
 
 
@@ -63,8 +67,17 @@ def test_progress_bar_goes_to_stderr_and_can_be_turned_off(capsys):
 
 def test_initial_positions_are_used():
     init = np.array([[0.1, 0.2], [0.3, -0.4]])
-    res = hm.sample("banana", "hmc", chains=2, warmup=0, draws=1, seed=0, progress=False,
-                    initial=init, step_size=1e-12)
+    res = hm.sample(
+        "banana",
+        "hmc",
+        chains=2,
+        warmup=0,
+        draws=1,
+        seed=0,
+        progress=False,
+        initial=init,
+        step_size=1e-12,
+    )
     # With a vanishing step the chains stay where they started.
     np.testing.assert_allclose(res.draws[:, 0], init, atol=1e-9)
 
@@ -124,7 +137,7 @@ def test_initial_point_with_non_finite_density():
         dim=2,
         vectorized=True,
     )
-    with pytest.raises(ValueError, match="initial.*chain 1"):
+    with pytest.raises(ValueError, match=r"initial.*chain 1"):
         hm.sample(target, "hmc", chains=2, initial=np.array([[1.0, 0.0], [-1.0, 0.0]]), **SHORT)
 
 
@@ -146,8 +159,16 @@ class PartlyBroken(hm.Target):
 
 @pytest.mark.parametrize("sampler", ["hmc", "mala", "rwmh"])
 def test_nan_or_raising_log_density_is_a_divergent_rejection(sampler):
-    res = hm.sample(PartlyBroken(), sampler, chains=4, warmup=200, draws=300, seed=0,
-                    progress=False, initial=np.zeros(2))
+    res = hm.sample(
+        PartlyBroken(),
+        sampler,
+        chains=4,
+        warmup=200,
+        draws=300,
+        seed=0,
+        progress=False,
+        initial=np.zeros(2),
+    )
     assert np.all(np.isfinite(res.draws))
     assert np.all(np.abs(res.draws[..., 0]) <= 1.5)
     assert res.stats["diverging"].sum() > 0

@@ -69,7 +69,9 @@ class DiagonalMetric(Metric):
     def __init__(self, inverse_mass):
         m = np.asarray(inverse_mass, dtype=float)
         if m.ndim != 1 or not np.all(np.isfinite(m)) or np.any(m <= 0):
-            raise ValueError("inverse_mass of a diagonal metric must be a 1-D array of finite values > 0")
+            raise ValueError(
+                "inverse_mass of a diagonal metric must be a 1-D array of finite values > 0"
+            )
         self.inverse_mass = m
         self._sqrt_mass = 1.0 / np.sqrt(m)
 

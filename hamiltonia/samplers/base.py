@@ -13,7 +13,15 @@ __all__ = ["STAT_NAMES", "Sampler"]
 
 #: Per-iteration statistics every sampler reports (ArviZ ``sample_stats`` names where they
 #: exist).
-STAT_NAMES = ("accepted", "acceptance_rate", "energy", "diverging", "n_grad", "n_steps", "step_size")
+STAT_NAMES = (
+    "accepted",
+    "acceptance_rate",
+    "energy",
+    "diverging",
+    "n_grad",
+    "n_steps",
+    "step_size",
+)
 
 
 class Sampler:
@@ -39,7 +47,9 @@ class Sampler:
         from hamiltonia.reducers import VarianceReducer
 
         self.target = target
-        self.initial_step_size = None if step_size is None else check_positive(step_size, "step_size")
+        self.initial_step_size = (
+            None if step_size is None else check_positive(step_size, "step_size")
+        )
         self.tuners = list(tuners)
         self.reducer = VarianceReducer() if reducer is None else reducer
 

@@ -111,4 +111,3 @@ class HamiltonianSampler(Sampler):
             f"HamiltonianSampler(hamiltonian={self.hamiltonian!r}, integrator={self.integrator!r},"
             f" trajectory={self.trajectory!r}, refresh={self.refresh!r}, tuners={self.tuners!r})"
         )
-

@@ -117,8 +117,9 @@ def rwmh(
 ) -> RandomWalkMetropolis:
     """Random-walk Metropolis with Gaussian proposals of standard deviation step_size.
 
-    The proposal is :math:`x^* \\sim \\mathcal N(x, \\varepsilon^2 I)`: ``step_size`` is the proposal **standard deviation**. Dual averaging targets acceptance
-    0.25 by default (Roberts and Rosenthal's optimal scaling; the thesis's value, ch. 9).
+    The proposal is :math:`x^* \\sim \\mathcal N(x, \\varepsilon^2 I)`: ``step_size`` is the
+    proposal **standard deviation**. Dual averaging targets acceptance 0.25 by default
+    (Roberts and Rosenthal's optimal scaling; the thesis's value, ch. 9).
     """
     sampler = RandomWalkMetropolis(
         target,

@@ -11,7 +11,16 @@ from __future__ import annotations
 from hamiltonia.registry import Registry
 from hamiltonia.targets.base import ExactMoments, FunctionTarget, Target
 
-__all__ = ["ExactMoments", "FunctionTarget", "Target", "describe", "get", "names", "register", "registry"]
+__all__ = [
+    "ExactMoments",
+    "FunctionTarget",
+    "Target",
+    "describe",
+    "get",
+    "names",
+    "register",
+    "registry",
+]
 
 #: The registry behind :func:`get`, fed by the ``hamiltonia.targets`` entry points.
 registry = Registry("hamiltonia.targets", "target")

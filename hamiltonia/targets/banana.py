@@ -12,7 +12,8 @@ __all__ = ["Banana", "banana"]
 
 
 class Banana(Target):
-    """Posterior of :math:`w = (w_1, w_2)` in :math:`y_k \\sim \\mathcal N(w_1 + w_2^2, \\sigma_y^2)`.
+    """Posterior of :math:`w = (w_1, w_2)` given
+    :math:`y_k \\sim \\mathcal N(w_1 + w_2^2, \\sigma_y^2)`.
 
     .. math::
 
@@ -28,7 +29,9 @@ class Banana(Target):
     reduce to one-dimensional integrals over :math:`w_2`, computed by adaptive quadrature.
     """
 
-    description = "Banana-shaped 2-D posterior (Haario et al. 1999), N=100, sigma_y^2=4, sigma_w^2=1"
+    description = (
+        "Banana-shaped 2-D posterior (Haario et al. 1999), N=100, sigma_y^2=4, sigma_w^2=1"
+    )
 
     def __init__(self, n_obs=100, var_y=4.0, var_w=1.0, seed=0):
         super().__init__(2, ["w1", "w2"])
@@ -75,7 +78,11 @@ class Banana(Target):
         prec = self.n_obs / self.var_y + 1 / self.var_w
         b = (self._sum_y - self.n_obs * a) / self.var_y
         sse = self._sum_y2 - 2 * a * self._sum_y + self.n_obs * a**2
-        return -(w2**2) / (2 * self.var_w) + b**2 / (2 * prec) - sse / (2 * self.var_y), b / prec, 1 / prec
+        return (
+            -(w2**2) / (2 * self.var_w) + b**2 / (2 * prec) - sse / (2 * self.var_y),
+            b / prec,
+            1 / prec,
+        )
 
     @property
     def exact_moments(self):
@@ -86,14 +93,23 @@ class Banana(Target):
         def integrate(f):
             return scipy.integrate.quad(
                 lambda t: f(t) * np.exp(self._log_marginal_w2(t)[0] - shift),
-                -np.inf, np.inf, epsabs=0, epsrel=1e-12, limit=500,
+                -np.inf,
+                np.inf,
+                epsabs=0,
+                epsrel=1e-12,
+                limit=500,
             )[0]
 
         z = integrate(lambda t: 1.0)
         m_w2 = integrate(lambda t: t) / z
         v_w2 = integrate(lambda t: (t - m_w2) ** 2) / z
         m_w1 = integrate(lambda t: self._log_marginal_w2(t)[1]) / z
-        v_w1 = integrate(lambda t: self._log_marginal_w2(t)[2] + (self._log_marginal_w2(t)[1] - m_w1) ** 2) / z
+        v_w1 = (
+            integrate(
+                lambda t: self._log_marginal_w2(t)[2] + (self._log_marginal_w2(t)[1] - m_w1) ** 2
+            )
+            / z
+        )
         return ExactMoments(np.array([m_w1, m_w2]), np.array([v_w1, v_w2]))
 
 

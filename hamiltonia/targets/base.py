@@ -27,8 +27,10 @@ class ExactMoments:
 
     Attributes
     ----------
-    mean, var : ndarray of shape (dim,)
-        Exact marginal means and variances; ``nan`` where a moment is unknown or infinite.
+    mean : ndarray, shape ``(dim,)``
+        Exact marginal means; ``nan`` where unknown.
+    var : ndarray, shape ``(dim,)``
+        Exact marginal variances; ``nan`` where unknown or infinite.
     """
 
     mean: np.ndarray
@@ -159,9 +161,7 @@ class Target:
             def hvp(x, v):
                 return hess_vec(x)[0](v)
 
-            return FunctionTarget(
-                logp, lp_grad, dim=dim, names=names, hvp=hvp, vectorized=True
-            )
+            return FunctionTarget(logp, lp_grad, dim=dim, names=names, hvp=hvp, vectorized=True)
         value_and_grad = autograd.value_and_grad(logp)
         hess_vec = autograd.make_hvp(logp)
         return FunctionTarget(

@@ -36,7 +36,11 @@ class Funnel(Target):
     def log_prob(self, x):
         x = np.asarray(x, dtype=float)
         v, xs = x[..., 0], x[..., 1:]
-        return -(v**2) / (2 * self.scale**2) - 0.5 * np.sum(xs**2, axis=-1) * np.exp(-v) - 0.5 * self.n_x * v
+        return (
+            -(v**2) / (2 * self.scale**2)
+            - 0.5 * np.sum(xs**2, axis=-1) * np.exp(-v)
+            - 0.5 * self.n_x * v
+        )
 
     def log_prob_and_grad(self, x):
         x = np.asarray(x, dtype=float)

@@ -5,7 +5,14 @@ import pytest
 
 import hamiltonia as hm
 
-BUILTIN = ["banana", "gaussian-d10", "gaussian-d50", "gaussian-d100", "funnel-d25", "correlated-gaussian"]
+BUILTIN = [
+    "banana",
+    "gaussian-d10",
+    "gaussian-d50",
+    "gaussian-d100",
+    "funnel-d25",
+    "correlated-gaussian",
+]
 
 
 @pytest.fixture(params=BUILTIN, ids=str)

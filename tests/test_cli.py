@@ -1,0 +1,127 @@
+"""The command line."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import hamiltonia as hm
+from hamiltonia.cli import main
+
+
+def test_list(capsys):
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    for name in ("hmc", "mala", "rwmh", "banana", "gaussian-d10", "funnel-d25"):
+        assert f"  {name} " in out
+    assert "samplers:" in out and "targets:" in out
+
+
+def test_sample_prints_summary_and_writes_the_run(capsys, tmp_path):
+    path = tmp_path / "run.nc"
+    code = main(
+        [
+            "sample",
+            "banana",
+            "--sampler",
+            "hmc",
+            "--chains",
+            "2",
+            "--warmup",
+            "200",
+            "--draws",
+            "200",
+            "--seed",
+            "0",
+            "--output",
+            str(path),
+            "--no-progress",
+        ]
+    )
+    assert code == 0
+    out = capsys.readouterr().out
+    for column in ("mean", "sd", "mcse", "ess_bulk", "ess_tail", "r_hat"):
+        assert column in out
+    for line in ("acceptance rate", "divergences", "gradient evaluations", "seconds", "exact"):
+        assert line in out
+    run = hm.load(path)
+    assert run.draws.shape == (2, 200, 2)
+    # The file holds the run the same seed gives in Python.
+    again = hm.sample("banana", "hmc", chains=2, warmup=200, draws=200, seed=0, progress=False)
+    np.testing.assert_array_equal(run.draws, again.draws)
+
+
+def test_sampler_and_target_options(capsys):
+    code = main(
+        [
+            "sample",
+            "gaussian",
+            "-T",
+            "dim=3",
+            "--sampler",
+            "hmc",
+            "--n-steps",
+            "4",
+            "--step-size",
+            "0.2",
+            "-O",
+            "metric=[1.0, 2.0, 0.5]",
+            "--chains",
+            "1",
+            "--warmup",
+            "10",
+            "--draws",
+            "20",
+            "--no-progress",
+        ]
+    )
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "x3" in out and "gradient evaluations 80" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "fragment"),
+    [
+        (["sample", "banan"], "did you mean 'banana'"),
+        (["sample", "banana", "--sampler", "hcm"], "did you mean 'hmc'"),
+        (["sample", "banana", "-O", "foo=1"], "unknown option 'foo'"),
+        (["sample", "banana", "--step-size", "-1"], "step_size"),
+        (["sample", "banana", "--chains", "0"], "chains"),
+        (["sample", "banana", "--chains", "two"], "--chains"),
+        (["sample", "banana", "-O", "novalue"], "KEY=VALUE"),
+        (["frobnicate"], "invalid choice"),
+    ],
+)
+def test_errors_are_one_line_with_exit_code_2(capsys, argv, fragment):
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    err = captured.err.strip()
+    assert err.startswith("hamiltonia: error:") and fragment in err
+    assert "\n" not in err and "Traceback" not in err
+
+
+def test_console_script_runs_without_traceback():
+    proc = subprocess.run(
+        [sys.executable, "-m", "hamiltonia.cli", "sample", "nope"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr and "unknown target 'nope'" in proc.stderr
+
+
+def test_done_criterion_banana_hmc_seed_0(capsys):
+    """`hamiltonia sample banana --sampler hmc --seed 0` (4 chains, 1000 + 1000): R-hat below
+    1.01 and the means agree with the exact ones (z-scores on the MCSE)."""
+    from tests.statistical.moments import Z_THRESHOLD
+
+    assert main(["sample", "banana", "--sampler", "hmc", "--seed", "0", "--no-progress"]) == 0
+    capsys.readouterr()
+    run = hm.sample("banana", "hmc", seed=0, progress=False)
+    summary = run.summary()
+    assert summary["r_hat"].max() < 1.01
+    z = (summary["mean"] - hm.targets.get("banana").exact_moments.mean) / summary["mcse"]
+    assert np.all(np.abs(z) < Z_THRESHOLD)
