@@ -12,7 +12,7 @@ import numpy as np
 from hamiltonia._validation import check_int, check_positive, check_probability
 from hamiltonia.state import ChainState
 
-__all__ = ["DualAveraging", "Tuner", "find_initial_step_size"]
+__all__ = ["DualAveraging", "Tuner", "WindowedMetric", "find_initial_step_size", "metric_windows"]
 
 
 class Tuner:
@@ -130,6 +130,10 @@ class DualAveraging(Tuner):
         self.find_initial = bool(find_initial)
         self.pool_chains = bool(pool_chains)
 
+    #: Columns of :attr:`state`, one row per chain: the averaging centre :math:`\\mu`, the
+    #: running mean :math:`\\bar H`, :math:`\\log\\bar\\varepsilon`, and the count :math:`m`.
+    STATE_COLUMNS = ("mu", "h_bar", "log_eps_bar", "m")
+
     def start(self, sampler, chain, n_warmup, rngs):
         check_int(n_warmup, "n_warmup")
         if self.find_initial:
@@ -137,27 +141,151 @@ class DualAveraging(Tuner):
             chain.step_size = find_initial_step_size(sampler, chain, rngs, start)
         elif self.initial_step_size is not None:
             chain.step_size = np.full_like(chain.step_size, self.initial_step_size)
-        self._mu = np.log(10.0 * chain.step_size)
-        self._h_bar = np.zeros_like(chain.step_size)
-        self._log_eps_bar = np.zeros_like(chain.step_size)
+        self.state = np.zeros((chain.step_size.shape[0], 4))
+        self.restart(chain)
+
+    def restart(self, chain) -> None:
+        """Start averaging afresh around the current step size (after a metric update)."""
+        self.state[:, 0] = np.log(10.0 * chain.step_size)
+        self.state[:, 1:] = 0.0
 
     def update(self, sampler, chain, info, iteration):
-        m = iteration + 1
         alpha = np.where(info["diverging"], 0.0, np.nan_to_num(info["acceptance_rate"]))
+        mu, h_bar, log_eps_bar, m = self.state.T
+        m = m + 1.0
         w = 1.0 / (m + self.t0)
-        self._h_bar = (1.0 - w) * self._h_bar + w * (self.target_accept - alpha)
-        log_eps = self._mu - np.sqrt(m) / self.gamma * self._h_bar
+        h_bar = (1.0 - w) * h_bar + w * (self.target_accept - alpha)
+        log_eps = mu - np.sqrt(m) / self.gamma * h_bar
         eta = m ** (-self.kappa)
-        self._log_eps_bar = eta * log_eps + (1.0 - eta) * self._log_eps_bar
+        log_eps_bar = eta * log_eps + (1.0 - eta) * log_eps_bar
+        self.state = np.stack([mu, h_bar, log_eps_bar, m], axis=1)
         chain.step_size = np.exp(log_eps)
 
     def finalize(self, sampler, chain):
-        if not hasattr(self, "_log_eps_bar"):
-            return
-        log_eps = self._log_eps_bar
+        if not hasattr(self, "state") or not np.all(self.state[:, 3] > 0):
+            return  # no adaptation happened: keep the current step size
+        log_eps = self.state[:, 2]
         if self.pool_chains:
             log_eps = np.full_like(log_eps, np.mean(log_eps))
         chain.step_size = np.exp(log_eps)
 
     def __repr__(self):
         return f"DualAveraging(target_accept={self.target_accept})"
+
+
+def metric_windows(
+    n_warmup: int, initial_buffer: int = 75, window: int = 25, terminal_buffer: int = 50
+) -> list[tuple[int, int]]:
+    """The slow windows ``[start, end)`` (iteration numbers from 0) of Stan's windowed
+    adaptation.
+
+    After an initial buffer (step size only), windows of doubling length (``window``,
+    ``2 window``, ...) estimate the metric; the last one is stretched to end
+    ``terminal_buffer`` iterations before the end of warm-up. With fewer than
+    ``initial_buffer + window + terminal_buffer`` warm-up iterations, Stan's fallback is used:
+    15 % initial buffer, one window of 75 %, 10 % terminal buffer. Under 20 iterations there
+    is no window.
+    """
+    if n_warmup < 20:
+        return []
+    if n_warmup < initial_buffer + window + terminal_buffer:
+        initial_buffer = int(0.15 * n_warmup)
+        terminal_buffer = int(0.1 * n_warmup)
+        window = n_warmup - initial_buffer - terminal_buffer
+    windows, begin, size = [], initial_buffer, window
+    last = n_warmup - terminal_buffer
+    while begin + size <= last:
+        end = begin + size
+        if end + 2 * size > last:  # the next window would not fit: stretch this one
+            end = last
+        windows.append((begin, end))
+        begin, size = end, 2 * size
+    return windows
+
+
+class WindowedMetric(Tuner):
+    """Windowed adaptation of the metric (inverse mass matrix), on Stan's schedule.
+
+    In each slow window (see :func:`metric_windows`) the warm-up positions of all chains are
+    pooled and their variance (``"diagonal"``) or covariance (``"dense"``) estimated, then
+    regularised towards a small multiple of the identity as in Stan:
+
+    .. math::
+
+        M^{-1} = \\frac{n}{n + 5}\\,\\hat\\Sigma + 10^{-3}\\,\\frac{5}{n + 5}\\,I,
+
+    with :math:`n` the number of pooled draws. After each update the step size is searched
+    again and dual averaging restarts around it. Pooling the chains gives one metric for all
+    (as mici does; Stan and NumPyro adapt one per chain); it uses the barrier at each
+    window's end that the run loop provides.
+
+    Parameters
+    ----------
+    kind : {"diagonal", "dense"}
+        Which metric to estimate.
+    initial_buffer, window, terminal_buffer : int
+        Stan's defaults 75, 25 and 50.
+
+    References
+    ----------
+    Stan Reference Manual, "HMC algorithm parameters: automatic parameter tuning".
+    """
+
+    def __init__(
+        self,
+        kind: str = "diagonal",
+        *,
+        initial_buffer: int = 75,
+        window: int = 25,
+        terminal_buffer: int = 50,
+    ):
+        if kind not in ("diagonal", "dense"):
+            raise ValueError(f"metric adaptation kind must be 'diagonal' or 'dense', got {kind!r}")
+        self.kind = kind
+        self.initial_buffer = check_int(initial_buffer, "initial_buffer")
+        self.window = check_int(window, "window", minimum=1)
+        self.terminal_buffer = check_int(terminal_buffer, "terminal_buffer")
+
+    def start(self, sampler, chain, n_warmup, rngs):
+        if not hasattr(getattr(sampler, "hamiltonian", None), "metric"):
+            raise TypeError("WindowedMetric needs a sampler whose Hamiltonian has a metric")
+        self.windows = metric_windows(
+            n_warmup, self.initial_buffer, self.window, self.terminal_buffer
+        )
+        self._rngs = rngs
+        self._buffer: list[np.ndarray] = []
+
+    def observe(self, positions: np.ndarray, iteration: int) -> None:
+        """Record the positions of all chains after warm-up iteration ``iteration``."""
+        if any(begin <= iteration < end for begin, end in self.windows):
+            self._buffer.append(np.array(positions, dtype=float, copy=True))
+
+    def update(self, sampler, chain, info, iteration):
+        self.observe(chain.phase.q, iteration)
+        if any(iteration + 1 == end for _, end in self.windows):
+            self.end_window(sampler, chain)
+
+    def end_window(self, sampler, chain) -> None:
+        """Estimate and install the metric from the buffered positions, then restart
+        step-size adaptation."""
+        from hamiltonia.hamiltonians.metrics import DenseMetric, DiagonalMetric
+
+        draws = np.concatenate(self._buffer, axis=0)
+        self._buffer = []
+        n, dim = draws.shape
+        shrink, jitter = n / (n + 5.0), 1e-3 * 5.0 / (n + 5.0)
+        if self.kind == "diagonal":
+            metric = DiagonalMetric(shrink * draws.var(axis=0, ddof=1) + jitter)
+        else:
+            cov = np.atleast_2d(np.cov(draws, rowvar=False))
+            metric = DenseMetric(shrink * cov + jitter * np.eye(dim))
+        sampler.hamiltonian.metric = metric
+        for tuner in sampler.tuners:
+            if isinstance(tuner, DualAveraging) and hasattr(tuner, "state"):
+                chain.step_size = find_initial_step_size(
+                    sampler, chain, self._rngs, float(np.exp(np.mean(np.log(chain.step_size))))
+                )
+                tuner.restart(chain)
+
+    def __repr__(self):
+        return f"WindowedMetric({self.kind!r})"

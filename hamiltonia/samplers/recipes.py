@@ -18,9 +18,20 @@ from hamiltonia.momentum import FullRefresh
 from hamiltonia.samplers.hamiltonian import HamiltonianSampler
 from hamiltonia.samplers.random_walk import RandomWalkMetropolis
 from hamiltonia.trajectories import StaticLength
-from hamiltonia.tuners import DualAveraging
+from hamiltonia.tuners import DualAveraging, WindowedMetric
 
 __all__ = ["hmc", "mala", "rwmh"]
+
+
+ADAPTED_METRICS = ("diagonal", "dense")
+
+
+def _metric_and_tuner(metric):
+    """A metric option: 'identity' (or None), 'diagonal' / 'dense' (adapted during warm-up on
+    Stan's windows, starting from the identity), or an inverse-mass array (fixed)."""
+    if isinstance(metric, str) and metric in ADAPTED_METRICS:
+        return None, [WindowedMetric(metric)]
+    return metric, []
 
 
 def _step_size_tuners(step_size, adapt_step_size, target_accept):
@@ -39,7 +50,7 @@ def hmc(
     step_size: float | None = None,
     target_accept: float = 0.8,
     adapt_step_size: bool | None = None,
-    metric=None,
+    metric="identity",
 ) -> HamiltonianSampler:
     """Hamiltonian Monte Carlo with a static number of leapfrog steps.
 
@@ -59,15 +70,19 @@ def hmc(
         Target acceptance rate of dual averaging (default 0.8).
     adapt_step_size : bool, optional
         Adapt the step size during warm-up (default: only when ``step_size`` is not given).
-    metric : None, array or Metric
-        Inverse mass matrix (identity by default; 1-D diagonal or 2-D dense).
+    metric : str, array or Metric
+        ``"identity"`` (default, :math:`M = I` as in the thesis); ``"diagonal"`` or
+        ``"dense"`` to adapt the inverse mass matrix during warm-up on Stan's windows
+        (:class:`~hamiltonia.tuners.WindowedMetric`); or a fixed inverse mass matrix (1-D
+        diagonal, 2-D dense, or a :class:`~hamiltonia.hamiltonians.Metric`).
     """
+    fixed_metric, metric_tuners = _metric_and_tuner(metric)
     sampler = HamiltonianSampler(
-        hamiltonian=EuclideanHamiltonian(target, metric),
+        hamiltonian=EuclideanHamiltonian(target, fixed_metric),
         integrator=Leapfrog(),
         trajectory=StaticLength(n_steps),
         refresh=FullRefresh(),
-        tuners=_step_size_tuners(step_size, adapt_step_size, target_accept),
+        tuners=_step_size_tuners(step_size, adapt_step_size, target_accept) + metric_tuners,
         step_size=step_size,
     )
     sampler.name = "hmc"
@@ -80,7 +95,7 @@ def mala(
     step_size: float | None = None,
     target_accept: float = 0.6,
     adapt_step_size: bool | None = None,
-    metric=None,
+    metric="identity",
 ) -> HamiltonianSampler:
     """Metropolis-adjusted Langevin algorithm: HMC with one leapfrog step.
 

@@ -128,3 +128,20 @@ def test_the_check_detects_a_biased_sampler():
     )
     z_mean, z_var = moment_z_scores(result.draws, target.exact_moments)
     assert np.max(np.abs(np.concatenate([z_mean, z_var]))) > 4
+
+
+@pytest.mark.parametrize("metric", ["diagonal", "dense"])
+def test_hmc_with_adapted_metric(metric):
+    target = hm.targets.get("correlated-gaussian", dim=5, rho=0.9)
+    result = hm.sample(
+        target,
+        "hmc",
+        chains=4,
+        warmup=1000,
+        draws=2000,
+        seed=8,
+        progress=False,
+        metric=metric,
+        n_steps=10,
+    )
+    assert_moments_recovered(result, target.exact_moments)
