@@ -104,6 +104,123 @@ def _initial_state(sampler: Sampler, target: Target, initial, rngs) -> ChainStat
     )
 
 
+class _Recorder:
+    """Buffers for the retained draws and statistics."""
+
+    def __init__(self, chains: int, draws: int, dim: int):
+        self.q = np.empty((chains, draws, dim))
+        self.stats: dict[str, np.ndarray] = {}
+        self.log_weights: np.ndarray | None = None
+        self.n_divergent = 0
+        self.shape = (chains, draws)
+
+    def record(self, it, q: np.ndarray, info: dict, log_weight) -> None:
+        """Store iteration ``it`` (an index, or a slice for a block of iterations)."""
+        self.q[:, it] = q
+        for name in (*STAT_NAMES, "lp"):
+            value = np.asarray(info[name])
+            if name not in self.stats:
+                self.stats[name] = np.empty(self.shape, dtype=value.dtype)
+            self.stats[name][:, it] = value
+        if log_weight is not None:
+            if self.log_weights is None:
+                self.log_weights = np.empty(self.shape)
+            self.log_weights[:, it] = log_weight
+        self.n_divergent += int(np.sum(info["diverging"]))
+
+
+class _Chunker:
+    """Splits ``[start, stop)`` into chunks for the compiled path: small at first, doubling
+    while a chunk takes under ``target_seconds`` (so the progress bar and persisted draws stay
+    fresh while calls from Python stay rare), and cut at every tuner boundary."""
+
+    def __init__(self, target_seconds: float = 0.1, first: int = 8, largest: int = 4096):
+        self.size, self.target_seconds, self.largest = first, target_seconds, largest
+
+    def split(self, start: int, stop: int, boundaries=()):
+        cuts = sorted({b for b in boundaries if start < b < stop} | {stop})
+        first = start
+        for cut in cuts:
+            while first < cut:
+                n = min(self.size, cut - first)
+                began = time.perf_counter()
+                yield first, n
+                if time.perf_counter() - began < self.target_seconds and n == self.size:
+                    self.size = min(2 * self.size, self.largest)
+                first += n
+
+
+def _run_numpy(smp, target, state, rngs, warmup, draws, rec, bar):
+    for it in range(warmup):
+        state, info = smp.step(state, rngs)
+        for tuner in smp.tuners:
+            tuner.update(smp, state, info, it)
+        bar.update(1)
+    for tuner in smp.tuners:
+        tuner.finalize(smp, state)
+    t1 = time.perf_counter()
+    bar.set_description(f"{smp.name} sampling")
+    for it in range(draws):
+        state, info = smp.step(state, rngs)
+        info = {**info, "step_size": state.step_size, "lp": state.phase.log_prob}
+        rec.record(it, target.constrain(state.phase.q), info, smp.log_weight(state))
+        bar.update(1)
+        if it % 50 == 0:
+            bar.set_postfix_str(f"divergences={rec.n_divergent}", refresh=False)
+    return state, t1
+
+
+def _run_compiled(plan, smp, target, state, rngs, warmup, draws, rec, bar):
+    from hamiltonia.compiled import kernels as K
+
+    chains, dim = state.phase.q.shape
+    chunker = _Chunker()
+    buf_q = np.empty((chains, chunker.largest, dim))
+    buf_s = np.empty((chains, chunker.largest, K.N_STATS))
+    boundaries = [b for tuner in smp.tuners for b in tuner.boundaries(warmup)]
+    for first, n in chunker.split(0, warmup, boundaries):
+        plan.run(state, rngs, n, True, buf_q[:, :n], buf_s[:, :n])
+        for tuner in smp.tuners:
+            tuner.update_chunk(smp, state, buf_q[:, :n], first)
+        bar.update(n)
+    for tuner in smp.tuners:
+        tuner.finalize(smp, state)
+    t1 = time.perf_counter()
+    bar.set_description(f"{smp.name} sampling")
+    length = smp.trajectory.length
+    for first, n in chunker.split(0, draws):
+        block = slice(first, first + n)
+        plan.run(state, rngs, n, False, rec.q[:, block], buf_s[:, :n])
+        s = buf_s[:, :n]
+        info = {
+            "accepted": s[..., K.ACCEPTED] > 0,
+            "acceptance_rate": s[..., K.ACCEPT_PROB],
+            "diverging": s[..., K.DIVERGING] > 0,
+            "n_grad": s[..., K.N_GRAD].astype(np.int64),
+            "n_steps": np.full((chains, n), length, dtype=np.int64),
+            "energy": s[..., K.ENERGY],
+            "step_size": s[..., K.STEP_SIZE],
+            "lp": s[..., K.LOG_PROB],
+        }
+        rec.record(block, target.constrain(rec.q[:, block]), info, None)
+        bar.update(n)
+        bar.set_postfix_str(f"divergences={rec.n_divergent}", refresh=False)
+    return state, t1
+
+
+def _choose_plan(smp, compiled):
+    if compiled is False:
+        return None
+    from hamiltonia.compiled import NotCompilable, plan_for
+
+    try:
+        return plan_for(smp)
+    except NotCompilable as err:
+        if compiled is True:
+            raise ValueError(f"compiled=True but {err}") from None
+        return None
+
+
 def sample(
     target,
     sampler="hmc",
@@ -114,6 +231,7 @@ def sample(
     seed=None,
     initial=None,
     progress: bool = True,
+    compiled: bool | None = None,
     **options,
 ) -> Result:
     """Run warm-up then sampling for several chains.
@@ -126,7 +244,7 @@ def sample(
         A registered sampler name (see :func:`hamiltonia.samplers.names`) built with
         ``options``, or a ready :class:`~hamiltonia.samplers.Sampler`.
     chains : int
-        Number of chains (>= 1), run vectorised in this process.
+        Number of chains (>= 1).
     warmup : int
         Warm-up (adaptation) iterations per chain (>= 0), discarded.
     draws : int
@@ -140,6 +258,10 @@ def sample(
         gradient is not finite.
     progress : bool
         Show a tqdm progress bar.
+    compiled : bool or None
+        Run whole chains in compiled kernels (see :mod:`hamiltonia.compiled`). ``None``
+        (default) compiles when every part of the sampler allows it, ``True`` requires it
+        (``ValueError`` naming the part that does not), ``False`` forces the NumPy path.
     **options
         Options of the named sampler (for ``hmc``: ``n_steps``, ``step_size``,
         ``target_accept``, ``adapt_step_size``, ``metric``). Unknown options raise
@@ -154,64 +276,34 @@ def sample(
     chains = check_int(chains, "chains", minimum=1)
     warmup = check_int(warmup, "warmup", minimum=0)
     draws = check_int(draws, "draws", minimum=1)
+    if compiled not in (None, True, False):
+        raise ValueError(f"compiled must be None, True or False, got {compiled!r}")
     target = _resolve_target(target)
     smp = _resolve_sampler(sampler, target, options)
+    plan = _choose_plan(smp, compiled)
     rngs, seq = make_rngs(seed, chains)
 
     state = _initial_state(smp, target, initial, rngs)
-    dim = target.dim
-    out_q = np.empty((chains, draws, dim))
-    out_stats = {name: None for name in (*STAT_NAMES, "lp")}
-    log_weights = None
-
-    bar = tqdm(
-        total=warmup + draws,
-        disable=not progress,
-        desc=f"{smp.name} warmup",
-        unit="it",
-        leave=True,
-    )
+    rec = _Recorder(chains, draws, target.dim)
+    bar = tqdm(total=warmup + draws, disable=not progress, desc=f"{smp.name} warmup", unit="it")
     try:
         t0 = time.perf_counter()
         for tuner in smp.tuners:
             tuner.start(smp, state, warmup, rngs)
-        for it in range(warmup):
-            state, info = smp.step(state, rngs)
-            for tuner in smp.tuners:
-                tuner.update(smp, state, info, it)
-            bar.update(1)
-        for tuner in smp.tuners:
-            tuner.finalize(smp, state)
-        t1 = time.perf_counter()
-        bar.set_description(f"{smp.name} sampling")
-        n_div = 0
-        for it in range(draws):
-            state, info = smp.step(state, rngs)
-            out_q[:, it] = target.constrain(state.phase.q)
-            info = {**info, "step_size": state.step_size, "lp": state.phase.log_prob}
-            for name in out_stats:
-                value = np.asarray(info[name])
-                if out_stats[name] is None:
-                    out_stats[name] = np.empty((chains, draws), dtype=value.dtype)
-                out_stats[name][:, it] = value
-            lw = smp.log_weight(state)
-            if lw is not None:
-                if log_weights is None:
-                    log_weights = np.empty((chains, draws))
-                log_weights[:, it] = lw
-            n_div += int(np.sum(info["diverging"]))
-            bar.update(1)
-            if progress and it % 50 == 0:
-                bar.set_postfix_str(f"divergences={n_div}", refresh=False)
+        if plan is None:
+            state, t1 = _run_numpy(smp, target, state, rngs, warmup, draws, rec, bar)
+        else:
+            with plan:
+                state, t1 = _run_compiled(plan, smp, target, state, rngs, warmup, draws, rec, bar)
         t2 = time.perf_counter()
     finally:
         bar.close()
 
     return Result(
-        draws=out_q,
-        stats=out_stats,
+        draws=rec.q,
+        stats=rec.stats,
         names=target.names,
-        log_weights=log_weights,
+        log_weights=rec.log_weights,
         sampler=smp.name,
         target=getattr(target, "registered_name", type(target).__name__),
         warmup_seconds=t1 - t0,
@@ -221,6 +313,7 @@ def sample(
             "chains": chains,
             "warmup": warmup,
             "draws": draws,
+            "compiled": plan is not None,
             "options": {
                 k: (v if np.isscalar(v) or v is None else repr(v)) for k, v in options.items()
             },

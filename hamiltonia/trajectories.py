@@ -73,15 +73,32 @@ class MetropolisTrajectory(TrajectoryPolicy):
     """Integrate a number of steps, then apply the Metropolis test (HMC, Algorithm 2).
 
     Subclasses choose the number of steps with :meth:`n_steps`.
+
+    With ``step_size_jitter`` :math:`j > 0`, each chain integrates with
+    :math:`\\varepsilon (1 + j (2u - 1))`, :math:`u \\sim U(0, 1)` drawn from its generator
+    after the momentum (Neal 2011, §5.4.2.2): a fixed trajectory length can resonate with a
+    period of the target, so that a coordinate barely moves (on Gaussians in particular),
+    and a random length breaks the resonance.
     """
+
+    step_size_jitter: float = 0.0
 
     def n_steps(self, rngs) -> int:
         raise NotImplementedError
 
+    def jittered(self, step_size, rngs):
+        """The step sizes to integrate with this iteration (one uniform per chain when
+        jittering, none otherwise)."""
+        if not self.step_size_jitter:
+            return step_size
+        u = np.array([rng.random() for rng in rngs])
+        return step_size * (1.0 + self.step_size_jitter * (2.0 * u - 1.0))
+
     def transition(self, sampler, state, step_size, rngs):
         ham = sampler.hamiltonian
         n = self.n_steps(rngs)
-        proposal, n_grad = sampler.integrator.integrate(ham, state, step_size, n)
+        eps = self.jittered(step_size, rngs)
+        proposal, n_grad = sampler.integrator.integrate(ham, state, eps, n)
         with np.errstate(all="ignore"):  # a diverging trajectory overflows; it is rejected
             h0 = sampler.energy(state, step_size)
             h1 = sampler.energy(proposal, step_size)
@@ -107,13 +124,22 @@ class StaticLength(MetropolisTrajectory):
     ----------
     n_steps : int
         :math:`L \\geq 1`.
+    step_size_jitter : float in [0, 1)
+        Relative jitter of the step size (default 0: none), see
+        :class:`MetropolisTrajectory`.
     """
 
-    def __init__(self, n_steps: int):
+    def __init__(self, n_steps: int, step_size_jitter: float = 0.0):
         self.length = check_int(n_steps, "n_steps", minimum=1)
+        jitter = float(step_size_jitter)
+        if not 0.0 <= jitter < 1.0:
+            raise ValueError(f"step_size_jitter must lie in [0, 1), got {step_size_jitter!r}")
+        self.step_size_jitter = jitter
 
     def n_steps(self, rngs):
         return self.length
 
     def __repr__(self):
+        if self.step_size_jitter:
+            return f"StaticLength({self.length}, step_size_jitter={self.step_size_jitter})"
         return f"StaticLength({self.length})"

@@ -38,6 +38,17 @@ class Tuner:
     def finalize(self, sampler, chain: ChainState) -> None:
         pass
 
+    # -- the compiled path runs warm-up in chunks; a tuner says where it needs control back
+    def boundaries(self, n_warmup: int) -> list[int]:
+        """Warm-up iteration counts after which :meth:`update_chunk` must run (the compiled
+        path ends its chunks there). Default: none."""
+        return []
+
+    def update_chunk(self, sampler, chain, positions: np.ndarray, first_iteration: int) -> None:
+        """Called by the compiled path after each warm-up chunk with the positions
+        ``(chains, n, dim)`` of its iterations ``first_iteration ..``. Tuners whose update
+        runs inside the compiled kernel (dual averaging) do nothing here."""
+
     def __repr__(self):
         return f"{type(self).__name__}()"
 
@@ -263,6 +274,15 @@ class WindowedMetric(Tuner):
     def update(self, sampler, chain, info, iteration):
         self.observe(chain.phase.q, iteration)
         if any(iteration + 1 == end for _, end in self.windows):
+            self.end_window(sampler, chain)
+
+    def boundaries(self, n_warmup):
+        return [end for _, end in self.windows]
+
+    def update_chunk(self, sampler, chain, positions, first_iteration):
+        for k in range(positions.shape[1]):
+            self.observe(positions[:, k], first_iteration + k)
+        if any(first_iteration + positions.shape[1] == end for _, end in self.windows):
             self.end_window(sampler, chain)
 
     def end_window(self, sampler, chain) -> None:

@@ -51,6 +51,7 @@ def hmc(
     target_accept: float = 0.8,
     adapt_step_size: bool | None = None,
     metric="identity",
+    step_size_jitter: float = 0.0,
 ) -> HamiltonianSampler:
     """Hamiltonian Monte Carlo with a static number of leapfrog steps.
 
@@ -75,12 +76,16 @@ def hmc(
         ``"dense"`` to adapt the inverse mass matrix during warm-up on Stan's windows
         (:class:`~hamiltonia.tuners.WindowedMetric`); or a fixed inverse mass matrix (1-D
         diagonal, 2-D dense, or a :class:`~hamiltonia.hamiltonians.Metric`).
+    step_size_jitter : float in [0, 1)
+        Draw each trajectory's step size uniformly within this relative distance of the
+        adapted one (default 0, as in the thesis); breaks resonances of a fixed trajectory
+        length.
     """
     fixed_metric, metric_tuners = _metric_and_tuner(metric)
     sampler = HamiltonianSampler(
         hamiltonian=EuclideanHamiltonian(target, fixed_metric),
         integrator=Leapfrog(),
-        trajectory=StaticLength(n_steps),
+        trajectory=StaticLength(n_steps, step_size_jitter=step_size_jitter),
         refresh=FullRefresh(),
         tuners=_step_size_tuners(step_size, adapt_step_size, target_accept) + metric_tuners,
         step_size=step_size,

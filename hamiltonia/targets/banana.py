@@ -11,6 +11,17 @@ from hamiltonia.targets.base import ExactMoments, Target
 __all__ = ["Banana", "banana"]
 
 
+def _banana_kernel(q, grad, fdata, idata):
+    sum_y, sum_y2, n, var_y, var_w = fdata[0], fdata[1], fdata[2], fdata[3], fdata[4]
+    w1, w2 = q[0], q[1]
+    s = w1 + w2 * w2
+    r = (sum_y - n * s) / var_y
+    grad[0] = r - w1 / var_w
+    grad[1] = 2.0 * w2 * r - w2 / var_w
+    sse = sum_y2 - 2.0 * s * sum_y + n * s * s
+    return -sse / (2.0 * var_y) - (w1 * w1 + w2 * w2) / (2.0 * var_w)
+
+
 class Banana(Target):
     """Posterior of :math:`w = (w_1, w_2)` given
     :math:`y_k \\sim \\mathcal N(w_1 + w_2^2, \\sigma_y^2)`.
@@ -71,6 +82,13 @@ class Banana(Target):
         h22 = 2 * r - 4 * w2**2 * a - 1 / self.var_w
         return np.stack(
             [h11 * v[..., 0] + h12 * v[..., 1], h12 * v[..., 0] + h22 * v[..., 1]], axis=-1
+        )
+
+    def numba_kernel(self):
+        from hamiltonia.compiled.targets import NumbaTarget
+
+        return NumbaTarget.build(
+            _banana_kernel, [self._sum_y, self._sum_y2, self.n_obs, self.var_y, self.var_w]
         )
 
     def _log_marginal_w2(self, w2):

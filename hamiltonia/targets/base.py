@@ -110,6 +110,16 @@ class Target:
         """Hessian of the log density at ``x`` times ``v`` (both of shape ``(..., dim)``)."""
         raise NotImplementedError(f"{type(self).__name__} has no Hessian-vector product")
 
+    def numba_kernel(self):
+        """The compiled log density for the compiled path, or ``None`` (the default).
+
+        Return a :class:`hamiltonia.compiled.NumbaTarget`, usually built with
+        ``NumbaTarget.build(py_func, fdata, idata)`` from a module-level function
+        ``py_func(q, grad_out, fdata, idata) -> log_prob`` written in the subset of Python
+        numba compiles (see :mod:`hamiltonia.compiled.targets`).
+        """
+        return None
+
     def constrain(self, x: np.ndarray) -> np.ndarray:
         """Map unconstrained draws to the reported parameter space (identity by default)."""
         return x

@@ -2,12 +2,27 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from hamiltonia._validation import check_int, check_positive
 from hamiltonia.targets.base import ExactMoments, Target
 
 __all__ = ["Funnel", "funnel", "funnel_d25"]
+
+
+def _funnel_kernel(q, grad, fdata, idata):
+    scale2 = fdata[0]
+    n_x = q.shape[0] - 1
+    v = q[0]
+    e = math.exp(-v)
+    ss = 0.0
+    for i in range(1, n_x + 1):
+        ss += q[i] * q[i]
+        grad[i] = -q[i] * e
+    grad[0] = -v / scale2 + 0.5 * ss * e - 0.5 * n_x
+    return -(v * v) / (2.0 * scale2) - 0.5 * ss * e - 0.5 * n_x * v
 
 
 class Funnel(Target):
@@ -63,6 +78,11 @@ class Funnel(Target):
         out_v = hvv * u[..., 0] + e * np.sum(xs * u[..., 1:], axis=-1)
         out_x = xs * (e * u[..., 0])[..., None] - e[..., None] * u[..., 1:]
         return np.concatenate([out_v[..., None], out_x], axis=-1)
+
+    def numba_kernel(self):
+        from hamiltonia.compiled.targets import NumbaTarget
+
+        return NumbaTarget.build(_funnel_kernel, [self.scale**2])
 
     @property
     def exact_moments(self):

@@ -18,6 +18,29 @@ __all__ = [
 ]
 
 
+def _diagonal_gaussian_kernel(q, grad, fdata, idata):
+    # fdata: the precisions 1 / sigma_i^2
+    lp = 0.0
+    for i in range(q.shape[0]):
+        g = -q[i] * fdata[i]
+        grad[i] = g
+        lp += q[i] * g
+    return 0.5 * lp
+
+
+def _dense_gaussian_kernel(q, grad, fdata, idata):
+    # fdata: the precision matrix, row-major (symmetric)
+    d = q.shape[0]
+    lp = 0.0
+    for i in range(d):
+        g = 0.0
+        for j in range(d):
+            g -= fdata[i * d + j] * q[j]
+        grad[i] = g
+        lp += q[i] * g
+    return 0.5 * lp
+
+
 class DiagonalGaussian(Target):
     """:math:`\\mathcal N(0, \\operatorname{diag}(\\sigma^2))` with log-normal scales.
 
@@ -54,6 +77,11 @@ class DiagonalGaussian(Target):
 
     def hvp(self, x, v):
         return -np.asarray(v, dtype=float) * self._precision
+
+    def numba_kernel(self):
+        from hamiltonia.compiled.targets import NumbaTarget
+
+        return NumbaTarget.build(_diagonal_gaussian_kernel, self._precision)
 
     @property
     def exact_moments(self):
@@ -93,6 +121,11 @@ class CorrelatedGaussian(Target):
 
     def hvp(self, x, v):
         return -(np.asarray(v, dtype=float) @ self.precision)
+
+    def numba_kernel(self):
+        from hamiltonia.compiled.targets import NumbaTarget
+
+        return NumbaTarget.build(_dense_gaussian_kernel, self.precision)
 
     @property
     def exact_moments(self):

@@ -9,7 +9,11 @@ from ArviZ's ESS of the mean):
   / \\text{MCSE}(\\overline{(x-\\mu)^2})`,
   using the exact mean :math:`\\mu`, so the estimate is a plain average of one function.
 
-A correct sampler gives z-scores that are approximately standard normal. The suites compare
+A correct sampler gives z-scores that are approximately standard normal once the ESS is large
+enough for the MCSE itself to be accurate (its relative error is about :math:`1/\\sqrt{2\\,
+\\text{ESS}}` for independent draws and larger for autocorrelated ones), so every estimate must
+rest on an ESS of at least ``MIN_ESS``; a run too short for that fails, asking for more draws,
+rather than passing or failing by luck. The suites compare
 about a hundred z-scores in all, so the threshold is 4: under correct sampling the chance
 that any one of them exceeds it by accident is below 1%, while a biased sampler fails
 (see ``test_the_check_detects_a_biased_sampler``).
@@ -20,6 +24,7 @@ import numpy as np
 from hamiltonia import diagnostics
 
 Z_THRESHOLD = 4.0
+MIN_ESS = 1000
 
 
 def moment_z_scores(draws, exact, params=None):
@@ -33,7 +38,17 @@ def moment_z_scores(draws, exact, params=None):
     return z_mean, z_var
 
 
+def min_ess(draws, exact, params=None):
+    """The smallest ESS (of the mean) among the parameters and their squared deviations."""
+    idx = np.arange(draws.shape[-1]) if params is None else np.asarray(params)
+    x = draws[..., idx]
+    sq = (x - exact.mean[idx]) ** 2
+    return float(min(diagnostics.ess(x, "mean").min(), diagnostics.ess(sq, "mean").min()))
+
+
 def assert_moments_recovered(result, exact, params=None):
+    ess = min_ess(result.draws, exact, params)
+    assert ess >= MIN_ESS, f"ESS {ess:.0f} < {MIN_ESS}: too short a run for a z-test; draw more"
     z_mean, z_var = moment_z_scores(result.draws, exact, params)
     bad = {
         "mean": np.round(z_mean[np.abs(z_mean) > Z_THRESHOLD], 2).tolist(),

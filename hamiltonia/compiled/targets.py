@@ -1,0 +1,81 @@
+"""Compiled log densities: the signature a target's kernel must have.
+
+A compiled target is a function
+
+.. code-block:: python
+
+    def log_prob_and_grad(q, grad_out, fdata, idata) -> float
+
+with ``q`` and ``grad_out`` of shape ``(dim,)``: it returns :math:`\\log\\pi(q)` and writes
+:math:`\\nabla\\log\\pi(q)` into ``grad_out``. ``fdata`` (float64) and ``idata`` (int64) are flat,
+contiguous arrays holding the target's data and sizes (a design matrix is passed flattened
+with its shape in ``idata``), so that one compiled chain kernel serves every target: the
+target is a first-class function argument with a fixed signature, and the kernel is compiled
+and cached once, not once per target.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["LOG_PROB_SIGNATURE", "NumbaTarget", "compile_log_prob"]
+
+
+def _signature():
+    from numba import types
+
+    vec = types.float64[::1]
+    return types.float64(vec, vec, vec, types.int64[::1])
+
+
+#: ``float64(float64[::1] q, float64[::1] grad_out, float64[::1] fdata, int64[::1] idata)``
+LOG_PROB_SIGNATURE = None  # filled lazily: importing numba costs ~0.3 s
+_CACHE: dict[Callable, object] = {}
+
+
+def compile_log_prob(py_func: Callable):
+    """Compile ``py_func`` (a plain Python function of the signature above) as a numba
+    ``cfunc``, cached on disk, once per process."""
+    global LOG_PROB_SIGNATURE
+    if py_func not in _CACHE:
+        import numba
+
+        if LOG_PROB_SIGNATURE is None:
+            LOG_PROB_SIGNATURE = _signature()
+        from hamiltonia.compiled.kernels import SAFE_FASTMATH
+
+        _CACHE[py_func] = numba.cfunc(
+            LOG_PROB_SIGNATURE, cache=True, error_model="numpy", fastmath=SAFE_FASTMATH
+        )(py_func)
+    return _CACHE[py_func]
+
+
+@dataclass(frozen=True)
+class NumbaTarget:
+    """A target's compiled kernel and its data.
+
+    Attributes
+    ----------
+    function : numba cfunc
+        ``log_prob_and_grad(q, grad_out, fdata, idata) -> float``.
+    fdata : ndarray of float64
+        Flat, contiguous float data.
+    idata : ndarray of int64
+        Flat, contiguous integer data (sizes).
+    """
+
+    function: object
+    fdata: np.ndarray
+    idata: np.ndarray
+
+    @classmethod
+    def build(cls, py_func: Callable, fdata, idata=()) -> NumbaTarget:
+        """Compile ``py_func`` and normalise the data arrays."""
+        return cls(
+            compile_log_prob(py_func),
+            np.ascontiguousarray(np.asarray(fdata, dtype=np.float64).ravel()),
+            np.ascontiguousarray(np.asarray(idata, dtype=np.int64).ravel()),
+        )

@@ -1,0 +1,161 @@
+"""The compiled path agrees with the NumPy path, and falls back when it must."""
+
+import numpy as np
+import pytest
+
+import hamiltonia as hm
+from hamiltonia.compiled import NotCompilable, plan_for
+from hamiltonia.integrators import Leapfrog
+from hamiltonia.trajectories import StaticLength
+from tests.statistical.moments import assert_moments_recovered
+
+TARGETS = ["banana", "gaussian-d10", "funnel-d25", "correlated-gaussian"]
+
+
+def _both(target, **kwargs):
+    runs = [hm.sample(target, progress=False, compiled=c, **kwargs) for c in (False, True)]
+    assert runs[0].attrs["compiled"] is False and runs[1].attrs["compiled"] is True
+    return runs
+
+
+@pytest.mark.parametrize("name", TARGETS)
+@pytest.mark.parametrize("metric", ["identity", "diagonal", "dense"])
+def test_same_draws_as_numpy_path_with_a_fixed_step(name, metric):
+    """Same generators, same order of draws: the paths agree to rounding error."""
+    target = hm.targets.get(name)
+    if metric == "diagonal":
+        metric = np.linspace(0.5, 1.5, target.dim)
+    elif metric == "dense":
+        metric = np.eye(target.dim) * 0.8 + 0.2 / target.dim
+    a, b = _both(
+        target,
+        sampler="hmc",
+        chains=3,
+        warmup=0,
+        draws=40,
+        seed=7,
+        step_size=0.05,
+        n_steps=10,
+        metric=metric,
+    )
+    np.testing.assert_allclose(a.draws, b.draws, rtol=0, atol=1e-10)
+    for key in ("accepted", "diverging", "n_grad", "step_size"):
+        np.testing.assert_array_equal(a.stats[key], b.stats[key])
+    for key in ("acceptance_rate", "energy", "lp"):
+        np.testing.assert_allclose(a.stats[key], b.stats[key], rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("sampler", ["hmc", "mala"])
+def test_same_dual_averaging_as_numpy_path(sampler):
+    """Dual averaging runs inside the kernel exactly as the Python tuner does. It amplifies
+    rounding differences (an HMC step-size change of 1e-16 grows by about an order of
+    magnitude per early iteration, and the paths part ways after some 50 iterations), so the
+    comparison covers the first 10 iterations."""
+    a, b = _both("gaussian-d10", sampler=sampler, chains=2, warmup=10, draws=5, seed=1)
+    np.testing.assert_allclose(a.stats["step_size"], b.stats["step_size"], rtol=1e-9)
+    np.testing.assert_allclose(a.draws, b.draws, rtol=0, atol=1e-9)
+
+
+def test_a_chain_does_not_depend_on_the_others():
+    three = hm.sample("banana", "hmc", chains=3, warmup=100, draws=50, seed=2, progress=False)
+    one = hm.sample("banana", "hmc", chains=1, warmup=100, draws=50, seed=2, progress=False)
+    assert three.attrs["compiled"] and one.attrs["compiled"]
+    np.testing.assert_array_equal(three.draws[:1], one.draws)
+
+
+@pytest.mark.parametrize(("name", "params"), [("banana", {}), ("gaussian", {"dim": 20})])
+def test_compiled_recovers_moments(name, params):
+    target = hm.targets.get(name, **params)
+    run = hm.sample(
+        target,
+        "hmc",
+        chains=4,
+        warmup=1000,
+        draws=20000,
+        seed=11,
+        progress=False,
+        compiled=True,
+        metric="diagonal",
+        step_size_jitter=0.5,
+    )
+    assert_moments_recovered(run, target.exact_moments)
+
+
+class MyLeapfrog(Leapfrog):
+    """A user's subclass: not compilable, so it runs on the NumPy path."""
+
+
+def test_subclass_falls_back_and_samples_correctly():
+    target = hm.targets.get("banana")
+    sampler = hm.HamiltonianSampler(
+        hm.EuclideanHamiltonian(target),
+        StaticLength(15),
+        integrator=MyLeapfrog(),
+        tuners=[hm.DualAveraging(0.8)],
+    )
+    with pytest.raises(NotCompilable, match="integrator MyLeapfrog"):
+        plan_for(sampler)
+    with pytest.raises(ValueError, match="integrator MyLeapfrog"):
+        hm.sample(target, sampler, chains=1, warmup=10, draws=10, progress=False, compiled=True)
+    run = hm.sample(target, sampler, chains=4, warmup=1000, draws=10000, seed=4, progress=False)
+    assert run.attrs["compiled"] is False
+    assert_moments_recovered(run, target.exact_moments)
+
+
+def test_target_without_kernel_runs_numpy_path():
+    import autograd.numpy as anp
+
+    target = hm.Target.from_logp(lambda x: -0.5 * anp.sum(x**2), dim=2)
+    run = hm.sample(target, "hmc", chains=2, warmup=20, draws=20, seed=0, progress=False)
+    assert run.attrs["compiled"] is False
+    with pytest.raises(ValueError, match="no numba kernel"):
+        hm.sample(target, "hmc", chains=2, warmup=20, draws=20, progress=False, compiled=True)
+
+
+def _nan_kernel(q, grad, fdata, idata):
+    # A standard normal whose log density is NaN beyond q0 > 1.
+    lp = 0.0
+    for i in range(q.shape[0]):
+        grad[i] = -q[i]
+        lp -= 0.5 * q[i] * q[i]
+    if q[0] > 1.0:
+        return np.nan
+    return lp
+
+
+class NanBeyondOne(hm.Target):
+    def __init__(self):
+        super().__init__(2)
+
+    def log_prob_and_grad(self, x):
+        x = np.asarray(x, dtype=float)
+        lp = np.where(x[..., 0] > 1.0, np.nan, -0.5 * np.sum(x**2, axis=-1))
+        return lp, -x
+
+    def numba_kernel(self):
+        from hamiltonia.compiled import NumbaTarget
+
+        return NumbaTarget.build(_nan_kernel, [0.0])
+
+
+def test_nan_in_compiled_kernel_is_a_divergent_rejection():
+    run = hm.sample(
+        NanBeyondOne(),
+        "hmc",
+        chains=2,
+        warmup=200,
+        draws=300,
+        seed=0,
+        progress=False,
+        initial=np.zeros(2),
+        compiled=True,
+    )
+    assert run.attrs["compiled"]
+    assert np.all(np.isfinite(run.draws)) and np.all(run.draws[..., 0] <= 1.0)
+    assert run.stats["diverging"].sum() > 0
+    assert not np.any(run.stats["diverging"] & run.stats["accepted"])
+
+
+def test_bad_compiled_option():
+    with pytest.raises(ValueError, match="compiled"):
+        hm.sample("banana", compiled="yes", progress=False)
