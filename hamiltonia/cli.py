@@ -107,6 +107,7 @@ def _cmd_sample(args, out) -> int:
         draws=args.draws,
         seed=args.seed,
         progress=not args.no_progress,
+        output=args.output,
         **options,
     )
     with pd.option_context("display.max_rows", 200, "display.width", 120):
@@ -139,8 +140,7 @@ def _cmd_sample(args, out) -> int:
         file=out,
     )
     if args.output:
-        path = result.save(args.output)
-        print(f"wrote {path}", file=out)
+        print(f"wrote {args.output}", file=out)
     return 0
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -137,7 +138,10 @@ class Result:
         sample_stats = dict(self.stats)
         if self.log_weights is not None:
             sample_stats[_LOG_WEIGHT] = self.log_weights
-        tree = from_dict({"posterior": posterior, "sample_stats": sample_stats})
+        with warnings.catch_warnings():
+            # A partial run (see ``sample(output=...)``) may hold fewer draws than chains.
+            warnings.filterwarnings("ignore", message="Found chain dimension to be longer")
+            tree = from_dict({"posterior": posterior, "sample_stats": sample_stats})
         tree.attrs.update(
             {
                 "hamiltonia_sampler": self.sampler,

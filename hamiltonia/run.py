@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import warnings
 
 import numpy as np
 
@@ -107,12 +108,14 @@ def _initial_state(sampler: Sampler, target: Target, initial, rngs) -> ChainStat
 class _Recorder:
     """Buffers for the retained draws and statistics."""
 
-    def __init__(self, chains: int, draws: int, dim: int):
+    def __init__(self, chains: int, draws: int, dim: int, checkpoint=None):
         self.q = np.empty((chains, draws, dim))
         self.stats: dict[str, np.ndarray] = {}
         self.log_weights: np.ndarray | None = None
         self.n_divergent = 0
+        self.n_done = 0
         self.shape = (chains, draws)
+        self.checkpoint = checkpoint  # called with no argument after each stored block
 
     def record(self, it, q: np.ndarray, info: dict, log_weight) -> None:
         """Store iteration ``it`` (an index, or a slice for a block of iterations)."""
@@ -127,6 +130,16 @@ class _Recorder:
                 self.log_weights = np.empty(self.shape)
             self.log_weights[:, it] = log_weight
         self.n_divergent += int(np.sum(info["diverging"]))
+        self.n_done = it.stop if isinstance(it, slice) else it + 1
+        if self.checkpoint is not None:
+            self.checkpoint()
+
+    def truncated(self):
+        """Draws, statistics and weights of the iterations completed so far."""
+        n = self.n_done
+        stats = {k: v[:, :n] for k, v in self.stats.items()}
+        weights = None if self.log_weights is None else self.log_weights[:, :n]
+        return self.q[:, :n], stats, weights
 
 
 class _Chunker:
@@ -232,6 +245,8 @@ def sample(
     initial=None,
     progress: bool = True,
     compiled: bool | None = None,
+    output=None,
+    checkpoint_seconds: float = 60.0,
     **options,
 ) -> Result:
     """Run warm-up then sampling for several chains.
@@ -262,6 +277,13 @@ def sample(
         Run whole chains in compiled kernels (see :mod:`hamiltonia.compiled`). ``None``
         (default) compiles when every part of the sampler allows it, ``True`` requires it
         (``ValueError`` naming the part that does not), ``False`` forces the NumPy path.
+    output : path, optional
+        Write the run to this netCDF file (see :meth:`Result.save`): at the end, every
+        ``checkpoint_seconds`` of sampling (a partial run, ``attrs["complete"]`` false), and
+        on an interruption. An interrupted run (Ctrl-C) returns the draws made so far with a
+        warning instead of losing them.
+    checkpoint_seconds : float
+        Seconds between partial writes of ``output`` (default 60).
     **options
         Options of the named sampler (for ``hmc``: ``n_steps``, ``step_size``,
         ``target_accept``, ``adapt_step_size``, ``metric``). Unknown options raise
@@ -284,38 +306,68 @@ def sample(
     rngs, seq = make_rngs(seed, chains)
 
     state = _initial_state(smp, target, initial, rngs)
-    rec = _Recorder(chains, draws, target.dim)
+    attrs = {
+        "seed_entropy": str(seq.entropy),
+        "chains": chains,
+        "warmup": warmup,
+        "draws": draws,
+        "compiled": plan is not None,
+        "options": {k: (v if np.isscalar(v) or v is None else repr(v)) for k, v in options.items()},
+        "target_params": getattr(target, "registered_params", {}),
+    }
+    times = {"t0": time.perf_counter(), "t1": None, "saved": time.perf_counter()}
+
+    def build_result(complete: bool) -> Result:
+        q, stats, weights = rec.truncated()
+        now = time.perf_counter()
+        t1 = times["t1"] if times["t1"] is not None else now
+        return Result(
+            draws=q,
+            stats=stats,
+            names=target.names,
+            log_weights=weights,
+            sampler=smp.name,
+            target=getattr(target, "registered_name", type(target).__name__),
+            warmup_seconds=t1 - times["t0"],
+            sampling_seconds=now - t1,
+            attrs={**attrs, "complete": complete, "draws_done": rec.n_done},
+        )
+
+    def checkpoint():
+        if times["t1"] is None:
+            times["t1"] = time.perf_counter()
+        if output is not None and time.perf_counter() - times["saved"] >= checkpoint_seconds:
+            build_result(complete=False).save(output)
+            times["saved"] = time.perf_counter()
+
+    rec = _Recorder(chains, draws, target.dim, checkpoint)
     bar = tqdm(total=warmup + draws, disable=not progress, desc=f"{smp.name} warmup", unit="it")
     try:
-        t0 = time.perf_counter()
         for tuner in smp.tuners:
             tuner.start(smp, state, warmup, rngs)
         if plan is None:
-            state, t1 = _run_numpy(smp, target, state, rngs, warmup, draws, rec, bar)
+            state, times["t1"] = _run_numpy(smp, target, state, rngs, warmup, draws, rec, bar)
         else:
             with plan:
-                state, t1 = _run_compiled(plan, smp, target, state, rngs, warmup, draws, rec, bar)
-        t2 = time.perf_counter()
+                state, times["t1"] = _run_compiled(
+                    plan, smp, target, state, rngs, warmup, draws, rec, bar
+                )
+    except KeyboardInterrupt:
+        if rec.n_done == 0:
+            raise
+        result = build_result(complete=False)
+        if output is not None:
+            result.save(output)
+        warnings.warn(
+            f"interrupted after {rec.n_done} of {draws} draws per chain; returning those"
+            + (f" (saved to {output})" if output is not None else ""),
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        return result
     finally:
         bar.close()
-
-    return Result(
-        draws=rec.q,
-        stats=rec.stats,
-        names=target.names,
-        log_weights=rec.log_weights,
-        sampler=smp.name,
-        target=getattr(target, "registered_name", type(target).__name__),
-        warmup_seconds=t1 - t0,
-        sampling_seconds=t2 - t1,
-        attrs={
-            "seed_entropy": str(seq.entropy),
-            "chains": chains,
-            "warmup": warmup,
-            "draws": draws,
-            "compiled": plan is not None,
-            "options": {
-                k: (v if np.isscalar(v) or v is None else repr(v)) for k, v in options.items()
-            },
-        },
-    )
+    result = build_result(complete=True)
+    if output is not None:
+        result.save(output)
+    return result

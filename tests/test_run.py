@@ -174,3 +174,57 @@ def test_nan_or_raising_log_density_is_a_divergent_rejection(sampler):
     assert res.stats["diverging"].sum() > 0
     # Every divergent transition was rejected.
     assert not np.any(res.stats["diverging"] & res.stats["accepted"])
+
+
+class InterruptAfter(hm.Target):
+    """A standard normal that raises KeyboardInterrupt (as Ctrl-C would) after n calls."""
+
+    def __init__(self, n):
+        super().__init__(2)
+        self.calls, self.n = 0, n
+
+    def log_prob_and_grad(self, x):
+        self.calls += 1
+        if self.calls > self.n:
+            raise KeyboardInterrupt
+        x = np.asarray(x, dtype=float)
+        return -0.5 * np.sum(x**2, axis=-1), -x
+
+
+def test_interrupted_run_keeps_its_draws(tmp_path):
+    path = tmp_path / "partial.nc"
+    target = InterruptAfter(n=1000)
+    with pytest.warns(RuntimeWarning, match="interrupted after"):
+        res = hm.sample(target, "hmc", chains=2, warmup=20, draws=500, seed=0, progress=False,
+                        step_size=0.5, n_steps=5, output=path)
+    done = res.attrs["draws_done"]
+    assert 0 < done < 500 and res.draws.shape == (2, done, 2)
+    assert res.attrs["complete"] is False
+    assert np.all(np.isfinite(res.draws))
+    back = hm.load(path)
+    np.testing.assert_array_equal(back.draws, res.draws)
+    assert back.attrs["complete"] is False
+
+
+def test_interrupt_during_warmup_propagates():
+    with pytest.raises(KeyboardInterrupt):
+        hm.sample(InterruptAfter(n=10), "hmc", chains=1, warmup=50, draws=50, seed=0,
+                  progress=False, step_size=0.5, n_steps=5)
+
+
+def test_output_is_checkpointed_and_completed(tmp_path, monkeypatch):
+    path = tmp_path / "run.nc"
+    saves = []
+    original = hm.Result.save
+
+    def spy(self, p):
+        saves.append(self.attrs["draws_done"])
+        return original(self, p)
+
+    monkeypatch.setattr(hm.Result, "save", spy)
+    res = hm.sample("banana", "hmc", chains=2, warmup=50, draws=200, seed=0, progress=False,
+                    output=path, checkpoint_seconds=0.0, compiled=False)
+    assert saves[-1] == 200 and len(saves) > 2 and saves[0] < 200  # partial writes, then final
+    back = hm.load(path)
+    assert back.attrs["complete"] is True
+    np.testing.assert_array_equal(back.draws, res.draws)

@@ -45,6 +45,7 @@ def get(name: str, **params) -> Target:
             f"{type(target).__name__}, not a hamiltonia.Target"
         )
     target.registered_name = name
+    target.registered_params = dict(params)
     return target
 
 

@@ -240,6 +240,13 @@ class LogisticRegression(Target):
         _, s = softplus_and_sigmoid(x @ self._Xt.T)
         return log_likelihood_hvp(self._Xt, s, v) - self._prec * v
 
+    def numba_kernel(self):
+        from hamiltonia.compiled.targets import NumbaTarget
+        from hamiltonia.targets.logistic_kernel import logistic_log_prob
+
+        fdata = np.concatenate([[self._prec], self.y, self._Xt.ravel()])
+        return NumbaTarget.build(logistic_log_prob, fdata, [self.n_obs, self.dim])
+
     def predict(self, draws, X=None, *, log_weights=None) -> np.ndarray:
         """Posterior predictive probability :math:`P(y = 1 \\mid x, \\text{data})` per row.
 

@@ -1,0 +1,47 @@
+"""The vectorisable exp / log1p / softplus against NumPy, in units of the last place."""
+
+import numpy as np
+
+from hamiltonia.compiled.special import exp_nonpositive, log1p_unit, softplus_sigmoid
+
+ULP = np.finfo(float).eps
+
+
+def test_exp_nonpositive():
+    a = -np.concatenate([np.linspace(0, 707.9, 200_001), np.geomspace(1e-300, 1.0, 10_001)])
+    out = np.empty_like(a)
+    exp_nonpositive(a, out, np.empty(a.shape, np.int64))
+    ref = np.exp(a)
+    assert np.max(np.abs(out - ref) / ref) <= 2 * ULP
+    assert out[0] == 1.0
+    # Below e^-708 (about 3e-308) results are flushed to zero.
+    tiny = np.array([-708.5, -745.0, -1e6])
+    out = np.empty(3)
+    exp_nonpositive(tiny, out, np.empty(3, np.int64))
+    assert np.all(out == 0.0)
+
+
+def test_log1p_unit():
+    e = np.concatenate([np.linspace(0, 1, 200_001), np.geomspace(1e-300, 1.0, 10_001)])
+    out = np.empty_like(e)
+    log1p_unit(e, out)
+    ref = np.log1p(e)
+    pos = ref > 0
+    assert np.max(np.abs(out[pos] - ref[pos]) / ref[pos]) <= 4 * ULP
+    assert out[0] == 0.0
+
+
+def test_softplus_and_sigmoid():
+    z = np.linspace(-700, 700, 400_001)
+    sp, sg = np.empty_like(z), np.empty_like(z)
+    softplus_sigmoid(z, sp, sg, np.empty_like(z), np.empty(z.shape, np.int64))
+    ref_sp = np.logaddexp(0.0, z)
+    with np.errstate(over="ignore"):
+        ref_sg = 1.0 / (1.0 + np.exp(-z))
+    assert np.max(np.abs(sp - ref_sp) / ref_sp) <= 8 * ULP
+    assert np.max(np.abs(sg - ref_sg) / ref_sg) <= 8 * ULP
+    # Far tails: no overflow, no NaN.
+    z = np.array([-1e4, 1e4])
+    softplus_sigmoid(z, sp[:2], sg[:2], np.empty(2), np.empty(2, np.int64))
+    np.testing.assert_array_equal(sp[:2], [0.0, 1e4])
+    np.testing.assert_array_equal(sg[:2], [0.0, 1.0])
