@@ -44,6 +44,7 @@ def _build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="hamiltonia", description="Hamiltonian Monte Carlo research framework")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     sub.add_parser("list", help="list registered samplers and targets")
+    sub.add_parser("datasets", help="list the data sets and whether they are mirrored, cached or missing")
     sp = sub.add_parser("sample", help="run chains on a target and print a summary")
     sp.add_argument("target", help="registered target name (see 'hamiltonia list')")
     sp.add_argument("--sampler", default="hmc", help="registered sampler name (default hmc)")
@@ -84,6 +85,21 @@ def _cmd_list(out) -> int:
     return 0
 
 
+def _cmd_datasets(out) -> int:
+    import os
+
+    from hamiltonia import datasets
+
+    state = datasets.status()
+    descriptions = datasets.describe()
+    width = max(len(n) for n in state)
+    mirror = os.environ.get("HAMILTONIA_DATA")
+    print(f"mirror (HAMILTONIA_DATA): {mirror or 'not set'}", file=out)
+    for name in datasets.names():
+        print(f"  {name:<{width}}  {state[name]:<8}  {descriptions[name]}", file=out)
+    return 0
+
+
 def _cmd_sample(args, out) -> int:
     import numpy as np
     import pandas as pd
@@ -121,6 +137,21 @@ def _cmd_sample(args, out) -> int:
         )
         print("\nagainst the exact means (z = (mean - exact) / mcse):", file=out)
         print(check.round(4).to_string(), file=out)
+    if hasattr(target, "test_metrics"):
+        try:
+            metrics = result.test_metrics()
+        except ImportError as err:
+            print(f"\ntest metrics unavailable: {err}", file=out)
+        else:
+            print("\ntest-set metrics (posterior predictive):", file=out)
+            for name, value in metrics.items():
+                print(f"  {name:<10} {value:.4f}", file=out)
+    if hasattr(target, "feature_relevance"):
+        ranking = target.feature_relevance(result.draws, log_weights=result.log_weights)
+        print("\nfeature relevance (posterior mean of the ARD scale alpha):", file=out)
+        width = max(len(name) for name, _ in ranking)
+        for rank, (name, value) in enumerate(ranking, start=1):
+            print(f"  {rank:>2}. {name:<{width}}  {value:.4f}", file=out)
     stats = result.stats
     print(
         f"\nsampler {result.sampler} on {result.target}: {result.n_chains} chains x "
@@ -151,6 +182,8 @@ def main(argv=None) -> int:
         args = parser.parse_args(argv)
         if args.command == "list":
             return _cmd_list(sys.stdout)
+        if args.command == "datasets":
+            return _cmd_datasets(sys.stdout)
         if args.command == "sample":
             return _cmd_sample(args, sys.stdout)
         parser.print_help()

@@ -53,6 +53,7 @@ class Result:
     warmup_seconds: float = 0.0
     sampling_seconds: float = 0.0
     attrs: dict = field(default_factory=dict)
+    _target: object = field(default=None, repr=False, compare=False)
 
     @property
     def n_chains(self) -> int:
@@ -83,6 +84,33 @@ class Result:
     def acceptance_rate(self) -> float:
         """Mean acceptance statistic after warm-up."""
         return float(np.mean(self.stats["acceptance_rate"]))
+
+    def get_target(self):
+        """The target this run sampled: the object itself within the session, or, for a run
+        loaded from a file, the registered target rebuilt from its name and parameters."""
+        if self._target is None:
+            from hamiltonia import targets
+
+            params = self.attrs.get("target_params", {}) or {}
+            self._target = targets.get(self.target, **params)
+        return self._target
+
+    def predict(self, X=None):
+        """Posterior predictive of the target for rows ``X`` (its test split by default),
+        importance weights applied: probabilities for classifiers, the predictive mean for
+        regressions. Needs a target with a ``predict`` method."""
+        target = self.get_target()
+        if not hasattr(target, "predict"):
+            raise TypeError(f"target {self.target!r} has no posterior predictive")
+        return target.predict(self.draws, X, log_weights=self.log_weights)
+
+    def test_metrics(self) -> dict[str, float]:
+        """Predictive metrics on the target's test split (accuracy, ROC AUC, precision,
+        recall, F1 for classifiers; MSE, RMSE, MAE, R² for regressions)."""
+        target = self.get_target()
+        if not hasattr(target, "test_metrics"):
+            raise TypeError(f"target {self.target!r} has no test metrics")
+        return target.test_metrics(self.draws, log_weights=self.log_weights)
 
     def mean(self) -> np.ndarray:
         """Posterior mean of each parameter (importance weights applied)."""

@@ -331,6 +331,7 @@ def sample(
             warmup_seconds=t1 - times["t0"],
             sampling_seconds=now - t1,
             attrs={**attrs, "complete": complete, "draws_done": rec.n_done},
+            _target=target,
         )
 
     def checkpoint():

@@ -125,3 +125,25 @@ def test_done_criterion_banana_hmc_seed_0(capsys):
     assert summary["r_hat"].max() < 1.01
     z = (summary["mean"] - hm.targets.get("banana").exact_moments.mean) / summary["mcse"]
     assert np.all(np.abs(z) < Z_THRESHOLD)
+
+
+def test_datasets_command(capsys, monkeypatch, tmp_path):
+    monkeypatch.setenv("HAMILTONIA_DATA", str(tmp_path))  # an empty mirror
+    assert main(["datasets"]) == 0
+    out = capsys.readouterr().out
+    assert "german" in out and "missing" in out and str(tmp_path) in out
+
+
+def test_sample_prints_test_metrics_and_relevance(capsys):
+    import hamiltonia.datasets as ds
+
+    if any(ds.status()[n] == "missing" for n in ("pima", "audit")):
+        pytest.skip("data sets not available (set HAMILTONIA_DATA)")
+    assert main(["sample", "blr-pima", "--chains", "2", "--warmup", "100", "--draws", "100",
+                 "--seed", "0", "--no-progress", "--n-steps", "10"]) == 0
+    out = capsys.readouterr().out
+    assert "test-set metrics" in out and "roc_auc" in out
+    assert main(["sample", "blr-ard-audit", "--chains", "2", "--warmup", "100", "--draws", "100",
+                 "--seed", "0", "--no-progress", "--n-steps", "10"]) == 0
+    out = capsys.readouterr().out
+    assert "feature relevance" in out and " 1. " in out

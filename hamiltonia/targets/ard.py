@@ -38,6 +38,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from hamiltonia._validation import check_positions, check_positive
+from hamiltonia.metrics import ClassifierTarget
 from hamiltonia.targets.base import Target
 from hamiltonia.targets.logistic import (
     LogisticRegression,
@@ -53,7 +54,7 @@ from hamiltonia.targets.logistic import (
 __all__ = ["ARDLogisticRegression", "blr_ard_audit", "feature_relevance"]
 
 
-class ARDLogisticRegression(Target):
+class ARDLogisticRegression(ClassifierTarget, Target):
     """Logistic regression with per-coefficient prior scales sampled jointly.
 
     Parameters are :math:`x = (w_0, w_1, \\dots, w_p, a_0, a_1, \\dots, a_p)` with

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from hamiltonia._validation import check_positions, check_positive
+from hamiltonia.metrics import ClassifierTarget
 from hamiltonia.targets.base import Target
 
 __all__ = [
@@ -128,7 +129,7 @@ def _flat_draws(draws, dim: int, width: int) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- target
-class LogisticRegression(Target):
+class LogisticRegression(ClassifierTarget, Target):
     """Bayesian logistic regression with an intercept and a Gaussian prior.
 
     .. math::

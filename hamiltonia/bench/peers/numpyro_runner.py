@@ -50,18 +50,22 @@ def run(
     def potential(x):
         return -logp(x)
 
-    if sampler == "hmc":
-        kernel = HMC(
-            potential_fn=potential,
-            num_steps=n_steps,
-            trajectory_length=None,
-            target_accept_prob=target_accept,
-            adapt_step_size=True,
-            adapt_mass_matrix=True,
-            dense_mass=False,
-        )
-    elif sampler == "nuts":
-        kernel = NUTS(
+    if sampler not in ("hmc", "nuts"):
+        raise ValueError(f"unknown sampler {sampler!r}")
+
+    def make_kernel():
+        # A kernel keeps state from its last run: each pass gets a fresh one.
+        if sampler == "hmc":
+            return HMC(
+                potential_fn=potential,
+                num_steps=n_steps,
+                trajectory_length=None,
+                target_accept_prob=target_accept,
+                adapt_step_size=True,
+                adapt_mass_matrix=True,
+                dense_mass=False,
+            )
+        return NUTS(
             potential_fn=potential,
             target_accept_prob=target_accept,
             max_tree_depth=10,
@@ -69,15 +73,14 @@ def run(
             adapt_mass_matrix=True,
             dense_mass=False,
         )
-    else:
-        raise ValueError(f"unknown sampler {sampler!r}")
+
     init = jnp.asarray(initial_points(seed, chains, target.dim))
     key_warm, key_run = jax.random.split(jax.random.PRNGKey(seed))
     fields = ("num_steps", "accept_prob", "diverging", "adapt_state.step_size")
 
     def one_pass():
         mcmc = MCMC(
-            kernel,
+            make_kernel(),
             num_warmup=warmup,
             num_samples=draws,
             num_chains=chains,
