@@ -44,7 +44,7 @@ def _build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="hamiltonia", description="Hamiltonian Monte Carlo research framework")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     sub.add_parser("list", help="list registered samplers and targets")
-    sub.add_parser("datasets", help="list the data sets and whether they are mirrored, cached or missing")
+    sub.add_parser("datasets", help="list the data sets: mirrored, cached or missing")
     sp = sub.add_parser("sample", help="run chains on a target and print a summary")
     sp.add_argument("target", help="registered target name (see 'hamiltonia list')")
     sp.add_argument("--sampler", default="hmc", help="registered sampler name (default hmc)")
@@ -71,6 +71,15 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     sp.add_argument("--output", "-o", default=None, help="write the run to this netCDF file")
     sp.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    # Everything after "bench" goes to hamiltonia.bench.main (its options start with "-",
+    # which this subparser must not interpret: hence the prefix character it never sees).
+    bp = sub.add_parser(
+        "bench",
+        help="benchmark against NumPyro, BlackJAX and mici (see 'hamiltonia bench -h')",
+        add_help=False,
+        prefix_chars="\0",
+    )
+    bp.add_argument("bench_args", nargs="*")
     return parser
 
 
@@ -186,6 +195,10 @@ def main(argv=None) -> int:
             return _cmd_datasets(sys.stdout)
         if args.command == "sample":
             return _cmd_sample(args, sys.stdout)
+        if args.command == "bench":
+            from hamiltonia import bench
+
+            return bench.main(args.bench_args)
         parser.print_help()
         return 2
     except (_UsageError, ValueError, TypeError, KeyError) as err:

@@ -88,7 +88,7 @@ class Registry:
             for dist, ep in candidates:
                 try:
                     obj = ep.load()
-                except Exception as err:
+                except Exception as err:  # a broken plugin must not break the rest
                     self._warn(
                         f"could not load {self.kind} {name!r} from plugin {dist} "
                         f"({ep.value}): {type(err).__name__}: {err}"

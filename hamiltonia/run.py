@@ -7,6 +7,8 @@ import warnings
 
 import numpy as np
 
+from hamiltonia import backend
+from hamiltonia import backend as _backend_module
 from hamiltonia._validation import check_int
 from hamiltonia.results import Result
 from hamiltonia.samplers.base import STAT_NAMES, Sampler
@@ -83,7 +85,7 @@ def _initial_state(sampler: Sampler, target: Target, initial, rngs) -> ChainStat
         if not np.all(np.isfinite(q)):
             raise ValueError("initial must contain only finite values")
         state = sampler.init(q)
-        bad = np.flatnonzero(~state.phase.finite)
+        bad = np.flatnonzero(~backend.to_numpy(state.phase.finite))
         if bad.size:
             raise ValueError(
                 f"initial: the log density or its gradient is not finite at the initial point "
@@ -93,7 +95,7 @@ def _initial_state(sampler: Sampler, target: Target, initial, rngs) -> ChainStat
     q = np.stack([rng.uniform(-INIT_RADIUS, INIT_RADIUS, dim) for rng in rngs])
     state = sampler.init(q)
     for _ in range(MAX_INIT_TRIES):
-        bad = ~state.phase.finite
+        bad = ~backend.to_numpy(state.phase.finite)
         if not bad.any():
             return state
         for c in np.flatnonzero(bad):
@@ -117,18 +119,18 @@ class _Recorder:
         self.shape = (chains, draws)
         self.checkpoint = checkpoint  # called with no argument after each stored block
 
-    def record(self, it, q: np.ndarray, info: dict, log_weight) -> None:
+    def record(self, it, q, info: dict, log_weight) -> None:
         """Store iteration ``it`` (an index, or a slice for a block of iterations)."""
-        self.q[:, it] = q
+        self.q[:, it] = backend.to_numpy(q)
         for name in (*STAT_NAMES, "lp"):
-            value = np.asarray(info[name])
+            value = backend.to_numpy(info[name])
             if name not in self.stats:
                 self.stats[name] = np.empty(self.shape, dtype=value.dtype)
             self.stats[name][:, it] = value
         if log_weight is not None:
             if self.log_weights is None:
                 self.log_weights = np.empty(self.shape)
-            self.log_weights[:, it] = log_weight
+            self.log_weights[:, it] = backend.to_numpy(log_weight)
         self.n_divergent += int(np.sum(info["diverging"]))
         self.n_done = it.stop if isinstance(it, slice) else it + 1
         if self.checkpoint is not None:
@@ -247,6 +249,7 @@ def sample(
     compiled: bool | None = None,
     output=None,
     checkpoint_seconds: float = 60.0,
+    backend: str | None = None,
     **options,
 ) -> Result:
     """Run warm-up then sampling for several chains.
@@ -284,6 +287,9 @@ def sample(
         warning instead of losing them.
     checkpoint_seconds : float
         Seconds between partial writes of ``output`` (default 60).
+    backend : str, optional
+        Array backend for this run: ``"numpy"``, ``"cupy"`` or ``"array_api_strict"``
+        (default: the current one, see :func:`hamiltonia.backend.set_backend`).
     **options
         Options of the named sampler (for ``hmc``: ``n_steps``, ``step_size``,
         ``target_accept``, ``adapt_step_size``, ``metric``). Unknown options raise
@@ -293,6 +299,16 @@ def sample(
     -------
     Result
     """
+    with _backend_module.using(backend):
+        return _sample(
+            target, sampler, chains=chains, warmup=warmup, draws=draws, seed=seed,
+            initial=initial, progress=progress, compiled=compiled, output=output,
+            checkpoint_seconds=checkpoint_seconds, options=options,
+        )  # fmt: skip
+
+
+def _sample(target, sampler, *, chains, warmup, draws, seed, initial, progress, compiled,
+            output, checkpoint_seconds, options):  # fmt: skip
     from tqdm.auto import tqdm
 
     chains = check_int(chains, "chains", minimum=1)
@@ -301,6 +317,12 @@ def sample(
     if compiled not in (None, True, False):
         raise ValueError(f"compiled must be None, True or False, got {compiled!r}")
     target = _resolve_target(target)
+    name = _backend_module.get_backend()
+    if name not in target.backends:
+        raise ValueError(
+            f"target {type(target).__name__} computes with {', '.join(target.backends)} only; "
+            f"it cannot run on backend {name!r}"
+        )
     smp = _resolve_sampler(sampler, target, options)
     plan = _choose_plan(smp, compiled)
     rngs, seq = make_rngs(seed, chains)

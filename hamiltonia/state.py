@@ -10,6 +10,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from hamiltonia import backend
+
 __all__ = ["ChainState", "PhaseState", "evaluate_target"]
 
 
@@ -36,42 +38,44 @@ class PhaseState:
 
     def copy(self) -> PhaseState:
         """A deep copy of the arrays."""
-        return PhaseState(
-            self.q.copy(),
-            self.p.copy(),
-            self.log_prob.copy(),
-            None if self.grad is None else self.grad.copy(),
-        )
+        xp = backend.xp()
+
+        def dup(a):
+            return None if a is None else xp.asarray(a, copy=True)
+
+        return PhaseState(dup(self.q), dup(self.p), dup(self.log_prob), dup(self.grad))
 
     def with_momentum(self, p: np.ndarray) -> PhaseState:
         """The same positions with momenta ``p``."""
         return replace(self, p=p)
 
-    def select(self, mask: np.ndarray, other: PhaseState) -> PhaseState:
+    def select(self, mask, other: PhaseState) -> PhaseState:
         """Rows of ``self`` where ``mask`` is true, rows of ``other`` elsewhere."""
+        xp = backend.xp()
         m = mask[:, None]
         return PhaseState(
-            np.where(m, self.q, other.q),
-            np.where(m, self.p, other.p),
-            np.where(mask, self.log_prob, other.log_prob),
-            None if self.grad is None else np.where(m, self.grad, other.grad),
+            xp.where(m, self.q, other.q),
+            xp.where(m, self.p, other.p),
+            xp.where(mask, self.log_prob, other.log_prob),
+            None if self.grad is None else xp.where(m, self.grad, other.grad),
         )
 
     def take(self, rows) -> PhaseState:
         """The chains ``rows`` (an index array or slice), as a new state."""
         return PhaseState(
-            self.q[rows],
-            self.p[rows],
-            self.log_prob[rows],
-            None if self.grad is None else self.grad[rows],
+            self.q[rows, ...],
+            self.p[rows, ...],
+            self.log_prob[rows, ...],
+            None if self.grad is None else self.grad[rows, ...],
         )
 
     @property
-    def finite(self) -> np.ndarray:
+    def finite(self):
         """Chains whose position, log density and gradient are all finite."""
-        ok = np.isfinite(self.log_prob) & np.all(np.isfinite(self.q), axis=-1)
+        xp = backend.xp()
+        ok = xp.isfinite(self.log_prob) & xp.all(xp.isfinite(self.q), axis=-1)
         if self.grad is not None:
-            ok &= np.all(np.isfinite(self.grad), axis=-1)
+            ok = ok & xp.all(xp.isfinite(self.grad), axis=-1)
         return ok
 
 
@@ -91,54 +95,56 @@ class ChainState:
     step_size: np.ndarray
 
 
-def _evaluate_rows(target, q: np.ndarray, with_grad: bool):
-    flat = q.reshape(-1, q.shape[-1])
+def _evaluate_rows(target, q, with_grad: bool):
+    flat = backend.to_numpy(q).reshape(-1, q.shape[-1])
     lps = np.full(flat.shape[0], np.nan)
     grads = np.full(flat.shape, np.nan) if with_grad else None
     for i, row in enumerate(flat):
         try:
             if with_grad:
-                lp, g = target.log_prob_and_grad(row)
-                grads[i] = g
+                lp, g = target.log_prob_and_grad(backend.asarray(row))
+                grads[i] = backend.to_numpy(g)
             else:
-                lp = target.log_prob(row)
-            lps[i] = lp
-        except Exception:
+                lp = target.log_prob(backend.asarray(row))
+            lps[i] = float(backend.to_numpy(lp))
+        except Exception:  # a failing point is a rejected proposal, by design
             pass
-    lps = lps.reshape(q.shape[:-1])
-    return lps, None if grads is None else grads.reshape(q.shape)
+    lps = backend.asarray(lps.reshape(q.shape[:-1]))
+    return lps, None if grads is None else backend.asarray(grads.reshape(q.shape))
 
 
-def evaluate_target(target, q: np.ndarray, with_grad: bool = True):
+def evaluate_target(target, q, with_grad: bool = True):
     """Evaluate ``target`` at ``q`` without letting a bad point stop a run.
 
     A log density or gradient that raises, or that is not finite, is returned as ``nan`` for
     that row only (a failing batch is retried row by row), so that the sampler can reject
     the proposal and record it as divergent. ``-inf`` log densities (outside the support)
-    are kept as they are.
+    are kept as they are. Arrays are of the current :mod:`~hamiltonia.backend`.
 
     Returns
     -------
-    log_prob : ndarray (...)
-    grad : ndarray (..., dim) or None
+    log_prob : array (...)
+    grad : array (..., dim) or None
     """
+    xp = backend.xp()
     with np.errstate(all="ignore"):
         try:
             if with_grad:
                 lp, g = target.log_prob_and_grad(q)
             else:
                 lp, g = target.log_prob(q), None
-        except Exception:
+        except Exception:  # retry row by row: only the failing rows become nan
             lp, g = _evaluate_rows(target, q, with_grad)
-        lp = np.asarray(lp, dtype=float)
+        lp = xp.asarray(lp, dtype=xp.float64)
         if lp.shape != q.shape[:-1]:
             raise ValueError(
                 f"the target's log density has shape {lp.shape}, expected {q.shape[:-1]}"
             )
-        lp = np.where(np.isnan(lp) | (lp == np.inf), np.nan, lp)
+        bad = xp.isnan(lp) | (lp == xp.inf)
         if g is not None:
-            g = np.asarray(g, dtype=float)
+            g = xp.asarray(g, dtype=xp.float64)
             if g.shape != q.shape:
                 raise ValueError(f"the target's gradient has shape {g.shape}, expected {q.shape}")
-            lp = np.where(np.all(np.isfinite(g), axis=-1), lp, np.nan)
+            bad = bad | ~xp.all(xp.isfinite(g), axis=-1)
+        lp = xp.where(bad, xp.nan, lp)
     return lp, g

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from hamiltonia import backend
 from hamiltonia._validation import check_int
 from hamiltonia.state import PhaseState
 
@@ -58,12 +59,14 @@ def metropolis_select(
     -------
     next_state, accepted, accept_prob, diverging
     """
+    xp = backend.xp()
     with np.errstate(all="ignore"):
         delta = h1 - h0
-        ok = proposal.finite & np.isfinite(delta)
+        ok = proposal.finite & xp.isfinite(delta)
         diverging = ~ok | (delta > MAX_ENERGY_ERROR)
-        accept_prob = np.where(ok, np.minimum(1.0, np.exp(-np.where(ok, delta, 0.0))), 0.0)
-    u = np.array([rng.random() for rng in rngs])
+        accept_prob = xp.where(ok, xp.exp(-xp.where(ok, delta, 0.0)), 0.0)
+        accept_prob = xp.where(accept_prob > 1.0, 1.0, accept_prob)
+    u = backend.asarray(np.array([rng.random() for rng in rngs]))
     accepted = ok & (u < accept_prob)
     stay = current.with_momentum(-current.p) if flip_on_reject else current
     return proposal.select(accepted, stay), accepted, accept_prob, diverging
@@ -92,7 +95,7 @@ class MetropolisTrajectory(TrajectoryPolicy):
         if not self.step_size_jitter:
             return step_size
         u = np.array([rng.random() for rng in rngs])
-        return step_size * (1.0 + self.step_size_jitter * (2.0 * u - 1.0))
+        return np.asarray(step_size) * (1.0 + self.step_size_jitter * (2.0 * u - 1.0))
 
     def transition(self, sampler, state, step_size, rngs):
         ham = sampler.hamiltonian
@@ -105,14 +108,15 @@ class MetropolisTrajectory(TrajectoryPolicy):
         nxt, accepted, prob, diverging = metropolis_select(
             state, proposal, h0, h1, rngs, flip_on_reject=sampler.refresh.flip_on_reject
         )
-        energy = np.where(accepted, h1, h0)
+        energy = backend.xp().where(accepted, h1, h0)
+        host = backend.to_numpy
         info = {
-            "accepted": accepted,
-            "acceptance_rate": prob,
-            "diverging": diverging,
+            "accepted": host(accepted),
+            "acceptance_rate": host(prob),
+            "diverging": host(diverging),
             "n_grad": n_grad,
             "n_steps": np.full(state.q.shape[0], n, dtype=np.int64),
-            "energy": energy,
+            "energy": host(energy),
         }
         return nxt, info
 

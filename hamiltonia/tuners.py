@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from hamiltonia import backend
 from hamiltonia._validation import check_int, check_positive, check_probability
 from hamiltonia.state import ChainState
 
@@ -269,7 +270,7 @@ class WindowedMetric(Tuner):
     def observe(self, positions: np.ndarray, iteration: int) -> None:
         """Record the positions of all chains after warm-up iteration ``iteration``."""
         if any(begin <= iteration < end for begin, end in self.windows):
-            self._buffer.append(np.array(positions, dtype=float, copy=True))
+            self._buffer.append(np.array(backend.to_numpy(positions), dtype=float, copy=True))
 
     def update(self, sampler, chain, info, iteration):
         self.observe(chain.phase.q, iteration)

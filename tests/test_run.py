@@ -195,8 +195,18 @@ def test_interrupted_run_keeps_its_draws(tmp_path):
     path = tmp_path / "partial.nc"
     target = InterruptAfter(n=1000)
     with pytest.warns(RuntimeWarning, match="interrupted after"):
-        res = hm.sample(target, "hmc", chains=2, warmup=20, draws=500, seed=0, progress=False,
-                        step_size=0.5, n_steps=5, output=path)
+        res = hm.sample(
+            target,
+            "hmc",
+            chains=2,
+            warmup=20,
+            draws=500,
+            seed=0,
+            progress=False,
+            step_size=0.5,
+            n_steps=5,
+            output=path,
+        )
     done = res.attrs["draws_done"]
     assert 0 < done < 500 and res.draws.shape == (2, done, 2)
     assert res.attrs["complete"] is False
@@ -208,8 +218,17 @@ def test_interrupted_run_keeps_its_draws(tmp_path):
 
 def test_interrupt_during_warmup_propagates():
     with pytest.raises(KeyboardInterrupt):
-        hm.sample(InterruptAfter(n=10), "hmc", chains=1, warmup=50, draws=50, seed=0,
-                  progress=False, step_size=0.5, n_steps=5)
+        hm.sample(
+            InterruptAfter(n=10),
+            "hmc",
+            chains=1,
+            warmup=50,
+            draws=50,
+            seed=0,
+            progress=False,
+            step_size=0.5,
+            n_steps=5,
+        )
 
 
 def test_output_is_checkpointed_and_completed(tmp_path, monkeypatch):
@@ -222,8 +241,18 @@ def test_output_is_checkpointed_and_completed(tmp_path, monkeypatch):
         return original(self, p)
 
     monkeypatch.setattr(hm.Result, "save", spy)
-    res = hm.sample("banana", "hmc", chains=2, warmup=50, draws=200, seed=0, progress=False,
-                    output=path, checkpoint_seconds=0.0, compiled=False)
+    res = hm.sample(
+        "banana",
+        "hmc",
+        chains=2,
+        warmup=50,
+        draws=200,
+        seed=0,
+        progress=False,
+        output=path,
+        checkpoint_seconds=0.0,
+        compiled=False,
+    )
     assert saves[-1] == 200 and len(saves) > 2 and saves[0] < 200  # partial writes, then final
     back = hm.load(path)
     assert back.attrs["complete"] is True

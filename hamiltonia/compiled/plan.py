@@ -49,6 +49,7 @@ def plan_for(sampler) -> CompiledPlan:
     :class:`~hamiltonia.compiled.NumbaTarget`. Exact types are required: a subclass may
     override behaviour the kernel does not know about, so it runs on the NumPy path.
     """
+    from hamiltonia import backend
     from hamiltonia.hamiltonians.euclidean import EuclideanHamiltonian
     from hamiltonia.integrators.leapfrog import Leapfrog
     from hamiltonia.momentum import FullRefresh
@@ -57,6 +58,8 @@ def plan_for(sampler) -> CompiledPlan:
     from hamiltonia.trajectories import StaticLength
     from hamiltonia.tuners import DualAveraging, WindowedMetric
 
+    if backend.get_backend() != "numpy":
+        raise NotCompilable(f"backend {backend.get_backend()!r} (the compiled path runs on NumPy)")
     checks = [
         (type(sampler) is HamiltonianSampler, lambda: f"sampler {type(sampler).__name__}"),
         (

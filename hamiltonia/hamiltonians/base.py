@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from hamiltonia import backend
 from hamiltonia.state import PhaseState, evaluate_target
 
 __all__ = ["Hamiltonian"]
@@ -58,4 +59,4 @@ class Hamiltonian:
     def evaluate(self, q: np.ndarray, p: np.ndarray | None = None) -> PhaseState:
         """A phase state at ``q`` (and ``p``, zeros by default)."""
         lp, g = evaluate_target(self.target, q, with_grad=True)
-        return PhaseState(q, np.zeros_like(q) if p is None else p, lp, g)
+        return PhaseState(q, backend.xp().zeros_like(q) if p is None else p, lp, g)

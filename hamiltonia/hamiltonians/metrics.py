@@ -23,28 +23,44 @@ from collections.abc import Sequence
 import numpy as np
 import scipy.linalg
 
+from hamiltonia import backend
+
 __all__ = ["DenseMetric", "DiagonalMetric", "IdentityMetric", "Metric", "make_metric"]
 
 
 class Metric:
-    """Abstract metric: kinetic energy, velocity and momentum draws for a fixed ``M``."""
+    """Abstract metric: kinetic energy, velocity and momentum draws for a fixed ``M``.
 
-    def kinetic(self, p: np.ndarray) -> np.ndarray:
+    ``velocity`` and ``kinetic`` work on arrays of the current backend; ``from_standard``
+    maps NumPy draws on the host, and ``sample`` moves the result to the backend.
+    """
+
+    def kinetic(self, p):
         """:math:`\\tfrac12 p^\\top M^{-1} p` for ``p`` of shape ``(..., dim)``."""
-        return 0.5 * np.sum(p * self.velocity(p), axis=-1)
+        return 0.5 * backend.xp().sum(p * self.velocity(p), axis=-1)
 
-    def velocity(self, p: np.ndarray) -> np.ndarray:
+    def velocity(self, p):
         """:math:`\\partial K/\\partial p = M^{-1} p`."""
         raise NotImplementedError
 
     def from_standard(self, z: np.ndarray) -> np.ndarray:
-        """Map standard normal ``z`` to momenta ``p ~ N(0, M)``."""
+        """Map standard normal ``z`` (NumPy) to momenta ``p ~ N(0, M)`` (NumPy)."""
         raise NotImplementedError
 
-    def sample(self, rngs: Sequence[np.random.Generator], dim: int) -> np.ndarray:
-        """One momentum per generator, shape ``(len(rngs), dim)``."""
+    def sample(self, rngs: Sequence[np.random.Generator], dim: int):
+        """One momentum per generator, shape ``(len(rngs), dim)``, on the backend."""
         z = np.stack([rng.standard_normal(dim) for rng in rngs])
-        return self.from_standard(z)
+        return backend.asarray(self.from_standard(z))
+
+    def _on_backend(self, name: str, array: np.ndarray):
+        """``array`` as an array of the current backend, converted once per backend."""
+        if backend.get_backend() == "numpy":
+            return array
+        cache = self.__dict__.setdefault("_device_arrays", {})
+        key = (name, backend.get_backend())
+        if key not in cache:
+            cache[key] = backend.asarray(array)
+        return cache[key]
 
 
 class IdentityMetric(Metric):
@@ -54,7 +70,7 @@ class IdentityMetric(Metric):
         return p
 
     def kinetic(self, p):
-        return 0.5 * np.sum(p * p, axis=-1)
+        return 0.5 * backend.xp().sum(p * p, axis=-1)
 
     def from_standard(self, z):
         return z
@@ -76,7 +92,7 @@ class DiagonalMetric(Metric):
         self._sqrt_mass = 1.0 / np.sqrt(m)
 
     def velocity(self, p):
-        return self.inverse_mass * p
+        return self._on_backend("inverse_mass", self.inverse_mass) * p
 
     def from_standard(self, z):
         return z * self._sqrt_mass
@@ -105,7 +121,7 @@ class DenseMetric(Metric):
         self.inverse_mass = m
 
     def velocity(self, p):
-        return p @ self.inverse_mass  # symmetric, so p M^{-1} row-wise
+        return p @ self._on_backend("inverse_mass", self.inverse_mass)  # symmetric: p M^{-1}
 
     def from_standard(self, z):
         # Solve L^T p = z for each row.

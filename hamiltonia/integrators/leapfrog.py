@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from hamiltonia import backend
 from hamiltonia.integrators.base import Integrator
 from hamiltonia.state import PhaseState
 
@@ -37,7 +38,7 @@ class Leapfrog(Integrator):
     def integrate(self, hamiltonian, state: PhaseState, step_size, n_steps: int):
         if n_steps == 0:
             return state, np.zeros(state.q.shape[0], dtype=np.int64)
-        eps = np.asarray(step_size, dtype=float)[..., None]
+        eps = backend.asarray(step_size)[..., None]
         q, p, grad = state.q, state.p, state.grad
         lp = state.log_prob
         with np.errstate(all="ignore"):

@@ -60,7 +60,32 @@ def build(name: str, target, **opts) -> Sampler:
         )
     if sampler.name in ("sampler", "hamiltonian"):
         sampler.name = name
-    return sampler
+    return with_gibbs_blocks(sampler)
+
+
+def with_gibbs_blocks(sampler: Sampler) -> Sampler:
+    """Compose ``sampler`` with the Gibbs updates its target declares, if any.
+
+    A target with hyperparameters updated by exact Gibbs steps (the ARD networks) declares
+    ``gibbs_indices`` (the coordinates those steps own), ``gibbs_update(q, rngs) -> q`` and
+    ``gibbs_every``. A Hamiltonian sampler then moves only the other coordinates (its
+    Hamiltonian becomes a :class:`~hamiltonia.hamiltonians.conditional.ConditionalHamiltonian`)
+    and is wrapped in :class:`~hamiltonia.samplers.gibbs.GibbsWithin`. Any Hamiltonian
+    sampler can sit inside.
+    """
+    target = sampler.target
+    if not hasattr(target, "gibbs_update"):
+        return sampler
+    from hamiltonia.hamiltonians.conditional import ConditionalHamiltonian
+    from hamiltonia.samplers.gibbs import GibbsWithin
+
+    if not isinstance(sampler, HamiltonianSampler):
+        raise TypeError(
+            f"target {type(target).__name__} updates some coordinates by Gibbs steps and "
+            f"needs a Hamiltonian sampler for the others, got {type(sampler).__name__}"
+        )
+    sampler.hamiltonian = ConditionalHamiltonian(sampler.hamiltonian, target.gibbs_indices)
+    return GibbsWithin(sampler, target.gibbs_update, every=target.gibbs_every)
 
 
 def register(name: str, recipe, *, overwrite: bool = False) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from hamiltonia import backend
 from hamiltonia.hamiltonians.base import Hamiltonian
 from hamiltonia.hamiltonians.shadow import ShadowHamiltonian
 from hamiltonia.integrators.base import Integrator
@@ -88,7 +89,7 @@ class HamiltonianSampler(Sampler):
         return self.hamiltonian.energy(state)
 
     def init(self, positions):
-        phase = self.hamiltonian.evaluate(np.array(positions, dtype=float))
+        phase = self.hamiltonian.evaluate(backend.asarray(positions))
         return ChainState(phase, self._initial_step_sizes(positions.shape[0]))
 
     def step(self, chain, rngs):
@@ -101,10 +102,12 @@ class HamiltonianSampler(Sampler):
         ham = self.hamiltonian
         state = chain.phase.with_momentum(ham.sample_momentum(rngs))
         proposal, _ = self.integrator.integrate(ham, state, step_size, 1)
+        xp = backend.xp()
         with np.errstate(all="ignore"):
             delta = self.energy(proposal, step_size) - self.energy(state, step_size)
-            prob = np.minimum(1.0, np.exp(-delta))
-        return np.where(proposal.finite & np.isfinite(prob), prob, 0.0)
+            prob = xp.exp(-delta)
+            prob = xp.where(proposal.finite & xp.isfinite(prob), prob, 0.0)
+        return np.minimum(1.0, backend.to_numpy(prob))
 
     def __repr__(self):
         return (

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from hamiltonia import backend
 from hamiltonia.samplers.base import Sampler
 from hamiltonia.state import ChainState, PhaseState, evaluate_target
 from hamiltonia.trajectories import metropolis_select
@@ -33,35 +34,36 @@ class RandomWalkMetropolis(Sampler):
     name = "rwmh"
 
     def init(self, positions):
-        q = np.array(positions, dtype=float)
+        q = backend.asarray(positions)
         lp, _ = evaluate_target(self.target, q, with_grad=False)
-        phase = PhaseState(q, np.zeros_like(q), lp, None)
+        phase = PhaseState(q, backend.xp().zeros_like(q), lp, None)
         return ChainState(phase, self._initial_step_sizes(q.shape[0]))
 
     def _propose(self, phase, step_size, rngs):
         z = np.stack([rng.standard_normal(self.target.dim) for rng in rngs])
-        q = phase.q + np.asarray(step_size)[:, None] * z
+        q = phase.q + backend.asarray(np.asarray(step_size)[:, None] * z)
         lp, _ = evaluate_target(self.target, q, with_grad=False)
         return PhaseState(q, phase.p, lp, None)
 
     def step(self, chain, rngs):
         phase = chain.phase
         proposal = self._propose(phase, chain.step_size, rngs)
-        nxt, accepted, prob, diverging = metropolis_select(
+        nxt, accepted, prob, _ = metropolis_select(
             phase, proposal, -phase.log_prob, -proposal.log_prob, rngs
         )
+        host = backend.to_numpy
         # A random walk has no energy error to blow up: only a log density that could not
         # be evaluated (nan) counts as divergent; -inf (outside the support) is a rejection.
-        diverging = np.isnan(proposal.log_prob)
+        diverging = np.isnan(host(proposal.log_prob))
         chain.phase = nxt
         n = phase.q.shape[0]
         info = {
-            "accepted": accepted,
-            "acceptance_rate": prob,
+            "accepted": host(accepted),
+            "acceptance_rate": host(prob),
             "diverging": diverging,
             "n_grad": np.zeros(n, dtype=np.int64),
             "n_steps": np.ones(n, dtype=np.int64),
-            "energy": -nxt.log_prob,
+            "energy": -host(nxt.log_prob),
         }
         return chain, info
 
@@ -69,5 +71,5 @@ class RandomWalkMetropolis(Sampler):
         phase = chain.phase
         proposal = self._propose(phase, step_size, rngs)
         with np.errstate(all="ignore"):
-            prob = np.minimum(1.0, np.exp(proposal.log_prob - phase.log_prob))
-        return np.where(np.isfinite(prob), prob, 0.0)
+            prob = np.exp(backend.to_numpy(proposal.log_prob - phase.log_prob))
+        return np.where(np.isfinite(prob), np.minimum(1.0, prob), 0.0)

@@ -6,6 +6,7 @@ import numpy as np
 import scipy.integrate
 
 from hamiltonia._validation import check_int, check_positive
+from hamiltonia.backend import BACKENDS, namespace_of
 from hamiltonia.targets.base import ExactMoments, Target
 
 __all__ = ["Banana", "banana"]
@@ -53,6 +54,8 @@ class Banana(Target):
         self._sum_y = float(self.y.sum())
         self._sum_y2 = float(np.sum(self.y**2))
 
+    backends = BACKENDS
+
     def _residual_terms(self, x):
         w1, w2 = x[..., 0], x[..., 1]
         s = w1 + w2**2
@@ -61,26 +64,29 @@ class Banana(Target):
         return w1, w2, sse, r
 
     def log_prob(self, x):
-        x = np.asarray(x, dtype=float)
+        xp = namespace_of(x)
+        x = xp.asarray(x, dtype=xp.float64)
         w1, w2, sse, _ = self._residual_terms(x)
         return -sse / (2 * self.var_y) - (w1**2 + w2**2) / (2 * self.var_w)
 
     def log_prob_and_grad(self, x):
-        x = np.asarray(x, dtype=float)
+        xp = namespace_of(x)
+        x = xp.asarray(x, dtype=xp.float64)
         w1, w2, sse, r = self._residual_terms(x)
         lp = -sse / (2 * self.var_y) - (w1**2 + w2**2) / (2 * self.var_w)
-        grad = np.stack([r - w1 / self.var_w, 2 * w2 * r - w2 / self.var_w], axis=-1)
+        grad = xp.stack([r - w1 / self.var_w, 2 * w2 * r - w2 / self.var_w], axis=-1)
         return lp, grad
 
     def hvp(self, x, v):
-        x = np.asarray(x, dtype=float)
-        v = np.asarray(v, dtype=float)
+        xp = namespace_of(x)
+        x = xp.asarray(x, dtype=xp.float64)
+        v = xp.asarray(v, dtype=xp.float64)
         _, w2, _, r = self._residual_terms(x)
         a = self.n_obs / self.var_y
         h11 = -a - 1 / self.var_w
         h12 = -2 * w2 * a
         h22 = 2 * r - 4 * w2**2 * a - 1 / self.var_w
-        return np.stack(
+        return xp.stack(
             [h11 * v[..., 0] + h12 * v[..., 1], h12 * v[..., 0] + h22 * v[..., 1]], axis=-1
         )
 

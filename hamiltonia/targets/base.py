@@ -61,6 +61,11 @@ class Target:
     #: One line shown by ``hamiltonia list``.
     description: str = ""
 
+    #: Array backends the target computes with (see :mod:`hamiltonia.backend`). A target that
+    #: takes its namespace from its input (``array_namespace(x)``) and keeps its data on that
+    #: backend lists them all; the default is NumPy only.
+    backends: tuple[str, ...] = ("numpy",)
+
     def __init__(self, dim: int, names: Sequence[str] | None = None):
         if isinstance(dim, bool) or not isinstance(dim, int | np.integer) or dim < 1:
             raise ValueError(f"dim must be a positive integer, got {dim!r}")

@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from hamiltonia._validation import check_int, check_positive
+from hamiltonia.backend import BACKENDS, namespace_of
 from hamiltonia.targets.base import ExactMoments, Target
 
 __all__ = ["Funnel", "funnel", "funnel_d25"]
@@ -48,36 +49,41 @@ class Funnel(Target):
         self.scale = check_positive(scale, "scale")
         super().__init__(self.n_x + 1, ["v"] + [f"x{i + 1}" for i in range(self.n_x)])
 
+    backends = BACKENDS
+
     def log_prob(self, x):
-        x = np.asarray(x, dtype=float)
+        xp = namespace_of(x)
+        x = xp.asarray(x, dtype=xp.float64)
         v, xs = x[..., 0], x[..., 1:]
         return (
             -(v**2) / (2 * self.scale**2)
-            - 0.5 * np.sum(xs**2, axis=-1) * np.exp(-v)
+            - 0.5 * xp.sum(xs**2, axis=-1) * xp.exp(-v)
             - 0.5 * self.n_x * v
         )
 
     def log_prob_and_grad(self, x):
-        x = np.asarray(x, dtype=float)
+        xp = namespace_of(x)
+        x = xp.asarray(x, dtype=xp.float64)
         v, xs = x[..., 0], x[..., 1:]
-        e = np.exp(-v)
-        ss = np.sum(xs**2, axis=-1)
+        e = xp.exp(-v)
+        ss = xp.sum(xs**2, axis=-1)
         lp = -(v**2) / (2 * self.scale**2) - 0.5 * ss * e - 0.5 * self.n_x * v
         gv = -v / self.scale**2 + 0.5 * ss * e - 0.5 * self.n_x
         gx = -xs * e[..., None]
-        return lp, np.concatenate([gv[..., None], gx], axis=-1)
+        return lp, xp.concat([gv[..., None], gx], axis=-1)
 
     def hvp(self, x, v_):
-        x = np.asarray(x, dtype=float)
-        u = np.asarray(v_, dtype=float)
+        xp = namespace_of(x)
+        x = xp.asarray(x, dtype=xp.float64)
+        u = xp.asarray(v_, dtype=xp.float64)
         v, xs = x[..., 0], x[..., 1:]
-        e = np.exp(-v)
-        ss = np.sum(xs**2, axis=-1)
+        e = xp.exp(-v)
+        ss = xp.sum(xs**2, axis=-1)
         hvv = -1 / self.scale**2 - 0.5 * ss * e
         # d^2/dv dx_i = x_i e^{-v};  d^2/dx_i^2 = -e^{-v}
-        out_v = hvv * u[..., 0] + e * np.sum(xs * u[..., 1:], axis=-1)
+        out_v = hvv * u[..., 0] + e * xp.sum(xs * u[..., 1:], axis=-1)
         out_x = xs * (e * u[..., 0])[..., None] - e[..., None] * u[..., 1:]
-        return np.concatenate([out_v[..., None], out_x], axis=-1)
+        return xp.concat([out_v[..., None], out_x], axis=-1)
 
     def numba_kernel(self):
         from hamiltonia.compiled.targets import NumbaTarget

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from hamiltonia._validation import check_int
+from hamiltonia.backend import BACKENDS, DeviceData, namespace_of
 from hamiltonia.targets.base import ExactMoments, Target
 
 __all__ = [
@@ -41,7 +42,7 @@ def _dense_gaussian_kernel(q, grad, fdata, idata):
     return 0.5 * lp
 
 
-class DiagonalGaussian(Target):
+class DiagonalGaussian(DeviceData, Target):
     """:math:`\\mathcal N(0, \\operatorname{diag}(\\sigma^2))` with log-normal scales.
 
     .. math::
@@ -66,17 +67,22 @@ class DiagonalGaussian(Target):
         self.scales = scales
         self._precision = 1.0 / scales**2
 
+    backends = BACKENDS
+
     def log_prob(self, x):
-        x = np.asarray(x, dtype=float)
-        return -0.5 * np.sum(x * x * self._precision, axis=-1)
+        xp = namespace_of(x)
+        x = xp.asarray(x, dtype=xp.float64)
+        return -0.5 * xp.sum(x * x * self.on(xp, "_precision"), axis=-1)
 
     def log_prob_and_grad(self, x):
-        x = np.asarray(x, dtype=float)
-        g = -x * self._precision
-        return 0.5 * np.sum(x * g, axis=-1), g
+        xp = namespace_of(x)
+        x = xp.asarray(x, dtype=xp.float64)
+        g = -x * self.on(xp, "_precision")
+        return 0.5 * xp.sum(x * g, axis=-1), g
 
     def hvp(self, x, v):
-        return -np.asarray(v, dtype=float) * self._precision
+        xp = namespace_of(v)
+        return -xp.asarray(v, dtype=xp.float64) * self.on(xp, "_precision")
 
     def numba_kernel(self):
         from hamiltonia.compiled.targets import NumbaTarget
@@ -88,7 +94,7 @@ class DiagonalGaussian(Target):
         return ExactMoments(np.zeros(self.dim), self.scales**2)
 
 
-class CorrelatedGaussian(Target):
+class CorrelatedGaussian(DeviceData, Target):
     """:math:`\\mathcal N(0, \\Sigma)` with :math:`\\Sigma_{ij} = \\rho^{|i-j|}` (AR(1)
     correlation, unit variances), a test of samplers on strongly correlated targets.
 
@@ -110,17 +116,22 @@ class CorrelatedGaussian(Target):
         self.precision = np.linalg.inv(self.covariance)
         self.precision = 0.5 * (self.precision + self.precision.T)
 
+    backends = BACKENDS
+
     def log_prob(self, x):
-        x = np.asarray(x, dtype=float)
-        return -0.5 * np.sum((x @ self.precision) * x, axis=-1)
+        xp = namespace_of(x)
+        x = xp.asarray(x, dtype=xp.float64)
+        return -0.5 * xp.sum((x @ self.on(xp, "precision")) * x, axis=-1)
 
     def log_prob_and_grad(self, x):
-        x = np.asarray(x, dtype=float)
-        g = -(x @ self.precision)
-        return 0.5 * np.sum(g * x, axis=-1), g
+        xp = namespace_of(x)
+        x = xp.asarray(x, dtype=xp.float64)
+        g = -(x @ self.on(xp, "precision"))
+        return 0.5 * xp.sum(g * x, axis=-1), g
 
     def hvp(self, x, v):
-        return -(np.asarray(v, dtype=float) @ self.precision)
+        xp = namespace_of(v)
+        return -(xp.asarray(v, dtype=xp.float64) @ self.on(xp, "precision"))
 
     def numba_kernel(self):
         from hamiltonia.compiled.targets import NumbaTarget

@@ -177,6 +177,7 @@ def test_logistic_regression_kernel_and_paths():
         lp_ref, grad_ref = target.log_prob_and_grad(w)
         np.testing.assert_allclose(lp, lp_ref, rtol=1e-12)
         np.testing.assert_allclose(grad, grad_ref, rtol=1e-10, atol=1e-10)
-    a, b = _both(target, sampler="hmc", chains=2, warmup=0, draws=20, seed=1,
-                 step_size=0.05, n_steps=10)
+    a, b = _both(
+        target, sampler="hmc", chains=2, warmup=0, draws=20, seed=1, step_size=0.05, n_steps=10
+    )
     np.testing.assert_allclose(a.draws, b.draws, rtol=0, atol=1e-9)

@@ -21,8 +21,18 @@ def test_blr_pima_hmc_agrees_with_random_walk():
     diagonal metric) and a long random-walk Metropolis run (NumPy path, no gradients) agree
     within their combined Monte Carlo standard errors."""
     target = _target("blr-pima")
-    hmc = hm.sample(target, "hmc", chains=4, warmup=1000, draws=5000, seed=0, progress=False,
-                    n_steps=10, metric="diagonal", step_size_jitter=0.5)
+    hmc = hm.sample(
+        target,
+        "hmc",
+        chains=4,
+        warmup=1000,
+        draws=5000,
+        seed=0,
+        progress=False,
+        n_steps=10,
+        metric="diagonal",
+        step_size_jitter=0.5,
+    )
     rw = hm.sample(target, "rwmh", chains=4, warmup=2000, draws=100_000, seed=1, progress=False)
     a, b = hmc.summary(), rw.summary()
     assert min(a["ess_bulk"].min(), b["ess_bulk"].min()) >= MIN_ESS
@@ -34,8 +44,17 @@ def test_blr_pima_hmc_agrees_with_random_walk():
 
 def test_blr_pima_test_metrics():
     target = _target("blr-pima")
-    run = hm.sample(target, "hmc", chains=2, warmup=300, draws=300, seed=0, progress=False,
-                    n_steps=10, metric="diagonal")
+    run = hm.sample(
+        target,
+        "hmc",
+        chains=2,
+        warmup=300,
+        draws=300,
+        seed=0,
+        progress=False,
+        n_steps=10,
+        metric="diagonal",
+    )
     metrics = run.test_metrics()
     assert set(metrics) == {"accuracy", "roc_auc", "precision", "recall", "f1"}
     assert all(0.0 <= value <= 1.0 for value in metrics.values())

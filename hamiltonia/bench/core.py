@@ -1,0 +1,646 @@
+"""The benchmark driver: the run matrix, the micro-benchmarks, and the report."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import os
+import platform
+import sys
+import tempfile
+from importlib import metadata
+
+from hamiltonia.bench.peers import PEERS, detect_peers, peer_versions
+
+__all__ = ["DEFAULT_TARGETS", "N_STEPS", "machine_info", "main", "render_markdown", "render_rst"]
+
+#: The matrix's targets, with the fixed number of leapfrog steps of spec/peers_baseline.md.
+N_STEPS = {
+    "banana": 15,
+    "gaussian-d10": 15,
+    "gaussian-d100": 15,
+    "funnel-d25": 50,
+    "blr-german": 50,
+}
+DEFAULT_TARGETS = ("banana", "gaussian-d100", "funnel-d25", "blr-german")
+#: Variants run per library (NumPyro's chain methods; one each for the others).
+PEER_VARIANTS = {
+    "numpyro": ("vectorized", "sequential"),
+    "blackjax": ("vmap+scan",),
+    "mici": ("sequential",),
+}
+HAMILTONIA_METRICS = ("identity", "diagonal")
+CHAIN_COUNTS = (1, 4, 16, 64)
+DASH = "–"
+
+
+def _log(message: str) -> None:
+    print(f"[bench] {message}", file=sys.stderr, flush=True)
+
+
+# ------------------------------------------------------------------ machine
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _memory_gb() -> float | None:
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) / 2**20
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def _version(dist: str) -> str:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def machine_info() -> dict:
+    """Date, CPU model, cores, memory, and the versions that matter."""
+    info = {
+        "date": _dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
+        "cpu": _cpu_model(),
+        "cores": os.cpu_count(),
+        "memory_gb": _memory_gb(),
+        "os": f"{platform.system()} {platform.release()}",
+        "python": platform.python_version(),
+    }
+    for dist in ("hamiltonia", "numpy", "numba"):
+        info[dist] = _version(dist)
+    info.update(peer_versions())
+    return info
+
+
+# ------------------------------------------------------------------ formatting
+def _fmt(value, digits: int = 3) -> str:
+    """Significant-figure formatting with thousands separators; ``–`` for missing."""
+    if value is None:
+        return DASH
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    value = float(value)
+    if value != value:  # nan
+        return DASH
+    if value in (float("inf"), float("-inf")):
+        return "inf"
+    if value == 0:
+        return "0"
+    magnitude = abs(value)
+    if magnitude >= 10 ** (digits - 1):
+        return f"{value:,.0f}"
+    if magnitude >= 1e-3:
+        decimals = max(digits - 1 - int(f"{magnitude:e}".split("e")[1]), 0)
+        return f"{value:,.{decimals}f}"
+    return f"{value:.{digits - 1}e}"
+
+
+def _table(header: list[str], rows: list[list]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(_fmt(c) for c in row) + " |" for row in rows]
+    return lines
+
+
+def _sampler_label(record: dict) -> str:
+    if record.get("sampler", "hmc") == "hmc":
+        return f"HMC L={record.get('n_steps')}"
+    return str(record.get("sampler", "")).upper()
+
+
+# ------------------------------------------------------------------ the report
+def _main_table(records: list[dict]) -> list[str]:
+    header = [
+        "target", "sampler", "library", "variant", "ESS bulk min", "ESS tail min", "mESS",
+        "ESS/s", "ESS/grad", "grads/draw", "µs/grad", "warm-up s", "sampling s", "compile s",
+        "peak RSS MB", "accept", "R-hat max", "div", "step size",
+    ]  # fmt: skip
+    rows = []
+    for r in records:
+        if "error" in r:
+            rows.append(
+                [r.get("target"), _sampler_label(r), r.get("library"), r.get("variant"),
+                 f"failed: {r['error']}"] + [DASH] * (len(header) - 5)
+            )  # fmt: skip
+            continue
+        rows.append(
+            [
+                r["target"], _sampler_label(r), r["library"], r["variant"], r["ess_bulk"],
+                r["ess_tail"], r["mess"], r["ess_per_s"], r["ess_per_grad"],
+                r["grads_per_draw"], r["us_per_grad"], r["warmup_s"], r["sampling_s"],
+                r["compile_s"], r["peak_rss_mb"], r["accept"], r["rhat"], r["divergences"],
+                r["step_size"],
+            ]
+        )  # fmt: skip
+    return _table(header, rows)
+
+
+def compare(records: list[dict]) -> list[dict]:
+    """Per target and sampler: hamiltonia with a diagonal metric (what the peers adapt)
+    against the peer run with the best min-bulk ESS/s."""
+    rows = []
+    keys = sorted(
+        {(r["target"], r.get("sampler", "hmc")) for r in records if "error" not in r},
+        key=lambda k: [r["target"] for r in records].index(k[0]),
+    )
+    for target, sampler in keys:
+        ok = [
+            r
+            for r in records
+            if "error" not in r and r["target"] == target and r.get("sampler", "hmc") == sampler
+        ]
+        ours = [r for r in ok if r["library"] == "hamiltonia" and r["variant"].startswith("diag")]
+        peers = [r for r in ok if r["library"] != "hamiltonia"]
+        if not ours:
+            continue
+        best = max(peers, key=lambda r: r["ess_per_s"], default=None)
+        h = ours[0]
+        rows.append(
+            {
+                "target": target,
+                "sampler": _sampler_label(h),
+                "ours": h,
+                "best": best,
+                "ratio": None if best is None else h["ess_per_s"] / best["ess_per_s"],
+                "grad_ratio": None
+                if best is None or not best["us_per_grad"]
+                else h["us_per_grad"] / best["us_per_grad"],
+            }
+        )
+    return rows
+
+
+def _compare_table(rows: list[dict]) -> list[str]:
+    header = [
+        "target", "sampler", "hamiltonia (diagonal) ESS/s", "best peer", "peer ESS/s",
+        "ratio", "hamiltonia µs/grad", "peer µs/grad", "hamiltonia R-hat", "peer R-hat",
+    ]  # fmt: skip
+    out = []
+    for c in rows:
+        h, b = c["ours"], c["best"]
+        out.append(
+            [
+                c["target"], c["sampler"], h["ess_per_s"],
+                DASH if b is None else f"{b['library']} ({b['variant']})",
+                None if b is None else b["ess_per_s"], c["ratio"], h["us_per_grad"],
+                None if b is None else b["us_per_grad"], h["rhat"],
+                None if b is None else b["rhat"],
+            ]
+        )  # fmt: skip
+    return _table(header, out)
+
+
+def _overhead_table(rows: list[dict]) -> list[str]:
+    header = [
+        "target", "D", "L", "path", "per step, identity (ns)", "per step, diagonal (ns)",
+        "one gradient (ns)", "ratio identity", "ratio diagonal",
+    ]  # fmt: skip
+    body = []
+    for r in rows:
+        if "error" in r:
+            body.append([r["target"], DASH, DASH, f"failed: {r['error']}"] + [DASH] * 5)
+            continue
+        body.append(
+            [
+                r["target"], r["dim"], r["n_steps"], r["path"], r["step_s"] * 1e9,
+                None if r["step_diag_s"] is None else r["step_diag_s"] * 1e9, r["grad_s"] * 1e9,
+                r["ratio"], r["ratio_diag"],
+            ]
+        )  # fmt: skip
+    return _table(header, body)
+
+
+def _chains_table(rows: list[dict]) -> list[str]:
+    paths = list(dict.fromkeys(r["path"] for r in rows))
+    counts = list(dict.fromkeys(r["chains"] for r in rows))
+    header = ["chains"]
+    for p in paths:
+        header += [f"{p} wall s", f"{p} ratio", f"{p} sampling s", f"{p} sampling ratio"]
+    body = []
+    for c in counts:
+        line = [c]
+        for p in paths:
+            base = next(r for r in rows if r["path"] == p and r["chains"] == counts[0])
+            row = next(r for r in rows if r["path"] == p and r["chains"] == c)
+            line += [
+                row["wall_s"],
+                row["wall_s"] / base["wall_s"],
+                row["sampling_s"],
+                row["sampling_s"] / base["sampling_s"],
+            ]
+        body.append(line)
+    return _table(header, body)
+
+
+def _memory_limit(m: dict) -> float:
+    return 2 * m["draws_mb"] + 200
+
+
+def _memory_table(m: dict) -> list[str]:
+    if "error" in m:
+        return [f"memory run failed: {m['error']}"]
+    header = [
+        "target", "chains x draws", "path", "draws array MB", "RSS before run MB",
+        "peak RSS MB", "growth MB", "limit 2 x draws + 200 MB", "wall s",
+    ]  # fmt: skip
+    growth = m["peak_rss_mb"] - m["rss_before_mb"]
+    row = [
+        m["target"], f"{m['chains']} x {m['draws']:,}", m["path"], m["draws_mb"],
+        m["rss_before_mb"], m["peak_rss_mb"], growth, _memory_limit(m), m["wall_s"],
+    ]  # fmt: skip
+    return _table(header, [row])
+
+
+def _compile_table(rows: list[dict]) -> list[str]:
+    header = ["target", "numba cache", "first call s", "compile s (first - second call)"]
+    body = []
+    for label, r in rows:
+        if "error" in r:
+            body.append([r.get("target"), label, f"failed: {r['error']}", DASH])
+        else:
+            body.append([r["target"], label, r["first_call_s"], r["compile_s"]])
+    return _table(header, body)
+
+
+def goals(report: dict) -> list[list]:
+    """The issue's four performance goals, evaluated on this run: (goal, met, numbers)."""
+    out = []
+    over = {r["target"]: r for r in report.get("overhead", []) if "error" not in r}
+    wanted = ["gaussian-d10", "gaussian-d100", "banana", "blr-german"]
+    have = [t for t in wanted if t in over]
+    if have:
+        met = all(over[t]["ratio"] <= 1.5 for t in have)
+        numbers = ", ".join(f"{t} {over[t]['ratio']:.2f}x ({over[t]['path']})" for t in have)
+        if len(have) < len(wanted):
+            numbers += f" (not measured: {', '.join(t for t in wanted if t not in have)})"
+        out.append(["(1) per step <= 1.5 x one compiled gradient (identity metric)", met, numbers])
+    cmp_rows = [
+        c for c in report.get("compare", []) if c["best"] is not None and c["sampler"] != "NUTS"
+    ]
+    if cmp_rows:
+        met = all(c["ratio"] >= 1 for c in cmp_rows)
+        numbers = ", ".join(
+            f"{c['target']} {c['ratio']:.2f}x vs {c['best']['library']}" for c in cmp_rows
+        )
+        out.append(["(2) hamiltonia diagonal min-bulk ESS/s >= best peer (fixed-L HMC)", met,
+                    numbers])  # fmt: skip
+    else:
+        out.append(["(2) ESS/s >= best peer", None, "no peer ran"])
+    chains = report.get("chains", [])
+    for path in ("compiled", "numpy"):
+        rows = {r["chains"]: r for r in chains if r["path"] == path}
+        if 1 in rows and 64 in rows:
+            ratio = rows[64]["wall_s"] / rows[1]["wall_s"]
+            samp = rows[64]["sampling_s"] / rows[1]["sampling_s"]
+            out.append(
+                [f"(3) 64 chains <= 8 x 1 chain wall, gaussian-d100 ({path})", ratio <= 8,
+                 f"{ratio:.1f}x wall ({samp:.1f}x sampling phase only)"]
+            )  # fmt: skip
+    m = report.get("memory")
+    if m and "error" not in m:
+        growth = m["peak_rss_mb"] - m["rss_before_mb"]
+        limit = _memory_limit(m)
+        out.append(
+            [f"(4) memory of {m['chains']} x {m['draws']:,} {m['target']} draws < 2 x draws "
+             "array + 200 MB", growth < limit,
+             f"growth {growth:.0f} MB (peak RSS {m['peak_rss_mb']:.0f} MB incl. imports) vs "
+             f"limit {limit:.0f} MB; draws array {m['draws_mb']:.1f} MB"]
+        )  # fmt: skip
+    return out
+
+
+NOTES = """\
+Notes on method:
+
+* Every matrix run is one fresh Python process (`python -m hamiltonia.bench._worker`), so that
+  peak RSS (`VmHWM` of `/proc/self/status`, which includes the library's imports, JAX's too;
+  not `ru_maxrss`, which Linux carries over from the parent across fork + exec) and the
+  first-call time belong to that run alone.
+* ESS: rank-normalised bulk and tail ESS (ArviZ), minimum over parameters. mESS: batch means
+  (Vats et al.), undefined (–) when there are no more batches than dimensions (D >= 32 at
+  1,000 draws). ESS/s = min bulk ESS / sampling-phase seconds; ESS/grad = min bulk ESS /
+  gradient evaluations of the sampling phase (all chains); µs/grad = sampling seconds /
+  gradient evaluations.
+* hamiltonia: two identical `hamiltonia.sample` calls in the process (same seed, same draws); the
+  second is reported, and compile s = first-call wall - second-call wall (importing numba and
+  loading the kernels from numba's cache, or compiling them when the cache is cold; the
+  "compile" table shows a cold cache). The compiled path is used wherever the target has a
+  numba kernel (variant "compiled"), the NumPy path otherwise.
+* NumPyro: `HMC(num_steps=L, trajectory_length=None)` (without `trajectory_length=None` NumPyro
+  ignores the adapted step size). It re-jits on every `warmup`/`run` call, so warm-up and
+  sampling run twice with the same keys and the second pass is reported minus the JAX compile
+  events inside it (tracing, lowering, persistent-cache loads); compile s = first pass - that.
+* BlackJAX: `window_adaptation` + `hmc`, vmapped over chains, compiled ahead of time
+  (`jit(...).lower(...).compile()`); compile s = the two AOT compiles.
+* mici: `StaticMetropolisHMC` with dual averaging and a diagonal (online variance) metric on its
+  windowed stager, pooled over chains, chains sequential; warm-up and sampling are two
+  `sample_chains` calls. Its gradient is the hamiltonia target's NumPy `log_prob_and_grad`.
+* Same problem everywhere: the JAX log densities are built from the hamiltonia target's own data
+  (banana observations as sufficient statistics, Gaussian scales, German design matrix and
+  labels), float64; all libraries start from the same uniform(-2, 2) points; target acceptance
+  0.8; NumPyro and BlackJAX adapt per chain, mici and hamiltonia pool the metric over chains.
+* Fixed-L HMC with an adapted step size resonates on the Gaussians and mixes badly on German
+  credit; the funnel defeats every diagonal-metric sampler (spec/peers_baseline.md). Compare
+  ESS/s where R-hat is near 1, and treat ratios under about 1.5x on sub-second phases as noise.
+* Overhead: one chain of `hamiltonia.compiled.kernels.hmc_chunk` (momentum, leapfrog, accept,
+  output; no adaptation) per gradient evaluation made, against the target's compiled
+  `log_prob_and_grad` called in a numba loop through the same function pointer; best of
+  several repeats. Chains: wall of a whole `sample` call (warm-up included), identity metric.
+* Memory: one process; a short call first loads numba and the kernels, then RSS is read, then
+  the long run; growth = peak RSS - RSS before the run."""
+
+
+def render_markdown(report: dict) -> str:
+    """The report as markdown: machine, settings, the tables."""
+    info, settings = report["machine"], report["settings"]
+    mem = f", {info['memory_gb']:.0f} GiB RAM" if info.get("memory_gb") else ""
+    lines = [
+        "# hamiltonia benchmark",
+        "",
+        f"* date: {info['date']}",
+        f"* machine: {info['cpu']}, {info['cores']} cores{mem}, {info['os']}",
+        f"* versions: python {info['python']}, hamiltonia {info['hamiltonia']}, "
+        f"numpy {info['numpy']}, numba {info['numba']}, jax {info['jax']} "
+        f"(jaxlib {info['jaxlib']}), numpyro {info['numpyro']}, blackjax {info['blackjax']}, "
+        f"mici {info['mici']}",
+        f"* settings: {settings['chains']} chains, {settings['warmup']:,} warm-up, "
+        f"{settings['draws']:,} draws, seed {settings['seed']}, target acceptance 0.8, "
+        f"diagonal metric for the peers{' (--quick)' if settings['quick'] else ''}",
+    ]
+    for peer, state in report["peers"].items():
+        lines.append(f"* {peer}: {state}")
+    lines += ["", "## Runs", ""]
+    lines += _main_table(report["records"])
+    if report.get("compare"):
+        lines += ["", "## hamiltonia (diagonal metric) against the best peer", ""]
+        lines += _compare_table(report["compare"])
+    if report.get("overhead"):
+        lines += ["", "## Overhead: compiled HMC per leapfrog step against one gradient", ""]
+        lines += _overhead_table(report["overhead"])
+    if report.get("chains"):
+        s = report["chains_settings"]
+        lines += [
+            "",
+            f"## Chains: {s['target']}, HMC L={s['n_steps']}, {s['warmup']:,} warm-up + "
+            f"{s['draws']:,} draws, identity metric ({s['cores']} cores)",
+            "",
+        ]
+        lines += _chains_table(report["chains"])
+    if report.get("memory"):
+        lines += ["", "## Memory", ""]
+        lines += _memory_table(report["memory"])
+    if report.get("compile"):
+        lines += ["", "## First call in a fresh process (hamiltonia)", ""]
+        lines += _compile_table(report["compile"])
+    table = goals(report)
+    if table:
+        lines += ["", "## Goals", ""]
+        lines += _table(["goal", "met", "numbers"], table)
+    lines += ["", NOTES, ""]
+    return "\n".join(lines)
+
+
+RST_INTRO = """\
+Benchmarks
+==========
+
+hamiltonia against NumPyro, BlackJAX and mici on the seed targets (fixed-length HMC, 4 chains,
+1,000 warm-up and 1,000 draws, same data, same priors, float64), plus hamiltonia's own
+overheads. This page is generated by the benchmark itself; rerun it with
+
+.. code-block:: bash
+
+   pip install -e '.[bench]'
+   python -m hamiltonia.bench --output docs/benchmarks.rst
+
+(``--quick`` for a smoke test, ``--targets`` and ``--peers`` to choose; ``--output FILE.md``
+writes markdown.) Peers that are not installed are skipped and listed as such. Generated on
+{date} on {cpu} ({cores} cores).
+
+.. code-block:: text
+
+"""
+
+
+def render_rst(report: dict) -> str:
+    """The report as a Sphinx page: an introduction, then the markdown in a text block."""
+    info = report["machine"]
+    body = render_markdown(report)
+    indented = "\n".join(("   " + line) if line else "" for line in body.splitlines())
+    return (
+        RST_INTRO.format(date=info["date"], cpu=info["cpu"], cores=info["cores"]) + indented + "\n"
+    )
+
+
+# ------------------------------------------------------------------ driver
+def _parse_list(values, default):
+    if not values:
+        return list(default)
+    out = []
+    for value in values:
+        out += [v.strip() for v in value.split(",") if v.strip()]
+    return out
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="hamiltonia bench",
+        description="Benchmark hamiltonia against NumPyro, BlackJAX and mici (those installed).",
+    )
+    parser.add_argument("--quick", action="store_true", help="few draws: a smoke test")
+    parser.add_argument(
+        "--targets",
+        nargs="+",
+        metavar="NAME",
+        help=f"targets, space or comma separated (default {','.join(DEFAULT_TARGETS)})",
+    )
+    parser.add_argument(
+        "--peers",
+        nargs="+",
+        metavar="NAME",
+        help="peers among numpyro, blackjax, mici, or 'none' (default: all installed)",
+    )
+    parser.add_argument(
+        "--output", "-o", help="also write the report here (.rst: a Sphinx page; else markdown)"
+    )
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--chains", type=int, default=4)
+    parser.add_argument("--warmup", type=int, default=None, help="default 1000 (200 --quick)")
+    parser.add_argument("--draws", type=int, default=None, help="default 1000 (200 --quick)")
+    parser.add_argument("--skip-micro", action="store_true", help="only the run matrix")
+    return parser
+
+
+def _peer_states(requested: list[str]) -> tuple[list[str], dict[str, str]]:
+    found = detect_peers()
+    run, states = [], {}
+    for peer in PEERS:
+        f = found[peer]
+        if not f["available"]:
+            states[peer] = f"not installed (missing: {', '.join(f['missing'])}), skipped"
+        elif peer not in requested:
+            states[peer] = "installed, not requested"
+        else:
+            states[peer] = "installed, run"
+            run.append(peer)
+    return run, states
+
+
+def _matrix_specs(targets, peers, settings, samplers) -> list[dict]:
+    specs = []
+    for target in targets:
+        for sampler in samplers:
+            base = {
+                "target": target,
+                "sampler": sampler,
+                "n_steps": N_STEPS.get(target, 15),
+                "chains": settings["chains"],
+                "warmup": settings["warmup"],
+                "draws": settings["draws"],
+                "seed": settings["seed"],
+                "target_accept": 0.8,
+            }
+            for metric in HAMILTONIA_METRICS:
+                specs.append({**base, "library": "hamiltonia", "variant": metric})
+            for peer in peers:
+                for variant in PEER_VARIANTS[peer]:
+                    specs.append({**base, "library": peer, "variant": variant})
+    return specs
+
+
+def run_benchmark(args) -> dict:
+    """Run everything ``args`` asks for and return the report dict."""
+    import hamiltonia as hm
+    from hamiltonia.bench import micro
+    from hamiltonia.bench.runs import run_in_subprocess
+
+    targets = _parse_list(args.targets, DEFAULT_TARGETS)
+    known = set(hm.targets.names())
+    unknown = [t for t in targets if t not in known]
+    if unknown:
+        raise ValueError(f"unknown target(s): {', '.join(unknown)}")
+    requested = _parse_list(args.peers, PEERS)
+    if requested == ["none"]:
+        requested = []
+    bad = [p for p in requested if p not in PEERS]
+    if bad:
+        raise ValueError(f"unknown peer(s): {', '.join(bad)} (choose from {', '.join(PEERS)})")
+    peers, states = _peer_states(requested)
+    quick = args.quick
+    settings = {
+        "chains": args.chains,
+        "warmup": args.warmup if args.warmup is not None else (200 if quick else 1000),
+        "draws": args.draws if args.draws is not None else (200 if quick else 1000),
+        "seed": args.seed,
+        "quick": quick,
+    }
+    samplers = ["hmc"] + (["nuts"] if "nuts" in hm.samplers.names() else [])
+    report = {
+        "machine": machine_info(),
+        "settings": settings,
+        "peers": states,
+        "records": [],
+    }
+    for spec in _matrix_specs(targets, peers, settings, samplers):
+        _log(f"{spec['target']} {spec['sampler']} {spec['library']} {spec['variant']}")
+        record = run_in_subprocess(spec)
+        if "error" in record:
+            _log(f"  failed: {record['error']}")
+        report["records"].append(record)
+    report["compare"] = compare(report["records"])
+    if args.skip_micro:
+        return report
+
+    over_targets = list(targets)
+    if "gaussian-d100" in over_targets and "gaussian-d10" not in over_targets:
+        over_targets.insert(over_targets.index("gaussian-d100"), "gaussian-d10")
+    report["overhead"] = []
+    for name in over_targets:
+        _log(f"overhead {name}")
+        try:
+            report["overhead"].append(micro.overhead_row(name, N_STEPS.get(name, 15), quick=quick))
+        except Exception as err:  # a row, not a crash
+            report["overhead"].append({"target": name, "error": f"{type(err).__name__}: {err}"})
+
+    chains_w, chains_d = (100, 100) if quick else (1000, 1000)
+    _log("chains")
+    report["chains"] = micro.chains_scaling(
+        "gaussian-d100", CHAIN_COUNTS, n_steps=15, warmup=chains_w, draws=chains_d
+    )
+    report["chains_settings"] = {
+        "target": "gaussian-d100",
+        "n_steps": 15,
+        "warmup": chains_w,
+        "draws": chains_d,
+        "cores": os.cpu_count(),
+    }
+
+    mem_target = "blr-german" if "blr-german" in targets else targets[0]
+    mem_draws = 2_000 if quick and mem_target == "blr-german" else 10_000
+    _log(f"memory {mem_target}")
+    report["memory"] = run_in_subprocess(
+        {
+            "mode": "memory",
+            "target": mem_target,
+            "n_steps": N_STEPS.get(mem_target, 15),
+            "chains": 4,
+            "warmup": settings["warmup"],
+            "draws": mem_draws,
+            "seed": args.seed,
+            "variant": "identity",
+        }
+    )
+
+    if not quick:
+        warm = next(
+            (r for r in report["records"] if r.get("library") == "hamiltonia" and "error" not in r),
+            None,
+        )
+        if warm is not None:
+            _log(f"cold numba cache {warm['target']}")
+            spec = {k: warm[k] for k in ("library", "target", "sampler", "n_steps")}
+            spec.update(variant="identity", chains=settings["chains"], warmup=settings["warmup"],
+                        draws=settings["draws"], seed=args.seed)  # fmt: skip
+            with tempfile.TemporaryDirectory(prefix="hamiltonia-bench-numba-") as cache:
+                cold = run_in_subprocess(spec, env={"NUMBA_CACHE_DIR": cache})
+                again = run_in_subprocess(spec, env={"NUMBA_CACHE_DIR": cache})
+            report["compile"] = [
+                ("cold (empty NUMBA_CACHE_DIR)", cold),
+                ("warm (same directory, next process)", again),
+            ]
+    return report
+
+
+def main(argv=None) -> int:
+    """``python -m hamiltonia.bench`` / ``hamiltonia bench``: run, print, optionally write."""
+    parser = _build_parser()
+    args = parser.parse_args(argv)
+    try:
+        report = run_benchmark(args)
+    except ValueError as err:
+        print(f"hamiltonia bench: error: {err}", file=sys.stderr)
+        return 2
+    text = render_markdown(report)
+    print(text)
+    if args.output:
+        path = args.output
+        content = render_rst(report) if path.endswith(".rst") else text + "\n"
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(content)
+        _log(f"wrote {path}")
+    return 0

@@ -1,0 +1,84 @@
+"""A Hamiltonian that moves only some coordinates: HMC as one block of a Gibbs sampler."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from hamiltonia import backend
+from hamiltonia.hamiltonians.base import Hamiltonian
+from hamiltonia.hamiltonians.metrics import DiagonalMetric, IdentityMetric
+
+__all__ = ["ConditionalHamiltonian"]
+
+
+class ConditionalHamiltonian(Hamiltonian):
+    """Hamiltonian dynamics of the free coordinates given the fixed ones.
+
+    With the position split as :math:`q = (w, \\theta)` and :math:`\\theta` held fixed, the
+    momentum of :math:`\\theta` is zero and
+
+    .. math::
+
+        H(w, p_w \\mid \\theta) = -\\log\\pi(w, \\theta) + \\tfrac12 p_w^\\top M_{ww}^{-1} p_w,
+
+    so an HMC transition leaves :math:`\\pi(w \\mid \\theta)` invariant: one block of a
+    Metropolis-within-Gibbs sampler (Neal 2011, §5.4.5; the HMC-with-Gibbs algorithms of
+    spec/seed001_003.md, B.4.2). The other block is updated by
+    :class:`~hamiltonia.samplers.gibbs.GibbsWithin`.
+
+    Parameters
+    ----------
+    base : Hamiltonian
+        A Hamiltonian with an identity or diagonal metric (for a dense metric the momentum of
+        the free block is not the masked draw, so it is refused).
+    fixed : sequence of int
+        Indices of the fixed coordinates :math:`\\theta`.
+    """
+
+    def __init__(self, base: Hamiltonian, fixed: Sequence[int]):
+        super().__init__(base.target)
+        metric = getattr(base, "metric", None)
+        if metric is not None and not isinstance(metric, IdentityMetric | DiagonalMetric):
+            raise ValueError(
+                "ConditionalHamiltonian needs an identity or diagonal metric, "
+                f"got {type(metric).__name__}"
+            )
+        fixed = np.unique(np.asarray(fixed, dtype=int))
+        if fixed.size == 0 or fixed.min() < 0 or fixed.max() >= base.dim:
+            raise ValueError(f"fixed must be indices in [0, {base.dim}), got {fixed.tolist()}")
+        self.base = base
+        self.fixed = fixed
+        self.free_mask = np.ones(base.dim)
+        self.free_mask[fixed] = 0.0
+
+    @property
+    def metric(self):
+        return self.base.metric
+
+    @metric.setter
+    def metric(self, value):
+        # Metric adaptation sets the metric of the dynamics; the fixed block stays frozen.
+        self.base.metric = value
+
+    def _mask(self):
+        return backend.asarray(self.free_mask)
+
+    def kinetic(self, p):
+        return self.base.kinetic(p * self._mask())
+
+    def velocity(self, p):
+        return self.base.velocity(p) * self._mask()
+
+    def sample_momentum(self, rngs):
+        return self.base.sample_momentum(rngs) * self._mask()
+
+    def evaluate(self, q, p=None):
+        state = self.base.evaluate(q, p)
+        # The force on the fixed block is irrelevant; zero it so that it cannot move them.
+        state.grad = state.grad * self._mask()
+        return state
+
+    def __repr__(self):
+        return f"ConditionalHamiltonian({self.base!r}, fixed={self.fixed.tolist()})"
