@@ -71,6 +71,15 @@ class NumbaTarget:
     fdata: np.ndarray
     idata: np.ndarray
 
+    def evaluate(self, q) -> tuple[float, np.ndarray]:
+        """``(log_prob, grad)`` at ``q`` of shape ``(dim,)``, computed by the *compiled*
+        function (calling a numba ``cfunc`` from Python runs its Python source instead, so
+        checks of a kernel must go through compiled code, as this does)."""
+        q = np.ascontiguousarray(q, dtype=np.float64)
+        grad = np.empty_like(q)
+        lp = _trampoline()(self.function, q, grad, self.fdata, self.idata)
+        return lp, grad
+
     @classmethod
     def build(cls, py_func: Callable, fdata, idata=()) -> NumbaTarget:
         """Compile ``py_func`` and normalise the data arrays."""
@@ -79,3 +88,19 @@ class NumbaTarget:
             np.ascontiguousarray(np.asarray(fdata, dtype=np.float64).ravel()),
             np.ascontiguousarray(np.asarray(idata, dtype=np.int64).ravel()),
         )
+
+
+_TRAMPOLINE = []
+
+
+def _trampoline():
+    """An njit function calling a compiled log density, built once."""
+    if not _TRAMPOLINE:
+        from numba import njit
+
+        @njit(cache=False)
+        def call(function, q, grad, fdata, idata):
+            return function(q, grad, fdata, idata)
+
+        _TRAMPOLINE.append(call)
+    return _TRAMPOLINE[0]

@@ -78,101 +78,6 @@ DEFAULT_PRIOR_SCALE = 1.0
 _PREDICT_BLOCK = 1 << 22
 
 
-# --------------------------------------------------------------------------- compiled kernel
-#: Rows per block of the compiled kernel.
-_KERNEL_BLOCK = 256
-
-#: :func:`hamiltonia.compiled.special.exp_nonpositive`, bound on first use by
-#: :func:`_bind_compiled_helpers` so that importing this module does not import numba
-#: (``hamiltonia list`` loads every target module); the kernel reads it as a global.
-_exp_nonpositive = None
-
-
-def _bind_compiled_helpers() -> None:
-    global _exp_nonpositive
-    if _exp_nonpositive is None:
-        from hamiltonia.compiled.special import exp_nonpositive
-
-        _exp_nonpositive = exp_nonpositive
-
-
-def _bnn_kernel(q, grad, fdata, idata):
-    # idata: n, d, h, block. fdata: noise precision, prior precision, X^T (d*n: column m of X
-    # at 2 + m*n), y (n). q: W (d*h, feature-major: w_mj at m*h + j), a (h), v (h), b.
-    # Rows are processed in blocks so that every inner loop runs over contiguous rows, and
-    # tanh(z) = sign(z) (1 - e) / (1 + e) with e = exp(-2|z|) from the vectorisable
-    # exp_nonpositive (absolute error of a few 1e-16; bound by _bind_compiled_helpers).
-    n, d, h, bsize = idata[0], idata[1], idata[2], idata[3]
-    noise_prec, prior_prec = fdata[0], fdata[1]
-    x0 = 2
-    y0 = 2 + n * d
-    ia = d * h
-    iv = ia + h
-    ib = iv + h
-    dim = ib + 1
-    work = np.empty((h, bsize))  # pre-activations, then tanh, then back-propagated errors
-    res = np.empty(bsize)
-    arg = np.zeros(bsize)  # stays <= 0 beyond the rows of a short last block
-    ex = np.empty(bsize)
-    bits = np.empty(bsize, dtype=np.int64)
-    for k in range(dim):
-        grad[k] = 0.0
-    sse = 0.0
-    for start in range(0, n, bsize):
-        nb = min(bsize, n - start)
-        # forward: work[j] = a_j + sum_m w_mj x_m, then tanh; res = f
-        for i in range(nb):
-            res[i] = q[ib]
-        for j in range(h):
-            aj = q[ia + j]
-            vj = q[iv + j]
-            for i in range(nb):
-                work[j, i] = aj
-            for m in range(d):
-                w = q[m * h + j]
-                col = x0 + m * n + start
-                for i in range(nb):
-                    work[j, i] += w * fdata[col + i]
-            for i in range(nb):
-                arg[i] = -2.0 * abs(work[j, i])
-            _exp_nonpositive(arg, ex, bits)
-            for i in range(nb):
-                e = ex[i]
-                tj = math.copysign((1.0 - e) / (1.0 + e), work[j, i])
-                work[j, i] = tj
-                res[i] += vj * tj
-        # residuals: res = (y - f) / sigma^2
-        for i in range(nb):
-            e = fdata[y0 + start + i] - res[i]
-            sse += e * e
-            res[i] = e * noise_prec
-            grad[ib] += res[i]
-        # backward
-        for j in range(h):
-            vj = q[iv + j]
-            sv = 0.0
-            sa = 0.0
-            for i in range(nb):
-                tj = work[j, i]
-                sv += res[i] * tj
-                g = res[i] * vj * (1.0 - tj * tj)
-                work[j, i] = g
-                sa += g
-            grad[iv + j] += sv
-            grad[ia + j] += sa
-            for m in range(d):
-                col = x0 + m * n + start
-                s = 0.0
-                for i in range(nb):
-                    s += work[j, i] * fdata[col + i]
-                grad[m * h + j] += s
-    ss = 0.0
-    for k in range(dim):
-        ss += q[k] * q[k]
-        grad[k] -= prior_prec * q[k]
-    return -0.5 * noise_prec * sse - 0.5 * prior_prec * ss
-
-
 # --------------------------------------------------------------------------- helpers
 def normalised_weights(log_weights, n_draws: int) -> np.ndarray | None:
     """Self-normalised importance weights :math:`\\bar w_s \\propto e^{\\ell_s}` for ``n_draws``
@@ -403,11 +308,11 @@ class BayesianNeuralNetwork(RegressorTarget, Target):
 
     def numba_kernel(self):
         from hamiltonia.compiled.targets import NumbaTarget
+        from hamiltonia.targets.bnn_kernel import KERNEL_BLOCK, bnn_log_prob
 
-        _bind_compiled_helpers()
         fdata = np.concatenate([[self._noise_prec, self._prior_prec], self.X.T.ravel(), self._ys])
-        idata = [self.n_obs, self.n_features, self.n_hidden, _KERNEL_BLOCK]
-        return NumbaTarget.build(_bnn_kernel, fdata, idata)
+        idata = [self.n_obs, self.n_features, self.n_hidden, KERNEL_BLOCK]
+        return NumbaTarget.build(bnn_log_prob, fdata, idata)
 
     # ------------------------------------------------------------------ prediction
     def _rows(self, X) -> np.ndarray:

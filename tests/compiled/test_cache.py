@@ -17,8 +17,9 @@ def test_second_process_hits_the_cache(tmp_path):
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
     counts = []
     for _ in range(2):
-        out = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True,
-                             text=True, check=True)
+        out = subprocess.run(
+            [sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, check=True
+        )
         counts.append(tuple(int(v) for v in out.stdout.split()))
     assert counts[0] == (0, 1)  # compiled and written
     assert counts[1] == (1, 0)  # loaded, not compiled
