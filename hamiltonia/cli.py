@@ -157,7 +157,8 @@ def _cmd_sample(args, out) -> int:
                 print(f"  {name:<10} {value:.4f}", file=out)
     if hasattr(target, "feature_relevance"):
         ranking = target.feature_relevance(result.draws, log_weights=result.log_weights)
-        print("\nfeature relevance (posterior mean of the ARD scale alpha):", file=out)
+        label = getattr(target, "relevance_label", "relevance")
+        print(f"\nfeature relevance ({label}):", file=out)
         width = max(len(name) for name, _ in ranking)
         for rank, (name, value) in enumerate(ranking, start=1):
             print(f"  {rank:>2}. {name:<{width}}  {value:.4f}", file=out)

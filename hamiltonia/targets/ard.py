@@ -107,6 +107,8 @@ class ARDLogisticRegression(ClassifierTarget, Target):
 
     description = "BLR with ARD: w_j ~ N(0, alpha_j^2), alpha_j ~ LogNormal(0, 1), sampled jointly"
 
+    relevance_label = "posterior mean of the ARD scale alpha"
+
     def __init__(
         self,
         X,
