@@ -176,8 +176,8 @@ def _cmd_sample(args, out) -> int:
     print(f"gradient evaluations {result.n_grad}", file=out)
     print(f"max r_hat            {np.max(hm.diagnostics.rhat(result.draws)):.4f}", file=out)
     print(
-        f"seconds              {result.warmup_seconds:.2f} warm-up, "
-        f"{result.sampling_seconds:.2f} sampling",
+        f"seconds              {result.warmup_seconds:.3g} warm-up (with any compiling), "
+        f"{result.sampling_seconds:.3g} sampling",
         file=out,
     )
     if args.output:

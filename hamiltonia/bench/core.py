@@ -128,7 +128,7 @@ def _main_table(records: list[dict]) -> list[str]:
     header = [
         "target", "sampler", "library", "variant", "ESS bulk min", "ESS tail min", "mESS",
         "ESS/s", "ESS/grad", "grads/draw", "µs/grad", "warm-up s", "sampling s", "compile s",
-        "peak RSS MB", "accept", "R-hat max", "div", "step size",
+        "peak RSS MB", "accept", "R-hat max", "div", "step size", "load 1m",
     ]  # fmt: skip
     rows = []
     for r in records:
@@ -144,19 +144,25 @@ def _main_table(records: list[dict]) -> list[str]:
                 r["ess_tail"], r["mess"], r["ess_per_s"], r["ess_per_grad"],
                 r["grads_per_draw"], r["us_per_grad"], r["warmup_s"], r["sampling_s"],
                 r["compile_s"], r["peak_rss_mb"], r["accept"], r["rhat"], r["divergences"],
-                r["step_size"],
+                r["step_size"], _load(r),
             ]
         )  # fmt: skip
     return _table(header, rows)
 
 
+def _load(record: dict) -> str:
+    load = record.get("load_1m")
+    return DASH if not load else f"{load[0]:.1f}-{load[1]:.1f}"
+
+
 def compare(records: list[dict]) -> list[dict]:
-    """Per target and sampler: hamiltonia with a diagonal metric (what the peers adapt)
-    against the peer run with the best min-bulk ESS/s."""
+    """Per target and sampler: hamiltonia with a diagonal metric (what the peers adapt), on
+    all cores and pinned to one, against the peer run with the best min-bulk ESS/s."""
     rows = []
+    order = [r["target"] for r in records]
     keys = sorted(
         {(r["target"], r.get("sampler", "hmc")) for r in records if "error" not in r},
-        key=lambda k: [r["target"] for r in records].index(k[0]),
+        key=lambda k: order.index(k[0]),
     )
     for target, sampler in keys:
         ok = [
@@ -164,22 +170,34 @@ def compare(records: list[dict]) -> list[dict]:
             for r in records
             if "error" not in r and r["target"] == target and r.get("sampler", "hmc") == sampler
         ]
-        ours = [r for r in ok if r["library"] == "hamiltonia" and r["variant"].startswith("diag")]
+        ours = [
+            r
+            for r in ok
+            if r["library"] == "hamiltonia"
+            and r["variant"].startswith("diag")
+            and not r.get("cpus")
+        ]
+        pinned = [
+            r for r in ok if r["library"] == "hamiltonia" and r["variant"].startswith("diag")
+            and r.get("cpus")
+        ]  # fmt: skip
         peers = [r for r in ok if r["library"] != "hamiltonia"]
         if not ours:
             continue
         best = max(peers, key=lambda r: r["ess_per_s"], default=None)
         h = ours[0]
+        one = pinned[0] if pinned else None
         rows.append(
             {
                 "target": target,
                 "sampler": _sampler_label(h),
                 "ours": h,
+                "one_core": one,
                 "best": best,
                 "ratio": None if best is None else h["ess_per_s"] / best["ess_per_s"],
-                "grad_ratio": None
-                if best is None or not best["us_per_grad"]
-                else h["us_per_grad"] / best["us_per_grad"],
+                "ratio_one_core": None
+                if best is None or one is None
+                else one["ess_per_s"] / best["ess_per_s"],
             }
         )
     return rows
@@ -187,19 +205,22 @@ def compare(records: list[dict]) -> list[dict]:
 
 def _compare_table(rows: list[dict]) -> list[str]:
     header = [
-        "target", "sampler", "hamiltonia (diagonal) ESS/s", "best peer", "peer ESS/s",
-        "ratio", "hamiltonia µs/grad", "peer µs/grad", "hamiltonia R-hat", "peer R-hat",
+        "target", "sampler", "hamiltonia ESS/s", "hamiltonia 1 core ESS/s", "best peer",
+        "peer ESS/s", "ratio", "ratio 1 core", "hamiltonia µs/grad", "1 core µs/grad",
+        "peer µs/grad", "R-hat hamiltonia / peer",
     ]  # fmt: skip
     out = []
     for c in rows:
-        h, b = c["ours"], c["best"]
+        h, b, one = c["ours"], c["best"], c["one_core"]
         out.append(
             [
                 c["target"], c["sampler"], h["ess_per_s"],
+                None if one is None else one["ess_per_s"],
                 DASH if b is None else f"{b['library']} ({b['variant']})",
-                None if b is None else b["ess_per_s"], c["ratio"], h["us_per_grad"],
-                None if b is None else b["us_per_grad"], h["rhat"],
-                None if b is None else b["rhat"],
+                None if b is None else b["ess_per_s"], c["ratio"], c["ratio_one_core"],
+                h["us_per_grad"], None if one is None else one["us_per_grad"],
+                None if b is None else b["us_per_grad"],
+                f"{h['rhat']:.2f} / " + (DASH if b is None else f"{b['rhat']:.2f}"),
             ]
         )  # fmt: skip
     return _table(header, out)
@@ -208,18 +229,21 @@ def _compare_table(rows: list[dict]) -> list[str]:
 def _overhead_table(rows: list[dict]) -> list[str]:
     header = [
         "target", "D", "L", "path", "per step, identity (ns)", "per step, diagonal (ns)",
-        "one gradient (ns)", "ratio identity", "ratio diagonal",
+        "one gradient (ns)", "one gradient, chained (ns)", "ratio identity",
+        "ratio diagonal", "ratio identity vs chained",
     ]  # fmt: skip
     body = []
     for r in rows:
         if "error" in r:
-            body.append([r["target"], DASH, DASH, f"failed: {r['error']}"] + [DASH] * 5)
+            body.append([r["target"], DASH, DASH, f"failed: {r['error']}"] + [DASH] * 7)
             continue
+        chained = r.get("grad_chained_s")
         body.append(
             [
                 r["target"], r["dim"], r["n_steps"], r["path"], r["step_s"] * 1e9,
                 None if r["step_diag_s"] is None else r["step_diag_s"] * 1e9, r["grad_s"] * 1e9,
-                r["ratio"], r["ratio_diag"],
+                None if chained is None else chained * 1e9, r["ratio"], r["ratio_diag"],
+                r.get("ratio_chained"),
             ]
         )  # fmt: skip
     return _table(header, body)
@@ -294,9 +318,16 @@ def goals(report: dict) -> list[list]:
     ]
     if cmp_rows:
         met = all(c["ratio"] >= 1 for c in cmp_rows)
-        numbers = ", ".join(
-            f"{c['target']} {c['ratio']:.2f}x vs {c['best']['library']}" for c in cmp_rows
-        )
+        parts = []
+        for c in cmp_rows:
+            text = f"{c['target']} {c['ratio']:.2f}x"
+            if c["ratio_one_core"] is not None:
+                text += f" ({c['ratio_one_core']:.2f}x on 1 core)"
+            text += f" vs {c['best']['library']} {c['best']['variant']}"
+            if max(c["ours"]["rhat"], c["best"]["rhat"]) > 1.1:
+                text += " [R-hat > 1.1: not converged, ESS/s is noise]"
+            parts.append(text)
+        numbers = "; ".join(parts)
         out.append(["(2) hamiltonia diagonal min-bulk ESS/s >= best peer (fixed-L HMC)", met,
                     numbers])  # fmt: skip
     else:
@@ -340,7 +371,10 @@ Notes on method:
   second is reported, and compile s = first-call wall - second-call wall (importing numba and
   loading the kernels from numba's cache, or compiling them when the cache is cold; the
   "compile" table shows a cold cache). The compiled path is used wherever the target has a
-  numba kernel (variant "compiled"), the NumPy path otherwise.
+  numba kernel (variant "compiled"), the NumPy path otherwise. It runs the chains on threads,
+  one per core; the peers' runs here are mostly single-threaded (NumPyro sequential and mici
+  by construction), so hamiltonia's diagonal-metric run is repeated pinned to one core
+  (`sched_setaffinity`, variant "1 core"), and the comparison shows both.
 * NumPyro: `HMC(num_steps=L, trajectory_length=None)` (without `trajectory_length=None` NumPyro
   ignores the adapted step size). It re-jits on every `warmup`/`run` call, so warm-up and
   sampling run twice with the same keys and the second pass is reported minus the JAX compile
@@ -360,7 +394,11 @@ Notes on method:
 * Overhead: one chain of `hamiltonia.compiled.kernels.hmc_chunk` (momentum, leapfrog, accept,
   output; no adaptation) per gradient evaluation made, against the target's compiled
   `log_prob_and_grad` called in a numba loop through the same function pointer; best of
-  several repeats. Chains: wall of a whole `sample` call (warm-up included), identity metric.
+  several repeats; "chained" makes each call's input depend on the previous output, as in a
+  trajectory, so that consecutive calls cannot overlap in the CPU (latency, not throughput).
+  Chains: wall of a whole `sample` call (warm-up included), identity metric.
+* load 1m: the machine's 1-minute load average at the start and end of a run; with 2 cores,
+  values well above 1 mean other processes competed for the CPU during that run.
 * Memory: one process; a short call first loads numba and the kernels, then RSS is read, then
   the long run; growth = peak RSS - RSS before the run."""
 
@@ -382,6 +420,12 @@ def render_markdown(report: dict) -> str:
         f"{settings['draws']:,} draws, seed {settings['seed']}, target acceptance 0.8, "
         f"diagonal metric for the peers{' (--quick)' if settings['quick'] else ''}",
     ]
+    if report.get("load"):
+        lines.append(
+            "* 1-minute load average at start / end: "
+            + " / ".join(f"{x:.2f}" for x in report["load"])
+            + " (other processes share this machine; see the load column)"
+        )
     for peer, state in report["peers"].items():
         lines.append(f"* {peer}: {state}")
     lines += ["", "## Runs", ""]
@@ -517,6 +561,10 @@ def _matrix_specs(targets, peers, settings, samplers) -> list[dict]:
             }
             for metric in HAMILTONIA_METRICS:
                 specs.append({**base, "library": "hamiltonia", "variant": metric})
+            if hasattr(os, "sched_setaffinity") and (os.cpu_count() or 1) > 1:
+                # The compiled path runs chains on threads, one per core; the peers' runs
+                # are mostly single-threaded, so hamiltonia also runs pinned to one core.
+                specs.append({**base, "library": "hamiltonia", "variant": "diagonal", "cpus": 1})
             for peer in peers:
                 for variant in PEER_VARIANTS[peer]:
                     specs.append({**base, "library": peer, "variant": variant})
@@ -555,6 +603,7 @@ def run_benchmark(args) -> dict:
         "settings": settings,
         "peers": states,
         "records": [],
+        "load": [os.getloadavg()[0]] if hasattr(os, "getloadavg") else None,
     }
     for spec in _matrix_specs(targets, peers, settings, samplers):
         _log(f"{spec['target']} {spec['sampler']} {spec['library']} {spec['variant']}")
@@ -564,6 +613,7 @@ def run_benchmark(args) -> dict:
         report["records"].append(record)
     report["compare"] = compare(report["records"])
     if args.skip_micro:
+        _finish_load(report)
         return report
 
     over_targets = list(targets)
@@ -623,7 +673,13 @@ def run_benchmark(args) -> dict:
                 ("cold (empty NUMBA_CACHE_DIR)", cold),
                 ("warm (same directory, next process)", again),
             ]
+    _finish_load(report)
     return report
+
+
+def _finish_load(report: dict) -> None:
+    if report.get("load") and hasattr(os, "getloadavg"):
+        report["load"].append(os.getloadavg()[0])
 
 
 def main(argv=None) -> int:

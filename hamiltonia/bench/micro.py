@@ -20,6 +20,18 @@ def _gradient_loop(fn, q, grad, fdata, idata, n):  # pragma: no cover - compiled
     return total
 
 
+@njit(cache=True, nogil=True)
+def _gradient_chain(fn, q, grad, fdata, idata, n):  # pragma: no cover - compiled
+    # Each call's input depends on the last call's output (q + 0 * grad is not folded away
+    # without fast-math flags), as in a trajectory: the calls cannot overlap in the CPU.
+    total = 0.0
+    for _ in range(n):
+        total += fn(q, grad, fdata, idata)
+        for i in range(q.shape[0]):
+            q[i] = q[i] + 0.0 * grad[i]
+    return total
+
+
 def _best_of(run, n: int, repeats: int, budget: float) -> float:
     """Seconds per unit of ``run(n)`` (which returns the units it did), after scaling ``n``
     so that one call lasts about ``budget`` seconds; the best of ``repeats`` calls."""
@@ -36,15 +48,20 @@ def _best_of(run, n: int, repeats: int, budget: float) -> float:
     return float(best)
 
 
-def gradient_seconds(kernel, q, *, repeats: int = 5, budget: float = 0.2) -> float:
+def gradient_seconds(
+    kernel, q, *, chained: bool = False, repeats: int = 5, budget: float = 0.2
+) -> float:
     """Seconds per call of ``kernel.function`` (a compiled log density and gradient) at ``q``,
     called in a numba loop through the same first-class function pointer the chain kernel
-    uses."""
+    uses. Independent calls (default) measure throughput: the CPU may overlap consecutive
+    calls. ``chained=True`` makes each call's input depend on the previous output (plus one
+    pass over ``q``), as the calls of a trajectory do: latency."""
     q = np.ascontiguousarray(q, dtype=np.float64).copy()
     grad = np.empty_like(q)
+    loop = _gradient_chain if chained else _gradient_loop
 
     def run(n):
-        _gradient_loop(kernel.function, q, grad, kernel.fdata, kernel.idata, n)
+        loop(kernel.function, q, grad, kernel.fdata, kernel.idata, n)
         return n
 
     return _best_of(run, 1000, repeats, budget)
@@ -100,9 +117,10 @@ def overhead_row(name: str, n_steps: int, *, quick: bool = False) -> dict:
     """Per-step cost of one chain of static HMC on target ``name`` against one gradient.
 
     With a numba kernel: :func:`step_seconds` (identity and diagonal metric) against
-    :func:`gradient_seconds`. Without one (the NumPy path): seconds per gradient evaluation
-    of a one-chain ``sample(compiled=False)`` against one ``log_prob_and_grad`` call on a
-    ``(1, dim)`` array. The step size is the one dual averaging finds in a short warm-up.
+    :func:`gradient_seconds` (independent and chained calls). Without one (the NumPy path):
+    seconds per gradient evaluation of a one-chain ``sample(compiled=False)`` against one
+    ``log_prob_and_grad`` call on a ``(1, dim)`` array. The step size is the one dual
+    averaging finds in a short warm-up.
     """
     import hamiltonia as hm
 
@@ -114,9 +132,16 @@ def overhead_row(name: str, n_steps: int, *, quick: bool = False) -> dict:
     if kernel is not None:
         q, eps = _warm_state(target, n_steps, True, 300)
         grad_s = gradient_seconds(kernel, q, repeats=repeats, budget=budget)
+        chain_s = gradient_seconds(kernel, q, chained=True, repeats=repeats, budget=budget)
         step_id = step_seconds(kernel, q, eps, n_steps, kind=0, repeats=repeats, budget=budget)
         step_diag = step_seconds(kernel, q, eps, n_steps, kind=1, repeats=repeats, budget=budget)
-        row.update(path="compiled", step_s=step_id, step_diag_s=step_diag, grad_s=grad_s)
+        row.update(
+            path="compiled",
+            step_s=step_id,
+            step_diag_s=step_diag,
+            grad_s=grad_s,
+            grad_chained_s=chain_s,
+        )
     else:
         q, eps = _warm_state(target, n_steps, False, 100 if quick else 300)
         draws = 50 if quick else 300
@@ -141,9 +166,11 @@ def overhead_row(name: str, n_steps: int, *, quick: bool = False) -> dict:
 
         grad_s = _best_of(run, 100, repeats, budget)
         step = result.sampling_seconds / max(result.n_grad, 1)
-        row.update(path="numpy", step_s=step, step_diag_s=None, grad_s=grad_s)
+        row.update(path="numpy", step_s=step, step_diag_s=None, grad_s=grad_s, grad_chained_s=None)
     row["ratio"] = row["step_s"] / row["grad_s"]
     row["ratio_diag"] = None if row["step_diag_s"] is None else row["step_diag_s"] / row["grad_s"]
+    chained = row["grad_chained_s"]
+    row["ratio_chained"] = None if chained is None else row["step_s"] / chained
     return row
 
 

@@ -186,7 +186,7 @@ def run_one(spec: dict) -> dict:
         variant=spec["variant"],
         target_accept=float(spec.get("target_accept", 0.8)),
     )
-    record = {k: spec[k] for k in ("library", "target", "sampler", "n_steps") if k in spec}
+    record = {k: spec[k] for k in ("library", "target", "sampler", "n_steps", "cpus") if k in spec}
     record.update(
         {
             k: out[k]
