@@ -143,9 +143,10 @@ def _resolve_reexport(app, env, node, contnode):
     return None
 
 
-# NumPy-style types such as ``ndarray (chains, dim)`` become cross-references word by word;
-# the shape axes are not objects, and ``dim`` would otherwise match several attributes.
-_SHAPE_AXES = frozenset({"chains", "draws", "dim"})
+# NumPy-style types such as ``ndarray (chains, dim)`` or ``sequence of (name, kind)`` become
+# cross-references word by word; these placeholder words are not objects, and would otherwise
+# match several attributes (``dim``, ``Dataset.name``, ``DatasetInfo.kind`` ...).
+_SHAPE_AXES = frozenset({"chains", "draws", "dim", "name", "kind"})
 
 
 class _UnlinkShapeAxes(SphinxPostTransform):
@@ -202,6 +203,26 @@ def _split_combined_attributes(app, what, name, obj, options, lines):
     lines[:] = out
 
 
+# A section title in a module docstring whose underline is shorter than the title is a
+# docutils warning; lengthen such underlines (hamiltonia/targets/bnn.py has one, a character
+# short). Only lines of one repeated punctuation character directly under a text line count.
+_UNDERLINE = re.compile(r"^\s*([-=~^\"'`#*+])\1{2,}\s*$")
+
+
+def _lengthen_short_underlines(app, what, name, obj, options, lines):
+    for i in range(1, len(lines)):
+        title, under = lines[i - 1], lines[i]
+        if (
+            _UNDERLINE.match(under)
+            and title.strip()
+            and not _UNDERLINE.match(title)
+            and len(under.rstrip()) < len(title.rstrip())
+        ):
+            lines[i] = under.rstrip() + under.strip()[0] * (
+                len(title.rstrip()) - len(under.rstrip())
+            )
+
+
 def _reset_cache(app, env, docnames):
     global _documented_by_id
     _documented_by_id = None
@@ -212,3 +233,4 @@ def setup(app):
     app.connect("missing-reference", _resolve_reexport)
     app.add_post_transform(_UnlinkShapeAxes)
     app.connect("autodoc-process-docstring", _split_combined_attributes, priority=400)
+    app.connect("autodoc-process-docstring", _lengthen_short_underlines, priority=400)
