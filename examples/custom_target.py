@@ -17,11 +17,13 @@ y = (rng.random(200) < 1 / (1 + np.exp(-X @ true_w))).astype(float)
 
 
 def log_posterior(w):
-    z = X @ w
-    return anp.sum(y * z - anp.logaddexp(0.0, z)) - 0.5 * anp.sum(w**2) / 10.0**2
+    # w has shape (..., 3): written for a batch, so one call serves all chains.
+    z = w @ X.T
+    log_lik = anp.sum(y * z - anp.logaddexp(0.0, z), axis=-1)
+    return log_lik - 0.5 * anp.sum(w**2, axis=-1) / 10.0**2
 
 
-target = hm.Target.from_logp(log_posterior, dim=3, names=["w1", "w2", "w3"])
+target = hm.Target.from_logp(log_posterior, dim=3, names=["w1", "w2", "w3"], vectorized=True)
 result = hm.sample(
     target,
     sampler="hmc",

@@ -12,7 +12,7 @@ from hamiltonia.momentum import FullRefresh, MomentumRefresh
 from hamiltonia.poisson import CanonicalStructure, PoissonStructure
 from hamiltonia.reducers import VarianceReducer
 from hamiltonia.results import Result, load
-from hamiltonia.run import sample
+from hamiltonia.run import resume, sample
 from hamiltonia.samplers import HamiltonianSampler, RandomWalkMetropolis, Sampler
 from hamiltonia.targets import Target
 from hamiltonia.trajectories import StaticLength, TrajectoryPolicy
@@ -43,6 +43,7 @@ __all__ = [
     "__version__",
     "diagnostics",
     "load",
+    "resume",
     "sample",
     "samplers",
     "targets",

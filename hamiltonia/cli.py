@@ -71,6 +71,9 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     sp.add_argument("--output", "-o", default=None, help="write the run to this netCDF file")
     sp.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    rp = sub.add_parser("resume", help="continue an interrupted run written with --output")
+    rp.add_argument("path", help="the run file")
+    rp.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     # Everything after "bench" goes to hamiltonia.bench.main (its options start with "-",
     # which this subparser must not interpret: hence the prefix character it never sees).
     bp = sub.add_parser(
@@ -110,8 +113,6 @@ def _cmd_datasets(out) -> int:
 
 
 def _cmd_sample(args, out) -> int:
-    import numpy as np
-    import pandas as pd
 
     import hamiltonia as hm
 
@@ -135,6 +136,22 @@ def _cmd_sample(args, out) -> int:
         output=args.output,
         **options,
     )
+    return _report(result, target, args.output, out)
+
+
+def _cmd_resume(args, out) -> int:
+    import hamiltonia as hm
+
+    result = hm.resume(args.path, progress=not args.no_progress)
+    return _report(result, result.get_target(), args.path, out)
+
+
+def _report(result, target, output, out) -> int:
+    import numpy as np
+    import pandas as pd
+
+    import hamiltonia as hm
+
     with pd.option_context("display.max_rows", 200, "display.width", 120):
         print(result.summary().round(4).to_string(), file=out)
     exact = target.exact_moments
@@ -165,7 +182,7 @@ def _cmd_sample(args, out) -> int:
     stats = result.stats
     print(
         f"\nsampler {result.sampler} on {result.target}: {result.n_chains} chains x "
-        f"{result.n_draws} draws after {args.warmup} warm-up",
+        f"{result.n_draws} draws after {result.attrs.get('warmup', '?')} warm-up",
         file=out,
     )
     print(f"acceptance rate      {result.acceptance_rate:.3f}", file=out)
@@ -180,8 +197,8 @@ def _cmd_sample(args, out) -> int:
         f"{result.sampling_seconds:.3g} sampling",
         file=out,
     )
-    if args.output:
-        print(f"wrote {args.output}", file=out)
+    if output:
+        print(f"wrote {output}", file=out)
     return 0
 
 
@@ -196,13 +213,15 @@ def main(argv=None) -> int:
             return _cmd_datasets(sys.stdout)
         if args.command == "sample":
             return _cmd_sample(args, sys.stdout)
+        if args.command == "resume":
+            return _cmd_resume(args, sys.stdout)
         if args.command == "bench":
             from hamiltonia import bench
 
             return bench.main(args.bench_args)
         parser.print_help()
         return 2
-    except (_UsageError, ValueError, TypeError, KeyError) as err:
+    except (_UsageError, ValueError, TypeError, KeyError, FileNotFoundError) as err:
         message = str(err.args[0]) if isinstance(err, KeyError) and err.args else str(err)
         print(f"hamiltonia: error: {message}", file=sys.stderr)
         return 2

@@ -15,7 +15,7 @@ from hamiltonia.samplers.base import STAT_NAMES, Sampler
 from hamiltonia.state import ChainState
 from hamiltonia.targets.base import Target
 
-__all__ = ["make_rngs", "sample"]
+__all__ = ["make_rngs", "resume", "sample"]
 
 #: Initial points are drawn uniformly from (-INIT_RADIUS, INIT_RADIUS) per coordinate, as in
 #: Stan, and redrawn up to MAX_INIT_TRIES times where the log density is not finite.
@@ -117,9 +117,9 @@ class _Recorder:
         self.n_divergent = 0
         self.n_done = 0
         self.shape = (chains, draws)
-        self.checkpoint = checkpoint  # called with no argument after each stored block
+        self.checkpoint = checkpoint  # called with the chain state after each stored block
 
-    def record(self, it, q, info: dict, log_weight) -> None:
+    def record(self, it, q, info: dict, log_weight, state=None) -> None:
         """Store iteration ``it`` (an index, or a slice for a block of iterations)."""
         self.q[:, it] = backend.to_numpy(q)
         for name in (*STAT_NAMES, "lp"):
@@ -134,7 +134,20 @@ class _Recorder:
         self.n_divergent += int(np.sum(info["diverging"]))
         self.n_done = it.stop if isinstance(it, slice) else it + 1
         if self.checkpoint is not None:
-            self.checkpoint()
+            self.checkpoint(state)
+
+    def prefill(self, previous: Result) -> None:
+        """Start from the draws of an earlier, interrupted part of the same run."""
+        n = previous.n_draws
+        self.q[:, :n] = previous.draws
+        for name, values in previous.stats.items():
+            self.stats[name] = np.empty(self.shape, dtype=values.dtype)
+            self.stats[name][:, :n] = values
+        if previous.log_weights is not None:
+            self.log_weights = np.empty(self.shape)
+            self.log_weights[:, :n] = previous.log_weights
+        self.n_divergent = int(np.sum(previous.stats["diverging"]))
+        self.n_done = n
 
     def truncated(self):
         """Draws, statistics and weights of the iterations completed so far."""
@@ -165,7 +178,7 @@ class _Chunker:
                 first += n
 
 
-def _run_numpy(smp, target, state, rngs, warmup, draws, rec, bar):
+def _run_numpy(smp, target, state, rngs, warmup, draws, rec, bar, start=0):
     for it in range(warmup):
         state, info = smp.step(state, rngs)
         for tuner in smp.tuners:
@@ -175,17 +188,17 @@ def _run_numpy(smp, target, state, rngs, warmup, draws, rec, bar):
         tuner.finalize(smp, state)
     t1 = time.perf_counter()
     bar.set_description(f"{smp.name} sampling")
-    for it in range(draws):
+    for it in range(start, draws):
         state, info = smp.step(state, rngs)
         info = {**info, "step_size": state.step_size, "lp": state.phase.log_prob}
-        rec.record(it, target.constrain(state.phase.q), info, smp.log_weight(state))
+        rec.record(it, target.constrain(state.phase.q), info, smp.log_weight(state), state)
         bar.update(1)
         if it % 50 == 0:
             bar.set_postfix_str(f"divergences={rec.n_divergent}", refresh=False)
     return state, t1
 
 
-def _run_compiled(plan, smp, target, state, rngs, warmup, draws, rec, bar):
+def _run_compiled(plan, smp, target, state, rngs, warmup, draws, rec, bar, start=0):
     from hamiltonia.compiled import kernels as K
 
     chains, dim = state.phase.q.shape
@@ -203,7 +216,7 @@ def _run_compiled(plan, smp, target, state, rngs, warmup, draws, rec, bar):
     t1 = time.perf_counter()
     bar.set_description(f"{smp.name} sampling")
     length = smp.trajectory.length
-    for first, n in chunker.split(0, draws):
+    for first, n in chunker.split(start, draws):
         block = slice(first, first + n)
         plan.run(state, rngs, n, False, rec.q[:, block], buf_s[:, :n])
         s = buf_s[:, :n]
@@ -217,7 +230,7 @@ def _run_compiled(plan, smp, target, state, rngs, warmup, draws, rec, bar):
             "step_size": s[..., K.STEP_SIZE],
             "lp": s[..., K.LOG_PROB],
         }
-        rec.record(block, target.constrain(rec.q[:, block]), info, None)
+        rec.record(block, target.constrain(rec.q[:, block]), info, None, state)
         bar.update(n)
         bar.set_postfix_str(f"divergences={rec.n_divergent}", refresh=False)
     return state, t1
@@ -307,8 +320,51 @@ def sample(
         )  # fmt: skip
 
 
+def _json_ready(value) -> bool:
+    import json
+
+    try:
+        json.dumps(value)
+    except TypeError:
+        return False
+    return True
+
+
+def _resume_info(target, sampler, options, state, rngs, smp):
+    """What :func:`resume` needs to continue a run exactly where it stopped, or ``None`` when
+    the run was not built from registered names with plain options."""
+    names = isinstance(target, str) or hasattr(target, "registered_name")
+    if not (names and isinstance(sampler, str) and _json_ready(options)):
+        return None
+    metric = getattr(getattr(smp, "hamiltonian", None), "metric", None)
+    metric_info = None
+    if metric is not None:
+        inverse_mass = getattr(metric, "inverse_mass", None)
+        metric_info = {
+            "kind": type(metric).__name__,
+            "inverse_mass": None if inverse_mass is None else np.asarray(inverse_mass).tolist(),
+        }
+    return {
+        "sampler": sampler,
+        "options": options,
+        "rng_states": [rng.bit_generator.state for rng in rngs],
+        "q": backend.to_numpy(state.phase.q).tolist(),
+        "step_size": np.asarray(state.step_size).tolist(),
+        "metric": metric_info,
+    }
+
+
+def _restore_metric(smp, info) -> None:
+    from hamiltonia.hamiltonians import metrics
+
+    if info is None or info["inverse_mass"] is None:
+        return
+    cls = getattr(metrics, info["kind"])
+    smp.hamiltonian.metric = cls(np.asarray(info["inverse_mass"]))
+
+
 def _sample(target, sampler, *, chains, warmup, draws, seed, initial, progress, compiled,
-            output, checkpoint_seconds, options):  # fmt: skip
+            output, checkpoint_seconds, options, resume_from=None):  # fmt: skip
     from tqdm.auto import tqdm
 
     chains = check_int(chains, "chains", minimum=1)
@@ -316,6 +372,10 @@ def _sample(target, sampler, *, chains, warmup, draws, seed, initial, progress, 
     draws = check_int(draws, "draws", minimum=1)
     if compiled not in (None, True, False):
         raise ValueError(f"compiled must be None, True or False, got {compiled!r}")
+    checkpoint_seconds = float(checkpoint_seconds)
+    if not checkpoint_seconds >= 0:
+        raise ValueError(f"checkpoint_seconds must be >= 0, got {checkpoint_seconds!r}")
+    requested = (target, sampler)
     target = _resolve_target(target)
     name = _backend_module.get_backend()
     if name not in target.backends:
@@ -326,23 +386,41 @@ def _sample(target, sampler, *, chains, warmup, draws, seed, initial, progress, 
     smp = _resolve_sampler(sampler, target, options)
     plan = _choose_plan(smp, compiled)
     rngs, seq = make_rngs(seed, chains)
-
-    state = _initial_state(smp, target, initial, rngs)
-    attrs = {
-        "seed_entropy": str(seq.entropy),
-        "chains": chains,
-        "warmup": warmup,
-        "draws": draws,
-        "compiled": plan is not None,
-        "options": {k: (v if np.isscalar(v) or v is None else repr(v)) for k, v in options.items()},
-        "target_params": getattr(target, "registered_params", {}),
-    }
-    times = {"t0": time.perf_counter(), "t1": None, "saved": time.perf_counter()}
+    rec = None
+    if resume_from is None:
+        state = _initial_state(smp, target, initial, rngs)
+        start = 0
+        attrs = {
+            "seed_entropy": str(seq.entropy),
+            "chains": chains,
+            "warmup": warmup,
+            "draws": draws,
+            "compiled": plan is not None,
+            "options": {
+                k: (v if np.isscalar(v) or v is None else repr(v)) for k, v in options.items()
+            },
+            "target_params": getattr(target, "registered_params", {}),
+        }
+    else:
+        previous, info = resume_from
+        for rng, rng_state in zip(rngs, info["rng_states"], strict=True):
+            rng.bit_generator.state = rng_state
+        _restore_metric(smp, info["metric"])
+        state = smp.init(np.asarray(info["q"]))
+        state.step_size = np.asarray(info["step_size"], dtype=float)
+        start = previous.n_draws
+        attrs = {k: v for k, v in previous.attrs.items() if k not in ("complete", "draws_done")}
+        attrs["compiled"] = plan is not None
+    times = {"t0": time.perf_counter(), "t1": None, "saved": time.perf_counter(), "resume": None}
 
     def build_result(complete: bool) -> Result:
         q, stats, weights = rec.truncated()
         now = time.perf_counter()
         t1 = times["t1"] if times["t1"] is not None else now
+        warmup_seconds, sampling_seconds = t1 - times["t0"], now - t1
+        if resume_from is not None:
+            warmup_seconds = resume_from[0].warmup_seconds
+            sampling_seconds += resume_from[0].sampling_seconds
         return Result(
             draws=q,
             stats=stats,
@@ -350,30 +428,46 @@ def _sample(target, sampler, *, chains, warmup, draws, seed, initial, progress, 
             log_weights=weights,
             sampler=smp.name,
             target=getattr(target, "registered_name", type(target).__name__),
-            warmup_seconds=t1 - times["t0"],
-            sampling_seconds=now - t1,
-            attrs={**attrs, "complete": complete, "draws_done": rec.n_done},
+            warmup_seconds=warmup_seconds,
+            sampling_seconds=sampling_seconds,
+            attrs={
+                **attrs,
+                "complete": complete,
+                "draws_done": rec.n_done,
+                "resume": None if complete else times["resume"],
+            },
             _target=target,
         )
 
-    def checkpoint():
+    def checkpoint(current):
         if times["t1"] is None:
             times["t1"] = time.perf_counter()
-        if output is not None and time.perf_counter() - times["saved"] >= checkpoint_seconds:
+        if output is None:
+            return
+        # The state after the last stored iteration, from which resume() continues exactly.
+        times["resume"] = _resume_info(*requested, options, current, rngs, smp)
+        if time.perf_counter() - times["saved"] >= checkpoint_seconds:
             build_result(complete=False).save(output)
             times["saved"] = time.perf_counter()
 
     rec = _Recorder(chains, draws, target.dim, checkpoint)
-    bar = tqdm(total=warmup + draws, disable=not progress, desc=f"{smp.name} warmup", unit="it")
+    if resume_from is not None:
+        rec.prefill(resume_from[0])
+    total = warmup + draws if resume_from is None else draws - start
+    bar = tqdm(total=total, disable=not progress, desc=f"{smp.name} warmup", unit="it")
     try:
-        for tuner in smp.tuners:
-            tuner.start(smp, state, warmup, rngs)
+        if resume_from is None:
+            for tuner in smp.tuners:
+                tuner.start(smp, state, warmup, rngs)
+        run_warmup = warmup if resume_from is None else 0
         if plan is None:
-            state, times["t1"] = _run_numpy(smp, target, state, rngs, warmup, draws, rec, bar)
+            state, times["t1"] = _run_numpy(
+                smp, target, state, rngs, run_warmup, draws, rec, bar, start
+            )
         else:
             with plan:
                 state, times["t1"] = _run_compiled(
-                    plan, smp, target, state, rngs, warmup, draws, rec, bar
+                    plan, smp, target, state, rngs, run_warmup, draws, rec, bar, start
                 )
     except KeyboardInterrupt:
         if rec.n_done == 0:
@@ -383,9 +477,9 @@ def _sample(target, sampler, *, chains, warmup, draws, seed, initial, progress, 
             result.save(output)
         warnings.warn(
             f"interrupted after {rec.n_done} of {draws} draws per chain; returning those"
-            + (f" (saved to {output})" if output is not None else ""),
+            + (f" (saved to {output}; continue with hamiltonia.resume)" if output else ""),
             RuntimeWarning,
-            stacklevel=2,
+            stacklevel=3,
         )
         return result
     finally:
@@ -394,3 +488,34 @@ def _sample(target, sampler, *, chains, warmup, draws, seed, initial, progress, 
     if output is not None:
         result.save(output)
     return result
+
+
+def resume(path, *, progress: bool = True, output=None, checkpoint_seconds: float = 60.0,
+           backend: str | None = None) -> Result:  # fmt: skip
+    """Continue an interrupted run saved by :func:`sample` with ``output=``.
+
+    The run continues from the state after its last saved draw, with the generators, step
+    sizes and metric it had then, so the finished draws equal those of an uninterrupted run
+    with the same seed. Needs a run of registered target and sampler names with plain
+    options (the file then records how to rebuild them); the continuation is written to
+    ``output`` (default: ``path`` itself).
+    """
+    from hamiltonia.results import load
+
+    previous = load(path)
+    info = previous.attrs.get("resume")
+    if previous.attrs.get("complete", True):
+        raise ValueError(f"{path} holds a complete run: nothing to resume")
+    if not info:
+        raise ValueError(
+            f"{path} cannot be resumed: the run was not built from registered target and "
+            "sampler names with plain options"
+        )
+    with _backend_module.using(backend):
+        return _sample(
+            previous.get_target(), info["sampler"], chains=previous.n_chains, warmup=0,
+            draws=int(previous.attrs["draws"]), seed=None, initial=None, progress=progress,
+            compiled=None, output=path if output is None else output,
+            checkpoint_seconds=checkpoint_seconds, options=dict(info["options"]),
+            resume_from=(previous, info),
+        )  # fmt: skip

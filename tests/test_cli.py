@@ -183,3 +183,27 @@ def test_sample_prints_test_metrics_and_relevance(capsys):
     )
     out = capsys.readouterr().out
     assert "feature relevance" in out and " 1. " in out
+
+
+def test_resume_command(capsys, tmp_path, monkeypatch):
+    from hamiltonia import run as run_module
+
+    original = run_module._Recorder.record
+
+    def interrupt_once(self, *args, **kw):
+        original(self, *args, **kw)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(run_module._Recorder, "record", interrupt_once)
+    path = tmp_path / "run.nc"
+    with pytest.warns(RuntimeWarning):
+        assert main(["sample", "banana", "--chains", "2", "--warmup", "50", "--draws", "300",
+                     "--seed", "1", "--output", str(path), "--no-progress"]) == 0
+    monkeypatch.setattr(run_module._Recorder, "record", original)
+    assert hm.load(path).attrs["complete"] is False
+    capsys.readouterr()
+    assert main(["resume", str(path), "--no-progress"]) == 0
+    assert "2 chains x 300 draws" in capsys.readouterr().out
+    assert hm.load(path).attrs["complete"] is True
+    assert main(["resume", str(path)]) == 2  # nothing left to resume: one-line error
+    assert "complete run" in capsys.readouterr().err

@@ -5,6 +5,7 @@ import pytest
 
 import hamiltonia as hm
 from hamiltonia.registry import UnknownNameError
+from hamiltonia.targets.banana import Banana
 
 SHORT = {"warmup": 100, "draws": 50, "progress": False}
 
@@ -257,3 +258,78 @@ def test_output_is_checkpointed_and_completed(tmp_path, monkeypatch):
     back = hm.load(path)
     assert back.attrs["complete"] is True
     np.testing.assert_array_equal(back.draws, res.draws)
+
+
+class InterruptingBanana(Banana):
+    """The banana, interrupted (as by Ctrl-C) once after a number of evaluations; it keeps
+    its compiled kernel out, so that the NumPy path runs."""
+
+    budget = None
+
+    def log_prob_and_grad(self, x):
+        if InterruptingBanana.budget is not None:
+            InterruptingBanana.budget -= 1
+            if InterruptingBanana.budget < 0:
+                InterruptingBanana.budget = None
+                raise KeyboardInterrupt
+        return super().log_prob_and_grad(x)
+
+    def numba_kernel(self):
+        return None
+
+
+@pytest.fixture
+def interrupting_banana():
+    hm.targets.register("interrupting-banana", InterruptingBanana, overwrite=True)
+    yield
+    hm.targets.registry._extra.pop("interrupting-banana", None)
+
+
+@pytest.mark.parametrize("options", [{}, {"metric": "diagonal", "step_size_jitter": 0.3}])
+def test_resume_continues_exactly(tmp_path, interrupting_banana, options):
+    kwargs = dict(chains=2, warmup=100, draws=200, seed=5, progress=False, n_steps=5, **options)
+    full = hm.sample("interrupting-banana", "hmc", **kwargs)
+    path = tmp_path / "run.nc"
+    InterruptingBanana.budget = 100 * 5 + 80 * 5 + 3  # stop inside the 81st draw
+    with pytest.warns(RuntimeWarning, match="continue with hamiltonia.resume"):
+        part = hm.sample(
+            "interrupting-banana", "hmc", output=path, checkpoint_seconds=0.0, **kwargs
+        )
+    assert 0 < part.n_draws < 200
+    resumed = hm.resume(path, progress=False)
+    assert resumed.attrs["complete"] is True and resumed.n_draws == 200
+    np.testing.assert_array_equal(resumed.draws, full.draws)
+    np.testing.assert_array_equal(resumed.stats["step_size"], full.stats["step_size"])
+    assert hm.load(path).attrs["complete"] is True
+
+
+def test_resume_refuses_what_it_cannot_rebuild(tmp_path):
+    path = tmp_path / "done.nc"
+    hm.sample("banana", "hmc", chains=1, warmup=10, draws=10, seed=0, progress=False, output=path)
+    with pytest.raises(ValueError, match="complete run"):
+        hm.resume(path)
+
+
+def test_resume_continues_exactly_on_the_compiled_path(tmp_path, monkeypatch):
+    from hamiltonia import run as run_module
+
+    kwargs = dict(chains=2, warmup=200, draws=3000, seed=6, progress=False, n_steps=5)
+    full = hm.sample("banana", "hmc", **kwargs)
+    assert full.attrs["compiled"]
+    original = run_module._Recorder.record
+    calls = {"n": 0}
+
+    def interrupt_after_two_blocks(self, *args, **kw):
+        original(self, *args, **kw)
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(run_module._Recorder, "record", interrupt_after_two_blocks)
+    path = tmp_path / "run.nc"
+    with pytest.warns(RuntimeWarning, match="interrupted"):
+        part = hm.sample("banana", "hmc", output=path, checkpoint_seconds=0.0, **kwargs)
+    monkeypatch.setattr(run_module._Recorder, "record", original)
+    assert 0 < part.n_draws < 3000
+    resumed = hm.resume(path, progress=False)
+    np.testing.assert_array_equal(resumed.draws, full.draws)

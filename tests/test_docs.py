@@ -1,0 +1,111 @@
+"""The ``>>>`` examples of the documentation run and print what the pages show.
+
+Every page ``docs/*.rst`` holding ``>>>`` examples runs through :func:`doctest.testfile`
+(one test per page, ``ELLIPSIS`` and ``NORMALIZE_WHITESPACE``), in a temporary working folder
+(examples write files such as ``banana.nc``) and with ``docs/examples`` on ``sys.path``
+(modules that a page includes and imports, as a reader's script imports a module next to it).
+Names a page registers with ``hm.samplers.register`` are forgotten after the page.
+
+Examples that need the real data sets sit between the RST comments
+``.. doctest-requires-data`` and ``.. doctest-requires-data-end`` (Sphinx renders nothing for
+them). When a data set is missing (as ``hamiltonia datasets`` reports it) those regions are
+blanked before the page is parsed, so the other examples of the page still run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import doctest
+import io
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+DOCS = REPO / "docs"
+PAGES = sorted(p for p in DOCS.glob("*.rst") if ">>>" in p.read_text(encoding="utf-8"))
+OPTIONFLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
+DATA_BEGIN = ".. doctest-requires-data"
+DATA_END = ".. doctest-requires-data-end"
+# The CI's mirror (see .ci/run), used when HAMILTONIA_DATA is not set.
+DEFAULT_MIRROR = REPO.parent / "shared" / "data"
+
+
+def without_data_examples(text: str) -> str:
+    """``text`` with the lines of every data-dependent region blanked (line numbers kept)."""
+    lines = text.split("\n")
+    inside = False
+    for i, line in enumerate(lines):
+        marker = line.strip()
+        if marker == DATA_BEGIN:
+            inside = True
+        elif marker == DATA_END:
+            inside = False
+        if inside:
+            lines[i] = ""
+    return "\n".join(lines)
+
+
+class _Parser(doctest.DocTestParser):
+    """A doctest parser that drops the data-dependent regions when ``skip_data``."""
+
+    def __init__(self, skip_data: bool):
+        self.skip_data = skip_data
+
+    def parse(self, string, name="<string>"):
+        if self.skip_data:
+            string = without_data_examples(string)
+        return super().parse(string, name)
+
+
+def _data_available(monkeypatch) -> bool:
+    """Whether every registered data set can be read without a download."""
+    from hamiltonia import datasets
+    from hamiltonia.datasets import fetch
+
+    if not os.environ.get(fetch.ENV_MIRROR, "").strip() and DEFAULT_MIRROR.is_dir():
+        monkeypatch.setenv(fetch.ENV_MIRROR, str(DEFAULT_MIRROR))
+        if "missing" in datasets.status().values():
+            monkeypatch.delenv(fetch.ENV_MIRROR)
+    return "missing" not in datasets.status().values()
+
+
+def test_markers_are_paired():
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        marks = [line.strip() for line in text.split("\n")]
+        begins, ends = marks.count(DATA_BEGIN), marks.count(DATA_END)
+        assert begins == ends, f"{page.name}: {begins} {DATA_BEGIN} but {ends} {DATA_END}"
+
+
+def test_there_are_pages_with_examples():
+    assert {"quickstart.rst", "concepts.rst", "compiled.rst"} <= {p.name for p in PAGES}
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
+def test_page_examples(page, tmp_path, monkeypatch):
+    import hamiltonia as hm
+
+    data = _data_available(monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    # Names a page registers for its process (hm.samplers.register) stay on that page.
+    for registry in (hm.samplers.registry, hm.targets.registry):
+        monkeypatch.setattr(registry, "_extra", dict(registry._extra))
+    monkeypatch.syspath_prepend(str(DOCS / "examples"))
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        result = doctest.testfile(
+            str(page),
+            module_relative=False,
+            name=page.name,
+            optionflags=OPTIONFLAGS,
+            parser=_Parser(skip_data=not data),
+            encoding="utf-8",
+        )
+    assert result.attempted > 0, f"{page.name}: no examples ran"
+    assert result.failed == 0, (
+        f"{result.failed} of {result.attempted} examples failed in docs/{page.name}"
+        + ("" if data else " (data-dependent examples skipped: no data)")
+        + f":\n{out.getvalue()}"
+    )
