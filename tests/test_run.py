@@ -247,14 +247,14 @@ def test_output_is_checkpointed_and_completed(tmp_path, monkeypatch):
         "hmc",
         chains=2,
         warmup=50,
-        draws=200,
+        draws=30,
         seed=0,
         progress=False,
         output=path,
         checkpoint_seconds=0.0,
         compiled=False,
     )
-    assert saves[-1] == 200 and len(saves) > 2 and saves[0] < 200  # partial writes, then final
+    assert saves[-1] == 30 and len(saves) > 2 and saves[0] < 30  # partial writes, then final
     back = hm.load(path)
     assert back.attrs["complete"] is True
     np.testing.assert_array_equal(back.draws, res.draws)
