@@ -221,7 +221,7 @@ def main(argv=None) -> int:
             return bench.main(args.bench_args)
         parser.print_help()
         return 2
-    except (_UsageError, ValueError, TypeError, KeyError, FileNotFoundError) as err:
+    except (_UsageError, ValueError, TypeError, KeyError, OSError) as err:
         message = str(err.args[0]) if isinstance(err, KeyError) and err.args else str(err)
         print(f"hamiltonia: error: {message}", file=sys.stderr)
         return 2

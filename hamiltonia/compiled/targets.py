@@ -47,9 +47,15 @@ def compile_log_prob(py_func: Callable):
             LOG_PROB_SIGNATURE = _signature()
         from hamiltonia.compiled.kernels import SAFE_FASTMATH
 
-        _CACHE[py_func] = numba.cfunc(
-            LOG_PROB_SIGNATURE, cache=True, error_model="numpy", fastmath=SAFE_FASTMATH
-        )(py_func)
+        options = {"error_model": "numpy", "fastmath": SAFE_FASTMATH}
+        try:
+            _CACHE[py_func] = numba.cfunc(LOG_PROB_SIGNATURE, cache=True, **options)(py_func)
+        except RuntimeError as err:
+            # A function with no source file (a REPL, exec, a doctest) cannot be cached on
+            # disk; compile it for this process only.
+            if "no locator available" not in str(err):
+                raise
+            _CACHE[py_func] = numba.cfunc(LOG_PROB_SIGNATURE, cache=False, **options)(py_func)
     return _CACHE[py_func]
 
 

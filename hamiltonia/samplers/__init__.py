@@ -24,6 +24,7 @@ __all__ = [
     "options",
     "register",
     "registry",
+    "with_gibbs_blocks",
 ]
 
 #: The registry of sampler recipes, fed by the ``hamiltonia.samplers`` entry points.

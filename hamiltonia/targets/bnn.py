@@ -11,7 +11,7 @@ so :math:`D = dH + 2H + 1 = 5d + 11` parameters (Table 3.2: d = 4, 5, 8, 9 give 
 56 for power, airfoil, concrete, protein).
 
 Decisions (the thesis leaves them open, spec §4.6 [GAP] and erratum 10)
-----------------------------------------------------------------------
+-----------------------------------------------------------------------
 * **Likelihood** :math:`y_i \\sim \\mathcal N(f(x_i), \\sigma^2)` with a fixed noise scale
   :math:`\\sigma` (``noise_scale``). The thesis says "the negative log-likelihood is the sum of
   squared errors", i.e. :math:`U_{\\text{lik}} = \\sum_i (y_i - f(x_i))^2`, which is the
