@@ -7,8 +7,7 @@ import warnings
 
 import numpy as np
 
-from hamiltonia import backend
-from hamiltonia import backend as _backend_module
+from hamiltonia import backend as array_backend
 from hamiltonia._validation import check_int
 from hamiltonia.results import Result
 from hamiltonia.samplers.base import STAT_NAMES, Sampler
@@ -85,7 +84,7 @@ def _initial_state(sampler: Sampler, target: Target, initial, rngs) -> ChainStat
         if not np.all(np.isfinite(q)):
             raise ValueError("initial must contain only finite values")
         state = sampler.init(q)
-        bad = np.flatnonzero(~backend.to_numpy(state.phase.finite))
+        bad = np.flatnonzero(~array_backend.to_numpy(state.phase.finite))
         if bad.size:
             raise ValueError(
                 f"initial: the log density or its gradient is not finite at the initial point "
@@ -95,7 +94,7 @@ def _initial_state(sampler: Sampler, target: Target, initial, rngs) -> ChainStat
     q = np.stack([rng.uniform(-INIT_RADIUS, INIT_RADIUS, dim) for rng in rngs])
     state = sampler.init(q)
     for _ in range(MAX_INIT_TRIES):
-        bad = ~backend.to_numpy(state.phase.finite)
+        bad = ~array_backend.to_numpy(state.phase.finite)
         if not bad.any():
             return state
         for c in np.flatnonzero(bad):
@@ -121,16 +120,16 @@ class _Recorder:
 
     def record(self, it, q, info: dict, log_weight, state=None) -> None:
         """Store iteration ``it`` (an index, or a slice for a block of iterations)."""
-        self.q[:, it] = backend.to_numpy(q)
+        self.q[:, it] = array_backend.to_numpy(q)
         for name in (*STAT_NAMES, "lp"):
-            value = backend.to_numpy(info[name])
+            value = array_backend.to_numpy(info[name])
             if name not in self.stats:
                 self.stats[name] = np.empty(self.shape, dtype=value.dtype)
             self.stats[name][:, it] = value
         if log_weight is not None:
             if self.log_weights is None:
                 self.log_weights = np.empty(self.shape)
-            self.log_weights[:, it] = backend.to_numpy(log_weight)
+            self.log_weights[:, it] = array_backend.to_numpy(log_weight)
         self.n_divergent += int(np.sum(info["diverging"]))
         self.n_done = it.stop if isinstance(it, slice) else it + 1
         if self.checkpoint is not None:
@@ -312,7 +311,7 @@ def sample(
     -------
     Result
     """
-    with _backend_module.using(backend):
+    with array_backend.using(backend):
         return _sample(
             target, sampler, chains=chains, warmup=warmup, draws=draws, seed=seed,
             initial=initial, progress=progress, compiled=compiled, output=output,
@@ -348,7 +347,7 @@ def _resume_info(target, sampler, options, state, rngs, smp):
         "sampler": sampler,
         "options": options,
         "rng_states": [rng.bit_generator.state for rng in rngs],
-        "q": backend.to_numpy(state.phase.q).tolist(),
+        "q": array_backend.to_numpy(state.phase.q).tolist(),
         "step_size": np.asarray(state.step_size).tolist(),
         "metric": metric_info,
     }
@@ -377,7 +376,7 @@ def _sample(target, sampler, *, chains, warmup, draws, seed, initial, progress, 
         raise ValueError(f"checkpoint_seconds must be >= 0, got {checkpoint_seconds!r}")
     requested = (target, sampler)
     target = _resolve_target(target)
-    name = _backend_module.get_backend()
+    name = array_backend.get_backend()
     if name not in target.backends:
         raise ValueError(
             f"target {type(target).__name__} computes with {', '.join(target.backends)} only; "
@@ -511,7 +510,7 @@ def resume(path, *, progress: bool = True, output=None, checkpoint_seconds: floa
             f"{path} cannot be resumed: the run was not built from registered target and "
             "sampler names with plain options"
         )
-    with _backend_module.using(backend):
+    with array_backend.using(backend):
         return _sample(
             previous.get_target(), info["sampler"], chains=previous.n_chains, warmup=0,
             draws=int(previous.attrs["draws"]), seed=None, initial=None, progress=progress,

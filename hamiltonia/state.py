@@ -62,11 +62,22 @@ class PhaseState:
 
     def take(self, rows) -> PhaseState:
         """The chains ``rows`` (an index array or slice), as a new state."""
+        if isinstance(rows, slice):
+
+            def pick(a):
+                return a[rows, ...]
+        else:
+            xp = backend.xp()
+            index = xp.asarray(np.asarray(rows), dtype=xp.int64)
+
+            def pick(a):
+                return xp.take(a, index, axis=0)
+
         return PhaseState(
-            self.q[rows, ...],
-            self.p[rows, ...],
-            self.log_prob[rows, ...],
-            None if self.grad is None else self.grad[rows, ...],
+            pick(self.q),
+            pick(self.p),
+            pick(self.log_prob),
+            None if self.grad is None else pick(self.grad),
         )
 
     @property

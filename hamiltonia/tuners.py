@@ -62,22 +62,30 @@ def find_initial_step_size(sampler, chain: ChainState, rngs, step_size=1.0, max_
     with :math:`s = 2\\,[a(\\varepsilon_0) > 1/2] - 1`, repeat
     :math:`\\varepsilon \\leftarrow 2^s \\varepsilon` while :math:`a(\\varepsilon)^s > 2^{-s}`.
 
-    Each chain searches on its own, drawing only from its own generator, so a chain's stream
-    does not depend on the other chains.
+    All chains still searching are probed together, but each chain draws only from its own
+    generator and only while it searches, so a chain's stream (and its result) does not
+    depend on the other chains.
     """
-    eps = np.empty(len(rngs))
-    for c, rng in enumerate(rngs):
-        single = ChainState(chain.phase.take(slice(c, c + 1)), chain.step_size[c : c + 1])
-        e = float(step_size)
-        prob = sampler.probe_acceptance(single, np.array([e]), [rng])[0]
-        direction = 1.0 if prob > 0.5 else -1.0
-        for _ in range(max_doublings):
-            # a^s > 2^-s  <=>  s log a > -s log 2 (a = 0 never satisfies it when s = 1)
-            if not direction * np.log(max(prob, 1e-300)) > -direction * np.log(2.0):
-                break
-            e *= 2.0**direction
-            prob = sampler.probe_acceptance(single, np.array([e]), [rng])[0]
-        eps[c] = e
+    n = len(rngs)
+    eps = np.full(n, float(step_size))
+
+    def probe(rows):
+        sub = ChainState(chain.phase.take(rows), chain.step_size[rows])
+        return sampler.probe_acceptance(sub, eps[rows], [rngs[i] for i in rows])
+
+    everyone = np.arange(n)
+    prob = probe(everyone)
+    direction = np.where(prob > 0.5, 1.0, -1.0)
+    active = everyone
+    for _ in range(max_doublings):
+        # a^s > 2^-s  <=>  s log a > -s log 2 (a = 0 never satisfies it when s = 1)
+        with np.errstate(divide="ignore"):
+            keep = direction[active] * np.log(np.maximum(prob, 1e-300)) > -direction[active] * np.log(2.0)
+        active = active[keep]
+        if active.size == 0:
+            break
+        eps[active] *= 2.0 ** direction[active]
+        prob = probe(active)
     return eps
 
 

@@ -80,7 +80,7 @@ def step_seconds(
     dim = q0.shape[0]
     grad0 = np.empty(dim)
     lp0 = float(_gradient_loop(kernel.function, q0, grad0, kernel.fdata, kernel.idata, 1))
-    diag, dense, chol = np.ones(dim), np.eye(dim), np.eye(dim)
+    diag, dense, chol, mass_sqrt = np.ones(dim), np.eye(dim), np.eye(dim), np.ones(dim)
 
     def run(n_iter):
         q, grad = q0.copy(), grad0.copy()
@@ -88,7 +88,7 @@ def step_seconds(
         out_q, out_s = np.empty((n_iter, dim)), np.empty((n_iter, K.N_STATS))
         K.hmc_chunk(
             q, lp, grad, eps, np.random.default_rng(0), n_iter, n_steps, 0.0,
-            kind, diag, dense, chol, kernel.function, kernel.fdata, kernel.idata,
+            kind, diag, dense, chol, mass_sqrt, kernel.function, kernel.fdata, kernel.idata,
             False, np.zeros(4), np.zeros(4), out_q, out_s,
         )  # fmt: skip
         return int(np.sum(out_s[:, K.N_GRAD]))

@@ -6,8 +6,9 @@ size) and writes the draws and statistics into caller-provided buffers. The per-
 order of random draws is that of the NumPy path: ``dim`` standard normals for the momentum,
 then one uniform for the accept test.
 
-Metric kinds: 0 identity, 1 diagonal (``minv_diag``), 2 dense (``minv_dense`` with its
-lower Cholesky factor ``chol``).
+Metric kinds: 0 identity, 1 diagonal (``minv_diag`` and ``mass_sqrt`` =
+:math:`1/\\sqrt{m}`, the scale of the momentum draws), 2 dense (``minv_dense`` with its lower
+Cholesky factor ``chol``).
 """
 
 from __future__ import annotations
@@ -56,13 +57,13 @@ def _kinetic(p, v):
 
 
 @njit(**_OPTS)
-def _draw_momentum(rng, p, kind, minv_diag, chol):
+def _draw_momentum(rng, p, kind, mass_sqrt, chol):
     d = p.shape[0]
     for i in range(d):
         p[i] = rng.standard_normal()
     if kind == 1:
         for i in range(d):
-            p[i] = p[i] / math.sqrt(minv_diag[i])
+            p[i] = p[i] * mass_sqrt[i]
     elif kind == 2:
         # Solve L^T p = z by back substitution (M^{-1} = L L^T, so cov(p) = M).
         for i in range(d - 1, -1, -1):
@@ -87,6 +88,10 @@ def _leapfrog(q, p, grad, v, eps, n_steps, kind, minv_diag, minv_dense, logp, fd
             for i in range(d):
                 q[i] += eps * p[i]
                 check += q[i] - q[i]
+        elif kind == 1:
+            for i in range(d):
+                q[i] += eps * (minv_diag[i] * p[i])
+                check += q[i] - q[i]
         else:
             _velocity(p, v, kind, minv_diag, minv_dense)
             for i in range(d):
@@ -105,7 +110,7 @@ def _leapfrog(q, p, grad, v, eps, n_steps, kind, minv_diag, minv_dense, logp, fd
 @njit(**_OPTS)
 def hmc_chunk(
     q, state_lp, grad, step_size, rng, n_iter, n_steps, jitter,
-    kind, minv_diag, minv_dense, chol,
+    kind, minv_diag, minv_dense, chol, mass_sqrt,
     logp, fdata, idata,
     adapt, da_state, da_params,
     out_q, out_stats,
@@ -124,7 +129,7 @@ def hmc_chunk(
     p1 = np.empty(d)
     g1 = np.empty(d)
     for it in range(n_iter):
-        _draw_momentum(rng, p, kind, minv_diag, chol)
+        _draw_momentum(rng, p, kind, mass_sqrt, chol)
         eps = step_size[0]
         if jitter > 0.0:
             eps = eps * (1.0 + jitter * (2.0 * rng.random() - 1.0))

@@ -17,22 +17,27 @@ class NotCompilable(Exception):
 
 
 def _metric_arrays(metric, dim):
+    """(kind, inverse-mass diagonal, dense inverse mass, its Cholesky factor, momentum scale)
+    as the kernel takes them; unused ones are placeholders of the right type."""
     from hamiltonia.hamiltonians.metrics import DenseMetric, DiagonalMetric, IdentityMetric
 
     diag = np.ones(dim)
     dense = np.eye(dim)
     chol = np.eye(dim)
+    mass_sqrt = np.ones(dim)
     if type(metric) is IdentityMetric:
         kind = 0
     elif type(metric) is DiagonalMetric:
-        kind, diag = 1, np.ascontiguousarray(metric.inverse_mass, dtype=np.float64)
+        kind = 1
+        diag = np.ascontiguousarray(metric.inverse_mass, dtype=np.float64)
+        mass_sqrt = np.ascontiguousarray(metric._sqrt_mass, dtype=np.float64)
     elif type(metric) is DenseMetric:
         kind = 2
         dense = np.ascontiguousarray(metric.inverse_mass, dtype=np.float64)
         chol = np.ascontiguousarray(np.linalg.cholesky(dense))
     else:
         raise NotCompilable(f"metric {type(metric).__name__} has no compiled counterpart")
-    return kind, diag, dense, chol
+    return kind, diag, dense, chol, mass_sqrt
 
 
 def plan_for(sampler) -> CompiledPlan:
@@ -129,7 +134,9 @@ class CompiledPlan:
         from hamiltonia.compiled.kernels import hmc_chunk
 
         sampler = self.sampler
-        kind, diag, dense, chol = _metric_arrays(sampler.hamiltonian.metric, sampler.target.dim)
+        kind, diag, dense, chol, mass_sqrt = _metric_arrays(
+            sampler.hamiltonian.metric, sampler.target.dim
+        )
         tuner = self._dual_averaging() if adapt else None
         if tuner is not None:
             da_params = np.array([tuner.target_accept, tuner.gamma, tuner.t0, tuner.kappa])
@@ -155,7 +162,7 @@ class CompiledPlan:
             eps_c = eps[c : c + 1]
             hmc_chunk(
                 q[c], lp_c, grad[c], eps_c, rngs[c], n_iter, length, jitter,
-                kind, diag, dense, chol, fn, fdata, idata,
+                kind, diag, dense, chol, mass_sqrt, fn, fdata, idata,
                 tuner is not None, da_state[c], da_params,
                 out_q[c], out_stats[c],
             )  # fmt: skip
