@@ -79,8 +79,8 @@ def find_initial_step_size(sampler, chain: ChainState, rngs, step_size=1.0, max_
     active = everyone
     for _ in range(max_doublings):
         # a^s > 2^-s  <=>  s log a > -s log 2 (a = 0 never satisfies it when s = 1)
-        with np.errstate(divide="ignore"):
-            keep = direction[active] * np.log(np.maximum(prob, 1e-300)) > -direction[active] * np.log(2.0)
+        sign = direction[active]
+        keep = sign * np.log(np.maximum(prob, 1e-300)) > -sign * np.log(2.0)
         active = active[keep]
         if active.size == 0:
             break
