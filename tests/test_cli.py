@@ -197,8 +197,26 @@ def test_resume_command(capsys, tmp_path, monkeypatch):
     monkeypatch.setattr(run_module._Recorder, "record", interrupt_once)
     path = tmp_path / "run.nc"
     with pytest.warns(RuntimeWarning):
-        assert main(["sample", "banana", "--chains", "2", "--warmup", "50", "--draws", "300",
-                     "--seed", "1", "--output", str(path), "--no-progress"]) == 0
+        assert (
+            main(
+                [
+                    "sample",
+                    "banana",
+                    "--chains",
+                    "2",
+                    "--warmup",
+                    "50",
+                    "--draws",
+                    "300",
+                    "--seed",
+                    "1",
+                    "--output",
+                    str(path),
+                    "--no-progress",
+                ]
+            )
+            == 0
+        )
     monkeypatch.setattr(run_module._Recorder, "record", original)
     assert hm.load(path).attrs["complete"] is False
     capsys.readouterr()
