@@ -350,6 +350,7 @@ def _resume_info(target, sampler, options, state, rngs, smp):
         "q": array_backend.to_numpy(state.phase.q).tolist(),
         "step_size": np.asarray(state.step_size).tolist(),
         "metric": metric_info,
+        "sampler_state": smp.extra_state(),
     }
 
 
@@ -407,6 +408,7 @@ def _sample(target, sampler, *, chains, warmup, draws, seed, initial, progress, 
         _restore_metric(smp, info["metric"])
         state = smp.init(np.asarray(info["q"]))
         state.step_size = np.asarray(info["step_size"], dtype=float)
+        smp.restore_extra_state(info.get("sampler_state", {}))
         start = previous.n_draws
         attrs = {k: v for k, v in previous.attrs.items() if k not in ("complete", "draws_done")}
         attrs["compiled"] = plan is not None

@@ -333,3 +333,32 @@ def test_resume_continues_exactly_on_the_compiled_path(tmp_path, monkeypatch):
     assert 0 < part.n_draws < 3000
     resumed = hm.resume(path, progress=False)
     np.testing.assert_array_equal(resumed.draws, full.draws)
+
+
+def test_resume_is_exact_for_hmc_within_gibbs(tmp_path, monkeypatch):
+    """The Gibbs schedule (every n iterations) continues where it stopped."""
+    from hamiltonia import run as run_module
+    from tests.samplers.test_gibbs import HierarchicalNormal
+
+    hm.targets.register("hierarchical-normal", HierarchicalNormal, overwrite=True)
+    try:
+        kwargs = dict(chains=2, warmup=50, draws=120, seed=2, progress=False, n_steps=5)
+        full = hm.sample("hierarchical-normal", "hmc", **kwargs)
+        original = run_module._Recorder.record
+        calls = {"n": 0}
+
+        def interrupt(self, *args, **kw):
+            original(self, *args, **kw)
+            calls["n"] += 1
+            if calls["n"] == 37:  # not a multiple of the Gibbs period (5)
+                raise KeyboardInterrupt
+
+        monkeypatch.setattr(run_module._Recorder, "record", interrupt)
+        path = tmp_path / "run.nc"
+        with pytest.warns(RuntimeWarning):
+            hm.sample("hierarchical-normal", "hmc", output=path, checkpoint_seconds=0.0, **kwargs)
+        monkeypatch.setattr(run_module._Recorder, "record", original)
+        resumed = hm.resume(path, progress=False)
+        np.testing.assert_array_equal(resumed.draws, full.draws)
+    finally:
+        hm.targets.registry._extra.pop("hierarchical-normal", None)

@@ -65,6 +65,14 @@ class Sampler:
     def probe_acceptance(self, chain: ChainState, step_size, rngs) -> np.ndarray:
         raise NotImplementedError
 
+    def extra_state(self) -> dict:
+        """Internal state beyond the chains' (counters and the like), as JSON-ready values,
+        saved with a partial run so that :func:`hamiltonia.resume` continues exactly."""
+        return {}
+
+    def restore_extra_state(self, state: dict) -> None:
+        """Restore what :meth:`extra_state` returned (after :meth:`init`)."""
+
     def log_weight(self, chain: ChainState):
         return self.reducer.log_weights(self, chain.phase, chain.step_size)
 

@@ -62,6 +62,13 @@ class GibbsWithin(Sampler):
             chain.phase = self.inner.init(backend.asarray(q)).phase
         return self.inner.step(chain, rngs)
 
+    def extra_state(self):
+        return {"count": self._count, "inner": self.inner.extra_state()}
+
+    def restore_extra_state(self, state):
+        self._count = int(state.get("count", 0))
+        self.inner.restore_extra_state(state.get("inner", {}))
+
     def probe_acceptance(self, chain, step_size, rngs):
         return self.inner.probe_acceptance(chain, step_size, rngs)
 
