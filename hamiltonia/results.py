@@ -119,7 +119,8 @@ class Result:
     def summary(self):
         """A table (pandas DataFrame) with one row per parameter.
 
-        Columns: ``mean``, ``sd``, ``mcse`` (standard error of the mean), ``ess_bulk``,
+        Columns: ``mean``, ``sd`` (with Bessel's correction, as ArviZ), ``mcse`` (standard
+        error of the mean), ``ess_bulk``,
         ``ess_tail`` and ``r_hat``. With importance weights the mean and sd are weighted,
         ESS values are multiplied by the Kish factor :math:`\\text{ESS}_{\\text{IMP}}/N`, and
         the MCSE is the weighted sd over the square root of the weighted ESS of the mean.
@@ -127,18 +128,20 @@ class Result:
         import pandas as pd
 
         mean = self.mean()
-        sd = np.sqrt(np.maximum(weighted_mean((self.draws - mean) ** 2, self.log_weights), 0.0))
+        n_eff = self.draws.shape[0] * self.draws.shape[1]
+        if self.log_weights is not None:
+            n_eff = diagnostics.kish_ess(self.log_weights)
+        # Bessel's correction (with the Kish size when weighted), as ArviZ's sd.
+        var = weighted_mean((self.draws - mean) ** 2, self.log_weights)
+        sd = np.sqrt(np.maximum(var, 0.0) * n_eff / max(n_eff - 1.0, 1e-300))
         ess_bulk = diagnostics.ess(self.draws, "bulk")
         ess_tail = diagnostics.ess(self.draws, "tail")
         if self.log_weights is None:
             mcse = diagnostics.mcse(self.draws, "mean")
         else:
-            kish = diagnostics.kish_ess(self.log_weights)
-            factor = kish / self.log_weights.size
+            factor = n_eff / self.log_weights.size
             ess_bulk, ess_tail = ess_bulk * factor, ess_tail * factor
-            # Bessel's correction with the Kish size, matching ArviZ for equal weights.
-            sd_unbiased = sd * np.sqrt(kish / max(kish - 1.0, 1e-300))
-            mcse = sd_unbiased / np.sqrt(diagnostics.ess(self.draws, "mean") * factor)
+            mcse = sd / np.sqrt(diagnostics.ess(self.draws, "mean") * factor)
         return pd.DataFrame(
             {
                 "mean": mean,

@@ -516,7 +516,8 @@ def resume(path, *, progress: bool = True, output=None, checkpoint_seconds: floa
         return _sample(
             previous.get_target(), info["sampler"], chains=previous.n_chains, warmup=0,
             draws=int(previous.attrs["draws"]), seed=None, initial=None, progress=progress,
-            compiled=None, output=path if output is None else output,
+            compiled=bool(previous.attrs.get("compiled", False)),
+            output=path if output is None else output,
             checkpoint_seconds=checkpoint_seconds, options=dict(info["options"]),
             resume_from=(previous, info),
         )  # fmt: skip

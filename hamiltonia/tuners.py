@@ -212,14 +212,19 @@ def metric_windows(
         initial_buffer = int(0.15 * n_warmup)
         terminal_buffer = int(0.1 * n_warmup)
         window = n_warmup - initial_buffer - terminal_buffer
-    windows, begin, size = [], initial_buffer, window
+    # As Stan: the first window always has the base size; a later window is stretched to the
+    # terminal buffer when the window after it would not fit.
     last = n_warmup - terminal_buffer
-    while begin + size <= last:
-        end = begin + size
-        if end + 2 * size > last:  # the next window would not fit: stretch this one
-            end = last
+    windows, begin, size = [], initial_buffer, window
+    end = begin + size
+    while True:
         windows.append((begin, end))
+        if end >= last:
+            break
         begin, size = end, 2 * size
+        end = begin + size
+        if end + 2 * size > last:
+            end = last
     return windows
 
 
@@ -286,7 +291,8 @@ class WindowedMetric(Tuner):
             self.end_window(sampler, chain)
 
     def boundaries(self, n_warmup):
-        return [end for _, end in self.windows]
+        windows = metric_windows(n_warmup, self.initial_buffer, self.window, self.terminal_buffer)
+        return [end for _, end in windows]
 
     def update_chunk(self, sampler, chain, positions, first_iteration):
         for k in range(positions.shape[1]):
@@ -302,6 +308,8 @@ class WindowedMetric(Tuner):
         draws = np.concatenate(self._buffer, axis=0)
         self._buffer = []
         n, dim = draws.shape
+        if n < 2:  # Stan's schedule can leave a one-iteration window: nothing to estimate
+            return
         shrink, jitter = n / (n + 5.0), 1e-3 * 5.0 / (n + 5.0)
         if self.kind == "diagonal":
             metric = DiagonalMetric(shrink * draws.var(axis=0, ddof=1) + jitter)

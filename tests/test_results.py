@@ -17,7 +17,7 @@ def test_summary_columns(result):
     assert list(summary.columns) == ["mean", "sd", "mcse", "ess_bulk", "ess_tail", "r_hat"]
     assert list(summary.index) == ["w1", "w2"]
     np.testing.assert_allclose(summary["mean"], result.draws.mean(axis=(0, 1)))
-    np.testing.assert_allclose(summary["sd"], result.draws.reshape(-1, 2).std(axis=0))
+    np.testing.assert_allclose(summary["sd"], result.draws.reshape(-1, 2).std(axis=0, ddof=1))
     np.testing.assert_allclose(summary["r_hat"], hm.diagnostics.rhat(result.draws))
 
 

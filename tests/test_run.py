@@ -362,3 +362,38 @@ def test_resume_is_exact_for_hmc_within_gibbs(tmp_path, monkeypatch):
         np.testing.assert_array_equal(resumed.draws, full.draws)
     finally:
         hm.targets.registry._extra.pop("hierarchical-normal", None)
+
+
+def test_resume_with_metric_adaptation_and_numpy_path(tmp_path, monkeypatch):
+    """A run that adapted its metric resumes on the path it ran on, to the same draws."""
+    from hamiltonia import run as run_module
+
+    for compiled in (False, True):
+        kwargs = dict(
+            chains=2,
+            warmup=200,
+            draws=150,
+            seed=9,
+            progress=False,
+            n_steps=5,
+            metric="diagonal",
+            compiled=compiled,
+        )
+        full = hm.sample("banana", "hmc", **kwargs)
+        original = run_module._Recorder.record
+        calls = {"n": 0}
+
+        def interrupt(self, *args, _original=original, **kw):
+            _original(self, *args, **kw)
+            calls["n"] += 1
+            if calls["n"] == 1:  # after the first stored block
+                raise KeyboardInterrupt
+
+        monkeypatch.setattr(run_module._Recorder, "record", interrupt)
+        path = tmp_path / f"run-{compiled}.nc"
+        with pytest.warns(RuntimeWarning):
+            hm.sample("banana", "hmc", output=path, checkpoint_seconds=0.0, **kwargs)
+        monkeypatch.setattr(run_module._Recorder, "record", original)
+        resumed = hm.resume(path, progress=False)
+        assert resumed.attrs["compiled"] is compiled
+        np.testing.assert_array_equal(resumed.draws, full.draws)

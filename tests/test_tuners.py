@@ -13,6 +13,9 @@ from hamiltonia.tuners import DualAveraging, WindowedMetric, metric_windows
 def test_stan_windows():
     assert metric_windows(1000) == [(75, 100), (100, 150), (150, 250), (250, 450), (450, 950)]
     assert metric_windows(500) == [(75, 100), (100, 150), (150, 250), (250, 450)]
+    # The first window keeps its base size; the next one takes the rest (Stan's rule).
+    assert metric_windows(199) == [(75, 100), (100, 149)]
+    assert metric_windows(150) == [(75, 100)]
     # Short warm-up: Stan's 15 % / 75 % / 10 % fallback.
     assert metric_windows(100) == [(15, 90)]
     assert metric_windows(10) == []

@@ -22,7 +22,8 @@ class Leapfrog(Integrator):
 
     (spec/seed002_ch1-3.md §2.3, eq. 2.19 with the sign erratum corrected: the kick follows
     :math:`-\\nabla U = \\nabla\\log\\pi`). Adjacent half kicks of consecutive steps are merged,
-    so ``L`` steps cost ``L`` gradient evaluations (the gradient at the start is cached).
+    so ``L`` steps cost ``L`` gradient evaluations (the gradient at the start is cached);
+    a trajectory that stops being finite counts the evaluations up to that point.
     Symplectic, reversible and of order 2.
 
     References
@@ -41,6 +42,10 @@ class Leapfrog(Integrator):
         eps = backend.asarray(step_size)[..., None]
         q, p, grad = state.q, state.p, state.grad
         lp = state.log_prob
+        # A chain's count stops at its first non-finite state, as where chains run one by one
+        # (the compiled path) and stop integrating there: the rest is wasted on a rejection.
+        n_grad = np.zeros(q.shape[0], dtype=np.int64)
+        alive = np.ones(q.shape[0], dtype=bool)
         with np.errstate(all="ignore"):
             p = p + 0.5 * eps * grad
             for i in range(n_steps):
@@ -48,5 +53,7 @@ class Leapfrog(Integrator):
                 new = hamiltonian.evaluate(q)
                 lp, grad = new.log_prob, new.grad
                 p = p + (eps if i < n_steps - 1 else 0.5 * eps) * grad
-        n_grad = np.full(q.shape[0], n_steps * hamiltonian.n_grad_per_evaluation, dtype=np.int64)
+                n_grad += alive
+                alive &= backend.to_numpy(new.finite)
+        n_grad *= hamiltonian.n_grad_per_evaluation
         return PhaseState(q, p, lp, grad), n_grad
