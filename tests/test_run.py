@@ -383,10 +383,10 @@ def test_resume_with_metric_adaptation_and_numpy_path(tmp_path, monkeypatch):
         original = run_module._Recorder.record
         calls = {"n": 0}
 
-        def interrupt(self, *args, _original=original, **kw):
+        def interrupt(self, *args, _original=original, _calls=calls, **kw):
             _original(self, *args, **kw)
-            calls["n"] += 1
-            if calls["n"] == 1:  # after the first stored block
+            _calls["n"] += 1
+            if _calls["n"] == 1:  # after the first stored block
                 raise KeyboardInterrupt
 
         monkeypatch.setattr(run_module._Recorder, "record", interrupt)
