@@ -6,6 +6,7 @@ density and its gradient cached at the position so that no part evaluates the ta
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -124,6 +125,16 @@ def _evaluate_rows(target, q, with_grad: bool):
     return lps, None if grads is None else backend.asarray(grads.reshape(q.shape))
 
 
+def _shapes_fit(xp, lp, g, q) -> bool:
+    try:
+        lp_shape = xp.asarray(lp).shape
+    except (TypeError, ValueError):
+        return False
+    if lp_shape != q.shape[:-1]:
+        return False
+    return g is None or tuple(getattr(g, "shape", np.shape(g))) == q.shape
+
+
 def evaluate_target(target, q, with_grad: bool = True):
     """Evaluate ``target`` at ``q`` without letting a bad point stop a run.
 
@@ -139,23 +150,37 @@ def evaluate_target(target, q, with_grad: bool = True):
     """
     xp = backend.xp()
     with np.errstate(all="ignore"):
-        try:
-            if with_grad:
-                lp, g = target.log_prob_and_grad(q)
-            else:
-                lp, g = target.log_prob(q), None
-        except Exception:  # retry row by row: only the failing rows become nan
+        if getattr(target, "_row_by_row", False) and q.ndim > 1:
             lp, g = _evaluate_rows(target, q, with_grad)
+        else:
+            try:
+                if with_grad:
+                    lp, g = target.log_prob_and_grad(q)
+                else:
+                    lp, g = target.log_prob(q), None
+            except Exception:  # retry row by row: only the failing rows become nan
+                lp, g = _evaluate_rows(target, q, with_grad)
+            if not _shapes_fit(xp, lp, g, q) and q.ndim > 1:
+                # A target written for one point at a time: evaluate rows from now on.
+                warnings.warn(
+                    f"{type(target).__name__} does not evaluate a batch (..., dim) as the "
+                    "Target contract asks; evaluating chains one at a time (slower)",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
+                target._row_by_row = True
+                lp, g = _evaluate_rows(target, q, with_grad)
         lp = xp.asarray(lp, dtype=xp.float64)
         if lp.shape != q.shape[:-1]:
             raise ValueError(
                 f"the target's log density has shape {lp.shape}, expected {q.shape[:-1]}"
             )
-        bad = xp.isnan(lp) | (lp == xp.inf)
         if g is not None:
             g = xp.asarray(g, dtype=xp.float64)
             if g.shape != q.shape:
                 raise ValueError(f"the target's gradient has shape {g.shape}, expected {q.shape}")
+        bad = xp.isnan(lp) | (lp == xp.inf)
+        if g is not None:
             bad = bad | ~xp.all(xp.isfinite(g), axis=-1)
         lp = xp.where(bad, xp.nan, lp)
     return lp, g

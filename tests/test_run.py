@@ -397,3 +397,33 @@ def test_resume_with_metric_adaptation_and_numpy_path(tmp_path, monkeypatch):
         resumed = hm.resume(path, progress=False)
         assert resumed.attrs["compiled"] is compiled
         np.testing.assert_array_equal(resumed.draws, full.draws)
+
+
+class OnePointAtATime(hm.Target):
+    """A target written for a single point (breaks the batch contract)."""
+
+    def __init__(self):
+        super().__init__(2)
+
+    def log_prob_and_grad(self, x):
+        x = np.asarray(x, dtype=float)
+        return float(-0.5 * np.sum(x**2)), -x
+
+
+def test_unvectorised_target_is_evaluated_row_by_row_with_a_warning():
+    from hamiltonia.targets.base import ExactMoments
+    from tests.statistical.moments import assert_moments_recovered
+
+    with pytest.warns(RuntimeWarning, match="one at a time"):
+        run = hm.sample(
+            OnePointAtATime(),
+            "hmc",
+            chains=3,
+            warmup=300,
+            draws=1500,
+            seed=0,
+            progress=False,
+            n_steps=5,
+            step_size_jitter=0.5,
+        )
+    assert_moments_recovered(run, ExactMoments(np.zeros(2), np.ones(2)))
