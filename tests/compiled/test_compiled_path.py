@@ -7,15 +7,13 @@ import hamiltonia as hm
 from hamiltonia.compiled import NotCompilable, plan_for
 from hamiltonia.integrators import Leapfrog
 from hamiltonia.trajectories import StaticLength
+from tests.paths import run_both_paths
 from tests.statistical.moments import assert_moments_recovered
 
 TARGETS = ["banana", "gaussian-d10", "funnel-d25", "correlated-gaussian"]
 
 
-def _both(target, **kwargs):
-    runs = [hm.sample(target, progress=False, compiled=c, **kwargs) for c in (False, True)]
-    assert runs[0].attrs["compiled"] is False and runs[1].attrs["compiled"] is True
-    return runs
+_both = run_both_paths
 
 
 @pytest.mark.parametrize("name", TARGETS)

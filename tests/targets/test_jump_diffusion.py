@@ -10,7 +10,6 @@ from pathlib import Path
 
 import autograd
 import autograd.numpy as anp
-import numba
 import numpy as np
 import pytest
 from autograd.scipy.special import logsumexp
@@ -18,15 +17,9 @@ from scipy.special import gammaln
 
 import hamiltonia as hm
 from hamiltonia.targets.jump_diffusion import NAMES, MertonJumpDiffusion, default_priors
+from tests.paths import assert_paths_agree
 
 RTOL = 1e-8
-
-
-@numba.njit
-def _call_compiled(fn, q, grad, fdata, idata):
-    # Calling a numba cfunc from Python runs its pure-Python original; calling it from
-    # compiled code runs the compiled kernel.
-    return fn(q, grad, fdata, idata)
 
 
 def _returns(n=80, seed=0):
@@ -149,8 +142,7 @@ def test_numba_kernel_matches_numpy(model):
     kernel = target.numba_kernel()
     assert isinstance(kernel, hm.compiled.NumbaTarget)
     for theta in [PLAUSIBLE, *_points(target, 5, seed=7)]:
-        grad = np.zeros(5)
-        lp = _call_compiled(kernel.function, theta, grad, kernel.fdata, kernel.idata)
+        lp, grad = kernel.evaluate(theta)  # through compiled code
         lp_np, grad_np = target.log_prob_and_grad(theta)
         np.testing.assert_allclose(lp, lp_np, rtol=1e-10)
         np.testing.assert_allclose(grad, grad_np, rtol=1e-10, atol=1e-10 * np.abs(grad_np).max())
@@ -158,24 +150,17 @@ def test_numba_kernel_matches_numpy(model):
 
 def test_compiled_and_numpy_paths_give_the_same_draws(model):
     target, _ = model
-    runs = [
-        hm.sample(
-            target,
-            "hmc",
-            chains=2,
-            warmup=0,
-            draws=15,
-            seed=3,
-            step_size=0.002,
-            n_steps=8,
-            initial=PLAUSIBLE,
-            progress=False,
-            compiled=c,
-        )
-        for c in (False, True)
-    ]
-    assert [r.attrs["compiled"] for r in runs] == [False, True]
-    np.testing.assert_allclose(runs[0].draws, runs[1].draws, rtol=0, atol=1e-9)
+    assert_paths_agree(
+        target,
+        sampler="hmc",
+        chains=2,
+        warmup=0,
+        draws=15,
+        seed=3,
+        step_size=0.002,
+        n_steps=8,
+        initial=PLAUSIBLE,
+    )
 
 
 def test_batches_match_single_points(model):
