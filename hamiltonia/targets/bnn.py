@@ -429,57 +429,35 @@ def _from_dataset(
     return target
 
 
-def bnn_power(
-    noise_scale: float = DEFAULT_NOISE_SCALE,
-    prior_scale: float = DEFAULT_PRIOR_SCALE,
-    n_hidden: int = 5,
-    test_fraction: float = 0.1,
-    split_seed: int = 0,
-    standardize: bool = True,
-) -> BayesianNeuralNetwork:
-    """BNN on Combined Cycle Power Plant (9568 rows, 4 features; D = 31), 90% train split."""
-    return _from_dataset(
-        "power", noise_scale, prior_scale, n_hidden, test_fraction, split_seed, standardize
-    )
+def _factory(name: str, doc: str):
+    def factory(
+        noise_scale: float = DEFAULT_NOISE_SCALE,
+        prior_scale: float = DEFAULT_PRIOR_SCALE,
+        n_hidden: int = 5,
+        test_fraction: float = 0.1,
+        split_seed: int = 0,
+        standardize: bool = True,
+    ) -> BayesianNeuralNetwork:
+        return _from_dataset(
+            name, noise_scale, prior_scale, n_hidden, test_fraction, split_seed, standardize
+        )
+
+    factory.__name__ = factory.__qualname__ = f"bnn_{name}"
+    factory.__doc__ = doc
+    return factory
 
 
-def bnn_airfoil(
-    noise_scale: float = DEFAULT_NOISE_SCALE,
-    prior_scale: float = DEFAULT_PRIOR_SCALE,
-    n_hidden: int = 5,
-    test_fraction: float = 0.1,
-    split_seed: int = 0,
-    standardize: bool = True,
-) -> BayesianNeuralNetwork:
-    """BNN on Airfoil self-noise (1503 rows, 5 features; D = 36), 90% train split."""
-    return _from_dataset(
-        "airfoil", noise_scale, prior_scale, n_hidden, test_fraction, split_seed, standardize
-    )
-
-
-def bnn_concrete(
-    noise_scale: float = DEFAULT_NOISE_SCALE,
-    prior_scale: float = DEFAULT_PRIOR_SCALE,
-    n_hidden: int = 5,
-    test_fraction: float = 0.1,
-    split_seed: int = 0,
-    standardize: bool = True,
-) -> BayesianNeuralNetwork:
-    """BNN on Concrete compressive strength (1030 rows, 8 features; D = 51), 90% train split."""
-    return _from_dataset(
-        "concrete", noise_scale, prior_scale, n_hidden, test_fraction, split_seed, standardize
-    )
-
-
-def bnn_protein(
-    noise_scale: float = DEFAULT_NOISE_SCALE,
-    prior_scale: float = DEFAULT_PRIOR_SCALE,
-    n_hidden: int = 5,
-    test_fraction: float = 0.1,
-    split_seed: int = 0,
-    standardize: bool = True,
-) -> BayesianNeuralNetwork:
-    """BNN on Protein tertiary structure (45730 rows, 9 features; D = 56), 90% train split."""
-    return _from_dataset(
-        "protein", noise_scale, prior_scale, n_hidden, test_fraction, split_seed, standardize
-    )
+bnn_power = _factory(
+    "power", "BNN on Combined Cycle Power Plant (9568 rows, 4 features; D = 31), 90% train split."
+)
+bnn_airfoil = _factory(
+    "airfoil", "BNN on Airfoil self-noise (1503 rows, 5 features; D = 36), 90% train split."
+)
+bnn_concrete = _factory(
+    "concrete",
+    "BNN on Concrete compressive strength (1030 rows, 8 features; D = 51), 90% train split.",
+)
+bnn_protein = _factory(
+    "protein",
+    "BNN on Protein tertiary structure (45730 rows, 9 features; D = 56), 90% train split.",
+)

@@ -315,41 +315,27 @@ def _from_dataset(name: str, prior_scale, test_fraction, split_seed, standardize
     return target
 
 
-def blr_pima(
-    prior_scale: float = 10.0,
-    test_fraction: float = 0.1,
-    split_seed: int = 0,
-    standardize: bool = True,
-) -> LogisticRegression:
-    """BLR on Pima (532 rows, 7 features; D = 8), N(0, 10^2) prior, 90% train split."""
-    return _from_dataset("pima", prior_scale, test_fraction, split_seed, standardize)
+def _factory(name: str, doc: str):
+    def factory(
+        prior_scale: float = 10.0,
+        test_fraction: float = 0.1,
+        split_seed: int = 0,
+        standardize: bool = True,
+    ) -> LogisticRegression:
+        return _from_dataset(name, prior_scale, test_fraction, split_seed, standardize)
+
+    factory.__name__ = factory.__qualname__ = f"blr_{name}"
+    factory.__doc__ = doc.rstrip(".") + ", 90% train split."
+    return factory
 
 
-def blr_heart(
-    prior_scale: float = 10.0,
-    test_fraction: float = 0.1,
-    split_seed: int = 0,
-    standardize: bool = True,
-) -> LogisticRegression:
-    """BLR on Statlog heart (270 rows, 13 features; D = 14), N(0, 10^2) prior, 90% train split."""
-    return _from_dataset("heart", prior_scale, test_fraction, split_seed, standardize)
-
-
-def blr_australian(
-    prior_scale: float = 10.0,
-    test_fraction: float = 0.1,
-    split_seed: int = 0,
-    standardize: bool = True,
-) -> LogisticRegression:
-    """BLR on Australian credit (690 rows, 14 features; D = 15), N(0, 10^2) prior, 90% train."""
-    return _from_dataset("australian", prior_scale, test_fraction, split_seed, standardize)
-
-
-def blr_german(
-    prior_scale: float = 10.0,
-    test_fraction: float = 0.1,
-    split_seed: int = 0,
-    standardize: bool = True,
-) -> LogisticRegression:
-    """BLR on German credit (1000 rows, 24 features; D = 25), N(0, 10^2) prior, 90% train."""
-    return _from_dataset("german", prior_scale, test_fraction, split_seed, standardize)
+blr_pima = _factory("pima", "BLR on Pima (532 rows, 7 features; D = 8), N(0, 10^2) prior.")
+blr_heart = _factory(
+    "heart", "BLR on Statlog heart (270 rows, 13 features; D = 14), N(0, 10^2) prior."
+)
+blr_australian = _factory(
+    "australian", "BLR on Australian credit (690 rows, 14 features; D = 15), N(0, 10^2) prior."
+)
+blr_german = _factory(
+    "german", "BLR on German credit (1000 rows, 24 features; D = 25), N(0, 10^2) prior."
+)
