@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from types import SimpleNamespace
 
 import autograd
@@ -14,6 +12,7 @@ import scipy.stats
 
 import hamiltonia as hm
 from hamiltonia.targets.ard import ARDLogisticRegression, feature_relevance
+from tests.data import use_data
 
 RTOL = 1e-8
 
@@ -183,17 +182,7 @@ def test_feature_relevance_ranks_by_posterior_mean_alpha():
 @pytest.fixture
 def with_data(monkeypatch):
     """Point HAMILTONIA_DATA at the canonical files, or skip."""
-    from hamiltonia import datasets
-
-    env = os.environ.get("HAMILTONIA_DATA", "").strip()
-    default = Path(__file__).resolve().parents[3] / "shared" / "data"
-    for folder in ([Path(env)] if env else []) + [default]:
-        if (folder / "audit_outcomes.csv").is_file():
-            monkeypatch.setenv("HAMILTONIA_DATA", str(folder))
-            return
-    monkeypatch.delenv("HAMILTONIA_DATA", raising=False)
-    if datasets.status()["audit"] == "missing":
-        pytest.skip("no canonical data files: set HAMILTONIA_DATA (e.g. to ../shared/data)")
+    use_data(monkeypatch, "audit")
 
 
 def test_blr_ard_audit(with_data):

@@ -4,8 +4,6 @@ kernel, prediction and metrics; data factories."""
 from __future__ import annotations
 
 import math
-import os
-from pathlib import Path
 
 import autograd
 import autograd.numpy as anp
@@ -19,6 +17,7 @@ from hamiltonia.targets.bnn import (
     BayesianNeuralNetwork,
     normalised_weights,
 )
+from tests.data import use_data
 from tests.paths import assert_paths_agree
 
 RTOL = 1e-8
@@ -308,18 +307,7 @@ def test_normalised_weights():
 @pytest.fixture
 def with_data(monkeypatch):
     """Point HAMILTONIA_DATA at the canonical files, or skip."""
-    from hamiltonia import datasets
-
-    env = os.environ.get("HAMILTONIA_DATA", "").strip()
-    default = Path(__file__).resolve().parents[3] / "shared" / "data"
-    for folder in ([Path(env)] if env else []) + [default]:
-        if (folder / "concrete.csv").is_file():
-            monkeypatch.setenv("HAMILTONIA_DATA", str(folder))
-            return
-    monkeypatch.delenv("HAMILTONIA_DATA", raising=False)
-    status = datasets.status()
-    if any(status[n] == "missing" for n in ("power", "airfoil", "concrete", "protein")):
-        pytest.skip("no canonical data files: set HAMILTONIA_DATA (e.g. to ../shared/data)")
+    use_data(monkeypatch, "power", "airfoil", "concrete", "protein")
 
 
 @pytest.mark.parametrize(

@@ -5,8 +5,6 @@ predictive density; data factories."""
 from __future__ import annotations
 
 import math
-import os
-from pathlib import Path
 
 import autograd
 import autograd.numpy as anp
@@ -17,6 +15,7 @@ from scipy.special import gammaln
 
 import hamiltonia as hm
 from hamiltonia.targets.jump_diffusion import NAMES, MertonJumpDiffusion, default_priors
+from tests.data import use_data
 from tests.paths import assert_paths_agree
 
 RTOL = 1e-8
@@ -289,18 +288,7 @@ def test_invalid_arguments_name_the_parameter():
 @pytest.fixture
 def with_data(monkeypatch):
     """Point HAMILTONIA_DATA at the canonical files, or skip."""
-    from hamiltonia import datasets
-
-    env = os.environ.get("HAMILTONIA_DATA", "").strip()
-    default = Path(__file__).resolve().parents[3] / "shared" / "data"
-    for folder in ([Path(env)] if env else []) + [default]:
-        if (folder / "sp500_2017_2020.csv").is_file():
-            monkeypatch.setenv("HAMILTONIA_DATA", str(folder))
-            return
-    monkeypatch.delenv("HAMILTONIA_DATA", raising=False)
-    status = datasets.status()
-    if any(status[n] == "missing" for n in ("sp500", "btc", "usdzar")):
-        pytest.skip("no canonical data files: set HAMILTONIA_DATA (e.g. to ../shared/data)")
+    use_data(monkeypatch, "sp500", "btc", "usdzar")
 
 
 @pytest.mark.parametrize(

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import autograd
 import autograd.numpy as anp
 import numpy as np
@@ -12,6 +9,7 @@ import pytest
 
 import hamiltonia as hm
 from hamiltonia.targets.logistic import LogisticRegression, safe_name, softplus_and_sigmoid
+from tests.data import use_data
 
 RTOL = 1e-8
 
@@ -154,17 +152,7 @@ def test_predict_is_the_posterior_mean_of_the_sigmoid():
 @pytest.fixture
 def with_data(monkeypatch):
     """Point HAMILTONIA_DATA at the canonical files, or skip."""
-    from hamiltonia import datasets
-
-    env = os.environ.get("HAMILTONIA_DATA", "").strip()
-    default = Path(__file__).resolve().parents[3] / "shared" / "data"
-    for folder in ([Path(env)] if env else []) + [default]:
-        if (folder / "pima.csv").is_file():
-            monkeypatch.setenv("HAMILTONIA_DATA", str(folder))
-            return
-    monkeypatch.delenv("HAMILTONIA_DATA", raising=False)
-    if "missing" in datasets.status().values():
-        pytest.skip("no canonical data files: set HAMILTONIA_DATA (e.g. to ../shared/data)")
+    use_data(monkeypatch, "pima", "heart", "australian", "german")
 
 
 @pytest.mark.parametrize(
