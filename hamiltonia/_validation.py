@@ -46,3 +46,21 @@ def check_probability(value, name: str, *, open_interval: bool = True) -> float:
         interval = "(0, 1)" if open_interval else "[0, 1]"
         raise ValueError(f"{name} must lie in {interval}, got {value!r}")
     return value
+
+
+def check_design(X, y, xname: str = "X", yname: str = "y", columns: int | None = None):
+    """A finite 2-D design matrix ``X`` (N, p) and a finite response ``y`` (N,), as float
+    arrays; ``columns`` fixes p (a test set must match its training set)."""
+    X = np.asarray(X, dtype=float)
+    y = np.asarray(y, dtype=float)
+    if X.ndim != 2 or X.shape[0] < 1 or X.shape[1] < 1:
+        raise ValueError(f"{xname} must be a 2-D array (N, p) with N, p >= 1, got {X.shape}")
+    if columns is not None and X.shape[1] != columns:
+        raise ValueError(f"{xname} must have {columns} columns like the training X, got {X.shape}")
+    if y.shape != (X.shape[0],):
+        raise ValueError(f"{yname} must have shape ({X.shape[0]},), got {y.shape}")
+    if not np.all(np.isfinite(X)):
+        raise ValueError(f"{xname} must be finite (no NaN or inf)")
+    if not np.all(np.isfinite(y)):
+        raise ValueError(f"{yname} must be finite (no NaN or inf)")
+    return X, y

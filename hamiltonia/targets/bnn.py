@@ -53,7 +53,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from hamiltonia._validation import check_int, check_positions, check_positive
+from hamiltonia._validation import check_design, check_int, check_positions, check_positive
 from hamiltonia.metrics import RegressorTarget
 from hamiltonia.targets.base import Target
 from hamiltonia.targets.logistic import safe_name
@@ -209,19 +209,7 @@ class BayesianNeuralNetwork(RegressorTarget, Target):
 
     @staticmethod
     def _check_data(X, y, xname: str, yname: str, d: int | None = None):
-        X = np.asarray(X, dtype=float)
-        y = np.asarray(y, dtype=float)
-        if X.ndim != 2 or X.shape[0] < 1 or X.shape[1] < 1:
-            raise ValueError(f"{xname} must be a 2-D array (N, d) with N, d >= 1, got {X.shape}")
-        if d is not None and X.shape[1] != d:
-            raise ValueError(f"{xname} must have {d} columns like the training X, got {X.shape}")
-        if y.shape != (X.shape[0],):
-            raise ValueError(f"{yname} must have shape ({X.shape[0]},), got {y.shape}")
-        if not np.all(np.isfinite(X)):
-            raise ValueError(f"{xname} must be finite (no NaN or inf)")
-        if not np.all(np.isfinite(y)):
-            raise ValueError(f"{yname} must be finite (no NaN or inf)")
-        return X, y
+        return check_design(X, y, xname, yname, columns=d)
 
     # ------------------------------------------------------------------ properties
     @property

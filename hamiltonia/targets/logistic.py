@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from hamiltonia._validation import check_positions, check_positive
+from hamiltonia._validation import check_design, check_positions, check_positive
 from hamiltonia.metrics import ClassifierTarget
 from hamiltonia.targets.base import Target
 
@@ -199,16 +199,7 @@ class LogisticRegression(ClassifierTarget, Target):
 
     @staticmethod
     def _check_data(X, y, xname: str, yname: str, p: int | None = None):
-        X = np.asarray(X, dtype=float)
-        y = np.asarray(y, dtype=float)
-        if X.ndim != 2 or X.shape[0] < 1 or X.shape[1] < 1:
-            raise ValueError(f"{xname} must be a 2-D array (N, p) with N, p >= 1, got {X.shape}")
-        if p is not None and X.shape[1] != p:
-            raise ValueError(f"{xname} must have {p} columns like the training X, got {X.shape}")
-        if y.shape != (X.shape[0],):
-            raise ValueError(f"{yname} must have shape ({X.shape[0]},), got {y.shape}")
-        if not np.all(np.isfinite(X)):
-            raise ValueError(f"{xname} must be finite (no NaN or inf)")
+        X, y = check_design(X, y, xname, yname, columns=p)
         if not np.all((y == 0) | (y == 1)):
             raise ValueError(f"{yname} must hold only 0 and 1")
         return X, y
