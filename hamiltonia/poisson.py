@@ -26,7 +26,26 @@ from __future__ import annotations
 
 import numpy as np
 
+from hamiltonia.compiled.parts import PartKernels
+from hamiltonia.compiled.roles import velocity
+
 __all__ = ["CanonicalStructure", "PoissonStructure"]
+
+
+# -- kernels of the canonical flows (roles ``kick`` and ``drift``, one chain, in place)
+
+
+def canonical_kick_kernel(q, p, grad, h, aux, PF, PI):
+    """:math:`p \\leftarrow p + h \\nabla\\log\\pi(q)`."""
+    for i in range(p.shape[0]):
+        p[i] += h * grad[i]
+
+
+def canonical_drift_kernel(q, p, v, h, aux, PF, PI):
+    """:math:`q \\leftarrow q + h\\, \\partial H/\\partial p`."""
+    velocity(q, p, v, aux, PF, PI)
+    for i in range(q.shape[0]):
+        q[i] += h * v[i]
 
 
 class PoissonStructure:
@@ -39,9 +58,23 @@ class PoissonStructure:
       over leading axes.
     * ``flipped()`` returns the structure a reversible sampler uses after negating its
       auxiliary variables (the structure itself when there are none).
+    * ``kick(hamiltonian, q, p, grad, h, aux)`` and ``drift(hamiltonian, q, p, h, aux)``
+      return ``(q, p)`` after the flows of the potential and of the kinetic energy for a
+      time ``h`` (shape ``(chains, 1)``): the pieces a splitting integrator composes.
+      ``compiled(dim)`` hands out their kernels (roles ``kick`` and ``drift``).
     """
 
     is_canonical: bool = False
+    numeric_methods = ("kick", "drift", "vector_field")
+
+    def kick(self, hamiltonian, q, p, grad, h, aux=None):
+        raise NotImplementedError
+
+    def drift(self, hamiltonian, q, p, h, aux=None):
+        raise NotImplementedError
+
+    def compiled(self, dim: int):
+        return None
 
     def matrix(self, dim: int) -> np.ndarray:
         raise NotImplementedError
@@ -67,6 +100,15 @@ class CanonicalStructure(PoissonStructure):
 
     def vector_field(self, dH_dq, dH_dp):
         return dH_dp, -dH_dq
+
+    def kick(self, hamiltonian, q, p, grad, h, aux=None):
+        return q, p + h * grad
+
+    def drift(self, hamiltonian, q, p, h, aux=None):
+        return q + h * hamiltonian.velocity(p, aux), p
+
+    def compiled(self, dim):
+        return PartKernels({"kick": canonical_kick_kernel, "drift": canonical_drift_kernel})
 
     def __repr__(self):
         return "CanonicalStructure()"

@@ -10,11 +10,16 @@ import numpy as np
 from hamiltonia import backend as array_backend
 from hamiltonia._validation import check_int
 from hamiltonia.results import Result
-from hamiltonia.samplers.base import STAT_NAMES, Sampler
-from hamiltonia.state import ChainState
+from hamiltonia.samplers.base import Sampler
+from hamiltonia.state import ChainState, PhaseState
 from hamiltonia.targets.base import Target
 
-__all__ = ["make_rngs", "resume", "sample"]
+__all__ = ["FallbackWarning", "make_rngs", "resume", "sample"]
+
+
+class FallbackWarning(UserWarning):
+    """A run that could have been compiled runs on the NumPy path: a part (named in the
+    message) has no compiled counterpart."""
 
 #: Initial points are drawn uniformly from (-INIT_RADIUS, INIT_RADIUS) per coordinate, as in
 #: Stan, and redrawn up to MAX_INIT_TRIES times where the log density is not finite.
@@ -107,10 +112,11 @@ def _initial_state(sampler: Sampler, target: Target, initial, rngs) -> ChainStat
 
 
 class _Recorder:
-    """Buffers for the retained draws and statistics."""
+    """Buffers for the retained draws and the declared statistics."""
 
-    def __init__(self, chains: int, draws: int, dim: int, checkpoint=None):
+    def __init__(self, chains: int, draws: int, dim: int, stats, checkpoint=None):
         self.q = np.empty((chains, draws, dim))
+        self.declared = tuple(stats)
         self.stats: dict[str, np.ndarray] = {}
         self.log_weights: np.ndarray | None = None
         self.n_divergent = 0
@@ -121,11 +127,12 @@ class _Recorder:
     def record(self, it, q, info: dict, log_weight, state=None) -> None:
         """Store iteration ``it`` (an index, or a slice for a block of iterations)."""
         self.q[:, it] = array_backend.to_numpy(q)
-        for name in (*STAT_NAMES, "lp"):
-            value = array_backend.to_numpy(info[name])
+        for name, dtype in self.declared:
+            if name not in info:
+                raise KeyError(f"the sampler declared the statistic {name!r} but did not report it")
             if name not in self.stats:
-                self.stats[name] = np.empty(self.shape, dtype=value.dtype)
-            self.stats[name][:, it] = value
+                self.stats[name] = np.empty(self.shape, dtype=dtype)
+            self.stats[name][:, it] = array_backend.to_numpy(info[name])
         if log_weight is not None:
             if self.log_weights is None:
                 self.log_weights = np.empty(self.shape)
@@ -197,13 +204,21 @@ def _run_numpy(smp, target, state, rngs, warmup, draws, rec, bar, start=0):
     return state, t1
 
 
-def _run_compiled(plan, smp, target, state, rngs, warmup, draws, rec, bar, start=0):
-    from hamiltonia.compiled import kernels as K
+def _columns(layout, block: np.ndarray) -> dict:
+    """The statistics of a block of compiled iterations, by name, in their declared dtypes."""
+    return {
+        name: block[..., i] > 0 if dtype == "bool" else block[..., i].astype(dtype)
+        for i, (name, dtype) in enumerate(layout.stats)
+    }
 
+
+def _run_compiled(plan, smp, target, state, rngs, warmup, draws, rec, bar, start=0,
+                  chunker=None):  # fmt: skip
     chains, dim = state.phase.q.shape
-    chunker = _Chunker()
+    chunker = _Chunker() if chunker is None else chunker
+    n_stats = len(plan.layout().stats)
     buf_q = np.empty((chains, chunker.largest, dim))
-    buf_s = np.empty((chains, chunker.largest, K.N_STATS))
+    buf_s = np.empty((chains, chunker.largest, n_stats))
     boundaries = [b for tuner in smp.tuners for b in tuner.boundaries(warmup)]
     for first, n in chunker.split(0, warmup, boundaries):
         plan.run(state, rngs, n, True, buf_q[:, :n], buf_s[:, :n])
@@ -214,21 +229,10 @@ def _run_compiled(plan, smp, target, state, rngs, warmup, draws, rec, bar, start
         tuner.finalize(smp, state)
     t1 = time.perf_counter()
     bar.set_description(f"{smp.name} sampling")
-    length = smp.trajectory.length
     for first, n in chunker.split(start, draws):
         block = slice(first, first + n)
-        plan.run(state, rngs, n, False, rec.q[:, block], buf_s[:, :n])
-        s = buf_s[:, :n]
-        info = {
-            "accepted": s[..., K.ACCEPTED] > 0,
-            "acceptance_rate": s[..., K.ACCEPT_PROB],
-            "diverging": s[..., K.DIVERGING] > 0,
-            "n_grad": s[..., K.N_GRAD].astype(np.int64),
-            "n_steps": np.full((chains, n), length, dtype=np.int64),
-            "energy": s[..., K.ENERGY],
-            "step_size": s[..., K.STEP_SIZE],
-            "lp": s[..., K.LOG_PROB],
-        }
+        layout = plan.run(state, rngs, n, False, rec.q[:, block], buf_s[:, :n])
+        info = _columns(layout, buf_s[:, :n])
         rec.record(block, target.constrain(rec.q[:, block]), info, None, state)
         bar.update(n)
         bar.set_postfix_str(f"divergences={rec.n_divergent}", refresh=False)
@@ -245,6 +249,11 @@ def _choose_plan(smp, compiled):
     except NotCompilable as err:
         if compiled is True:
             raise ValueError(f"compiled=True but {err}") from None
+        warnings.warn(
+            f"running on the NumPy path (slower): {err}; pass compiled=False to silence this",
+            FallbackWarning,
+            stacklevel=4,
+        )
         return None
 
 
@@ -343,15 +352,39 @@ def _resume_info(target, sampler, options, state, rngs, smp):
             "kind": type(metric).__name__,
             "inverse_mass": None if inverse_mass is None else np.asarray(inverse_mass).tolist(),
         }
+    host = array_backend.to_numpy
+    phase = state.phase
     return {
         "sampler": sampler,
         "options": options,
         "rng_states": [rng.bit_generator.state for rng in rngs],
-        "q": array_backend.to_numpy(state.phase.q).tolist(),
+        # The whole chain state, as the kernel left it: resume restores it instead of
+        # recomputing it, so the continuation is bit-exact on any machine.
+        "q": host(phase.q).tolist(),
+        "p": host(phase.p).tolist(),
+        "log_prob": host(phase.log_prob).tolist(),
+        "grad": None if phase.grad is None else host(phase.grad).tolist(),
+        "aux": {k: host(v).tolist() for k, v in phase.aux.items()},
         "step_size": np.asarray(state.step_size).tolist(),
         "metric": metric_info,
         "sampler_state": smp.extra_state(),
     }
+
+
+def _restored_phase(info) -> PhaseState:
+    """The chain state saved by :func:`_resume_info`, exactly."""
+    asarray = array_backend.asarray
+
+    def floats(values):
+        return asarray(np.asarray(values, dtype=np.float64))
+
+    return PhaseState(
+        floats(info["q"]),
+        floats(info["p"]),
+        floats(info["log_prob"]),
+        None if info["grad"] is None else floats(info["grad"]),
+        {k: floats(v) for k, v in info.get("aux", {}).items()},
+    )
 
 
 def _restore_metric(smp, info) -> None:
@@ -407,6 +440,8 @@ def _sample(target, sampler, *, chains, warmup, draws, seed, initial, progress, 
             rng.bit_generator.state = rng_state
         _restore_metric(smp, info["metric"])
         state = smp.init(np.asarray(info["q"]))
+        if "log_prob" in info:
+            state.phase = _restored_phase(info)
         state.step_size = np.asarray(info["step_size"], dtype=float)
         smp.restore_extra_state(info.get("sampler_state", {}))
         start = previous.n_draws
@@ -451,7 +486,7 @@ def _sample(target, sampler, *, chains, warmup, draws, seed, initial, progress, 
             build_result(complete=False).save(output)
             times["saved"] = time.perf_counter()
 
-    rec = _Recorder(chains, draws, target.dim, checkpoint)
+    rec = _Recorder(chains, draws, target.dim, smp.stats(), checkpoint)
     if resume_from is not None:
         rec.prefill(resume_from[0])
     total = warmup + draws if resume_from is None else draws - start

@@ -7,7 +7,7 @@ density and its gradient cached at the position so that no part evaluates the ta
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -18,68 +18,79 @@ __all__ = ["ChainState", "PhaseState", "evaluate_target"]
 
 @dataclass
 class PhaseState:
-    """A batch of phase-space points.
+    """A batch of phase-space points, with any per-chain variables the parts declare.
 
     Attributes
     ----------
     q : ndarray, shape ``(chains, dim)``
         Positions.
     p : ndarray, shape ``(chains, dim)``
-        Momenta (zeros until a :class:`~hamiltonia.momentum.MomentumRefresh` draws them).
+        Momenta. They are kept between iterations (a partial refresh mixes the old momentum
+        into the new one) and saved with a checkpoint.
     log_prob : ndarray, shape ``(chains,)``
         :math:`\\log\\pi(q)`; ``nan`` where the target could not be evaluated.
     grad : ndarray, shape ``(chains, dim)``, or None
         :math:`\\nabla_q \\log\\pi(q)`; ``None`` for gradient-free samplers.
+    aux : dict of str to ndarray
+        Auxiliary variables, each with the chains on its first axis: the sign of a magnetic
+        field, a random mass, a permutation... A part declares them with
+        ``state_variables(dim)``; :meth:`select`, :meth:`take` and :meth:`copy` treat them
+        like ``q``, and checkpoints save them.
     """
 
     q: np.ndarray
     p: np.ndarray
     log_prob: np.ndarray
     grad: np.ndarray | None
+    aux: dict = field(default_factory=dict)
+
+    def _map(self, fn) -> PhaseState:
+        def one(a):
+            return None if a is None else fn(a)
+
+        return PhaseState(
+            one(self.q),
+            one(self.p),
+            one(self.log_prob),
+            one(self.grad),
+            {k: fn(v) for k, v in self.aux.items()},
+        )
 
     def copy(self) -> PhaseState:
         """A deep copy of the arrays."""
         xp = backend.xp()
-
-        def dup(a):
-            return None if a is None else xp.asarray(a, copy=True)
-
-        return PhaseState(dup(self.q), dup(self.p), dup(self.log_prob), dup(self.grad))
+        return self._map(lambda a: xp.asarray(a, copy=True))
 
     def with_momentum(self, p: np.ndarray) -> PhaseState:
-        """The same positions with momenta ``p``."""
-        return replace(self, p=p)
+        """The same positions (and auxiliary variables) with momenta ``p``."""
+        return replace(self, p=p, aux=dict(self.aux))
 
     def select(self, mask, other: PhaseState) -> PhaseState:
-        """Rows of ``self`` where ``mask`` is true, rows of ``other`` elsewhere."""
+        """Rows of ``self`` where ``mask`` (shape ``(chains,)``) is true, rows of ``other``
+        elsewhere."""
         xp = backend.xp()
-        m = mask[:, None]
+
+        def pick(a, b):
+            if a is None:
+                return None
+            m = xp.reshape(mask, mask.shape + (1,) * (a.ndim - 1))
+            return xp.where(m, a, b)
+
         return PhaseState(
-            xp.where(m, self.q, other.q),
-            xp.where(m, self.p, other.p),
-            xp.where(mask, self.log_prob, other.log_prob),
-            None if self.grad is None else xp.where(m, self.grad, other.grad),
+            pick(self.q, other.q),
+            pick(self.p, other.p),
+            pick(self.log_prob, other.log_prob),
+            pick(self.grad, other.grad),
+            {k: pick(v, other.aux[k]) for k, v in self.aux.items()},
         )
 
     def take(self, rows) -> PhaseState:
         """The chains ``rows`` (an index array or slice), as a new state."""
         if isinstance(rows, slice):
-
-            def pick(a):
-                return a[rows, ...]
-        else:
-            xp = backend.xp()
-            index = xp.asarray(np.asarray(rows), dtype=xp.int64)
-
-            def pick(a):
-                return xp.take(a, index, axis=0)
-
-        return PhaseState(
-            pick(self.q),
-            pick(self.p),
-            pick(self.log_prob),
-            None if self.grad is None else pick(self.grad),
-        )
+            return self._map(lambda a: a[rows, ...])
+        xp = backend.xp()
+        index = xp.asarray(np.asarray(rows), dtype=xp.int64)
+        return self._map(lambda a: xp.take(a, index, axis=0))
 
     @property
     def finite(self):

@@ -1,8 +1,13 @@
 """Trajectory policies: how long to integrate, and how a trajectory becomes the next state.
 
-A :class:`StaticLength` policy integrates a fixed number of steps and applies the Metropolis
-test of Hybrid Monte Carlo. Dynamic policies (the no-U-turn tree) build a set of states and
-select among them; they override :meth:`TrajectoryPolicy.transition`.
+A :class:`MetropolisTrajectory` integrates a number of steps (fixed, :class:`StaticLength`,
+or drawn per chain, :class:`RandomLength`) and applies the Metropolis test of Hybrid Monte
+Carlo. Dynamic policies (the no-U-turn tree) build a set of states and select among them;
+they override :meth:`TrajectoryPolicy.transition` and hand out their own ``transition``
+kernel.
+
+The maths of the accept step (:func:`metropolis_probability`, :func:`is_divergent`) and of
+the step-size jitter (:func:`jittered_step_size`) is written once and used by both paths.
 """
 
 from __future__ import annotations
@@ -13,12 +18,40 @@ import numpy as np
 
 from hamiltonia import backend
 from hamiltonia._validation import check_int
+from hamiltonia.compiled.parts import PartKernels
+from hamiltonia.compiled.roles import REFRESH, TRAJECTORY, energy, integrate
 from hamiltonia.state import PhaseState
 
-__all__ = ["MetropolisTrajectory", "StaticLength", "TrajectoryPolicy", "metropolis_select"]
+__all__ = [
+    "MAX_ENERGY_ERROR",
+    "MetropolisTrajectory",
+    "RandomLength",
+    "StaticLength",
+    "TrajectoryPolicy",
+    "is_divergent",
+    "jittered_step_size",
+    "metropolis_probability",
+    "metropolis_select",
+]
 
 #: Energy error beyond which a trajectory is called divergent (Stan's and NumPyro's value).
 MAX_ENERGY_ERROR = 1000.0
+
+
+def metropolis_probability(delta):
+    """:math:`\\min(1, e^{-\\delta})` for the energy error :math:`\\delta = H_1 - H_0`
+    (``nan`` stays ``nan``; callers reject it). Scalars or arrays."""
+    return np.exp(-np.maximum(delta, 0.0))
+
+
+def is_divergent(delta):
+    """A non-finite energy error, or one above :data:`MAX_ENERGY_ERROR`."""
+    return np.logical_not(np.isfinite(delta)) | (delta > MAX_ENERGY_ERROR)
+
+
+def jittered_step_size(step_size, jitter, u):
+    """:math:`\\varepsilon (1 + j (2u - 1))`, :math:`u \\sim U(0, 1)`."""
+    return step_size * (1.0 + jitter * (2.0 * u - 1.0))
 
 
 class TrajectoryPolicy:
@@ -27,27 +60,39 @@ class TrajectoryPolicy:
     Contract
     --------
     ``transition(sampler, state, step_size, rngs)`` takes the state *after* momentum
-    refreshment and returns ``(next_state, info)`` where ``info`` holds per-chain arrays
-    ``accepted``, ``acceptance_rate`` (the statistic step-size adaptation targets),
-    ``diverging``, ``n_grad``, ``n_steps`` and ``energy`` (the Hamiltonian at the next state).
+    refreshment and returns ``(next_state, info)`` where ``info`` holds per-chain arrays for
+    every statistic in :meth:`stats` (at least ``accepted``, ``acceptance_rate``, the
+    statistic step-size adaptation targets, ``diverging``, ``n_grad``, ``n_steps`` and
+    ``energy``). Chain ``c`` draws only from ``rngs[c]``.
+
+    ``stats()`` declares the statistics as ``(name, dtype)`` pairs (ArviZ's names where one
+    exists); ``compiled(dim)`` returns the compiled counterpart (role ``transition``).
     """
+
+    numeric_methods = ("transition",)
 
     def transition(self, sampler, state: PhaseState, step_size: np.ndarray, rngs):
         raise NotImplementedError
+
+    def stats(self) -> tuple[tuple[str, str], ...]:
+        return METROPOLIS_STATS
+
+    def compiled(self, dim: int):
+        return None
 
 
 def metropolis_select(
     current: PhaseState,
     proposal: PhaseState,
-    h0: np.ndarray,
-    h1: np.ndarray,
+    h0,
+    h1,
     rngs: Sequence[np.random.Generator],
     *,
     flip_on_reject: bool = False,
 ):
     """Metropolis test between ``current`` and ``proposal`` with energies ``h0``, ``h1``.
 
-    Accepts with probability :math:`\\min(1, e^{h_0 - h_1})`; one ``rng.random()`` per chain.
+    Accepts with probability :func:`metropolis_probability`; one ``rng.random()`` per chain.
     A proposal with a non-finite energy or state, or an energy error above
     :data:`MAX_ENERGY_ERROR`, is rejected and marked divergent.
 
@@ -57,45 +102,137 @@ def metropolis_select(
 
     Returns
     -------
-    next_state, accepted, accept_prob, diverging
+    next_state, accepted, accept_prob, diverging (the last three on the host)
     """
-    xp = backend.xp()
+    host = backend.to_numpy
     with np.errstate(all="ignore"):
-        delta = h1 - h0
-        ok = proposal.finite & xp.isfinite(delta)
-        diverging = ~ok | (delta > MAX_ENERGY_ERROR)
-        accept_prob = xp.where(ok, xp.exp(-xp.where(ok, delta, 0.0)), 0.0)
-        accept_prob = xp.where(accept_prob > 1.0, 1.0, accept_prob)
-    u = backend.asarray(np.array([rng.random() for rng in rngs]))
+        delta = np.asarray(host(h1), dtype=np.float64) - np.asarray(host(h0), dtype=np.float64)
+        ok = host(proposal.finite) & np.isfinite(delta)
+        diverging = ~ok | is_divergent(delta)
+        accept_prob = np.where(ok, metropolis_probability(delta), 0.0)
+    u = np.array([rng.random() for rng in rngs])
     accepted = ok & (u < accept_prob)
     stay = current.with_momentum(-current.p) if flip_on_reject else current
-    return proposal.select(accepted, stay), accepted, accept_prob, diverging
+    return proposal.select(backend.asarray(accepted), stay), accepted, accept_prob, diverging
+
+
+#: The statistics of a Metropolis transition, in the column order of its kernel.
+METROPOLIS_STATS = (
+    ("accepted", "bool"),
+    ("acceptance_rate", "float64"),
+    ("diverging", "bool"),
+    ("energy", "float64"),
+    ("n_steps", "int64"),
+    ("n_grad", "int64"),
+)
+
+
+def metropolis_transition_kernel(
+    rng, q, p, grad, lp, eps, aux, scratch, stats, PF, PI, logp, fdata, idata
+):
+    """Kernel of :meth:`MetropolisTrajectory.transition` for one chain (role
+    ``transition``). ``PF[TRAJECTORY]`` = (step-size jitter,); ``PI[TRAJECTORY][2:]`` =
+    (fewest steps, most steps); ``PI[REFRESH][2]`` says whether a rejection negates the
+    momentum (the refresh's ``flip_on_reject``)."""
+    column = PI[TRAJECTORY][0]
+    lo = PI[TRAJECTORY][2]
+    hi = PI[TRAJECTORY][3]
+    flip = PI[REFRESH][2]
+    jitter = PF[TRAJECTORY][0]
+    n_steps = lo
+    if hi > lo:
+        n_steps = rng.integers(lo, hi + 1)
+    eps_used = eps
+    if jitter > 0.0:
+        eps_used = jittered_step_size(eps, jitter, rng.random())
+    q1 = scratch[0]
+    p1 = scratch[1]
+    g1 = scratch[2]
+    v = scratch[3]
+    d = q.shape[0]
+    h0 = energy(q, p, lp, grad, v, eps_used, aux, PF, PI)
+    for i in range(d):
+        q1[i] = q[i]
+        p1[i] = p[i]
+        g1[i] = grad[i]
+    lp1, n_grad = integrate(q1, p1, g1, lp, eps_used, n_steps, v, aux, PF, PI, logp, fdata, idata)
+    h1 = np.nan
+    if np.isfinite(lp1):
+        h1 = energy(q1, p1, lp1, g1, v, eps_used, aux, PF, PI)
+    delta = h1 - h0
+    ok = np.isfinite(delta)
+    prob = 0.0
+    if ok:
+        prob = metropolis_probability(delta)
+    diverging = is_divergent(delta)
+    u = rng.random()
+    accepted = ok and u < prob
+    if accepted:
+        for i in range(d):
+            q[i] = q1[i]
+            p[i] = p1[i]
+            grad[i] = g1[i]
+        lp = lp1
+    elif flip:
+        for i in range(d):
+            p[i] = -p[i]
+    stats[column] = 1.0 if accepted else 0.0
+    stats[column + 1] = prob
+    stats[column + 2] = 1.0 if diverging else 0.0
+    stats[column + 3] = h1 if accepted else h0
+    stats[column + 4] = n_steps
+    stats[column + 5] = n_grad
+    return lp
 
 
 class MetropolisTrajectory(TrajectoryPolicy):
     """Integrate a number of steps, then apply the Metropolis test (HMC, Algorithm 2).
 
-    Subclasses choose the number of steps with :meth:`n_steps`.
+    The number of steps is drawn per chain, uniformly on ``min_steps .. max_steps`` from the
+    chain's own generator (no draw when they are equal). With ``step_size_jitter``
+    :math:`j > 0`, each chain integrates with :math:`\\varepsilon (1 + j (2u - 1))`,
+    :math:`u \\sim U(0, 1)` drawn after the length (Neal 2011, §5.4.2.2): a fixed
+    trajectory can resonate with a period of the target, so that a coordinate barely moves
+    (on Gaussians in particular), and a random length or step size breaks the resonance.
+    The energies of the accept step are evaluated at the step size actually integrated.
 
-    With ``step_size_jitter`` :math:`j > 0`, each chain integrates with
-    :math:`\\varepsilon (1 + j (2u - 1))`, :math:`u \\sim U(0, 1)` drawn from its generator
-    after the momentum (Neal 2011, §5.4.2.2): a fixed trajectory length can resonate with a
-    period of the target, so that a coordinate barely moves (on Gaussians in particular),
-    and a random length breaks the resonance.
+    Parameters
+    ----------
+    min_steps, max_steps : int
+        :math:`1 \\le L_{min} \\le L_{max}`.
+    step_size_jitter : float in [0, 1)
+        Relative jitter of the step size (default 0: none).
     """
 
-    step_size_jitter: float = 0.0
+    def __init__(self, min_steps: int, max_steps: int, step_size_jitter: float = 0.0):
+        self.min_steps = check_int(min_steps, "min_steps", minimum=1)
+        self.max_steps = check_int(max_steps, "max_steps", minimum=1)
+        if self.max_steps < self.min_steps:
+            raise ValueError(
+                f"max_steps must be >= min_steps = {self.min_steps}, got {max_steps!r}"
+            )
+        jitter = step_size_jitter
+        if isinstance(jitter, bool) or not isinstance(jitter, int | float | np.floating):
+            raise ValueError(f"step_size_jitter must be a number in [0, 1), got {jitter!r}")
+        if not 0.0 <= float(jitter) < 1.0:
+            raise ValueError(f"step_size_jitter must lie in [0, 1), got {step_size_jitter!r}")
+        self.step_size_jitter = float(jitter)
 
-    def n_steps(self, rngs) -> int:
-        raise NotImplementedError
+    def n_steps(self, rngs) -> np.ndarray:
+        """The number of steps of each chain this iteration."""
+        if self.max_steps == self.min_steps:
+            return np.full(len(rngs), self.min_steps, dtype=np.int64)
+        return np.array(
+            [rng.integers(self.min_steps, self.max_steps + 1) for rng in rngs], dtype=np.int64
+        )
 
     def jittered(self, step_size, rngs):
         """The step sizes to integrate with this iteration (one uniform per chain when
         jittering, none otherwise)."""
         if not self.step_size_jitter:
-            return step_size
+            return np.asarray(step_size)
         u = np.array([rng.random() for rng in rngs])
-        return np.asarray(step_size) * (1.0 + self.step_size_jitter * (2.0 * u - 1.0))
+        return jittered_step_size(np.asarray(step_size), self.step_size_jitter, u)
 
     def transition(self, sampler, state, step_size, rngs):
         ham = sampler.hamiltonian
@@ -103,22 +240,33 @@ class MetropolisTrajectory(TrajectoryPolicy):
         eps = self.jittered(step_size, rngs)
         proposal, n_grad = sampler.integrator.integrate(ham, state, eps, n)
         with np.errstate(all="ignore"):  # a diverging trajectory overflows; it is rejected
-            h0 = sampler.energy(state, step_size)
-            h1 = sampler.energy(proposal, step_size)
+            h0 = ham.energy(state, eps)
+            h1 = ham.energy(proposal, eps)
         nxt, accepted, prob, diverging = metropolis_select(
             state, proposal, h0, h1, rngs, flip_on_reject=sampler.refresh.flip_on_reject
         )
-        energy = backend.xp().where(accepted, h1, h0)
         host = backend.to_numpy
         info = {
-            "accepted": host(accepted),
-            "acceptance_rate": host(prob),
-            "diverging": host(diverging),
+            "accepted": accepted,
+            "acceptance_rate": prob,
+            "diverging": diverging,
+            "energy": np.where(accepted, host(h1), host(h0)),
+            "n_steps": n,
             "n_grad": n_grad,
-            "n_steps": np.full(state.q.shape[0], n, dtype=np.int64),
-            "energy": host(energy),
         }
         return nxt, info
+
+    def compiled(self, dim):
+        return PartKernels(
+            {"transition": metropolis_transition_kernel},
+            fparams=[self.step_size_jitter],
+            iparams=[self.min_steps, self.max_steps],
+            stats=self.stats(),
+        )
+
+    def __repr__(self):
+        extra = f", step_size_jitter={self.step_size_jitter}" if self.step_size_jitter else ""
+        return f"{type(self).__name__}({self.min_steps}, {self.max_steps}{extra})"
 
 
 class StaticLength(MetropolisTrajectory):
@@ -134,16 +282,28 @@ class StaticLength(MetropolisTrajectory):
     """
 
     def __init__(self, n_steps: int, step_size_jitter: float = 0.0):
-        self.length = check_int(n_steps, "n_steps", minimum=1)
-        jitter = float(step_size_jitter)
-        if not 0.0 <= jitter < 1.0:
-            raise ValueError(f"step_size_jitter must lie in [0, 1), got {step_size_jitter!r}")
-        self.step_size_jitter = jitter
+        length = check_int(n_steps, "n_steps", minimum=1)
+        super().__init__(length, length, step_size_jitter)
 
-    def n_steps(self, rngs):
-        return self.length
+    @property
+    def length(self) -> int:
+        return self.min_steps
 
     def __repr__(self):
         if self.step_size_jitter:
             return f"StaticLength({self.length}, step_size_jitter={self.step_size_jitter})"
         return f"StaticLength({self.length})"
+
+
+class RandomLength(MetropolisTrajectory):
+    """A number of steps drawn per chain and iteration, uniformly on
+    :math:`\\{L_{min}, \\dots, L_{max}\\}` (default :math:`L_{min} = 1`), from the chain's own
+    generator: jittered trajectory lengths (Neal 2011, §5.4.2.2; the JS2HMC of
+    spec/seed002_ch4-10.md §5)."""
+
+    def __init__(self, max_steps: int, min_steps: int = 1, step_size_jitter: float = 0.0):
+        super().__init__(min_steps, max_steps, step_size_jitter)
+
+    def __repr__(self):
+        extra = f", step_size_jitter={self.step_size_jitter}" if self.step_size_jitter else ""
+        return f"RandomLength({self.max_steps}, min_steps={self.min_steps}{extra})"

@@ -11,9 +11,49 @@ import numpy as np
 
 from hamiltonia import backend
 from hamiltonia._validation import check_int, check_positive, check_probability
+from hamiltonia.compiled.parts import PartKernels
+from hamiltonia.compiled.roles import TUNER
 from hamiltonia.state import ChainState
 
-__all__ = ["DualAveraging", "Tuner", "WindowedMetric", "find_initial_step_size", "metric_windows"]
+__all__ = [
+    "DualAveraging",
+    "Tuner",
+    "WindowedMetric",
+    "dual_averaging_step",
+    "find_initial_step_size",
+    "metric_windows",
+]
+
+
+def dual_averaging_step(mu, h_bar, log_eps_bar, m, alpha, target_accept, gamma, t0, kappa):
+    """One update of dual averaging (scalars or per-chain arrays): returns
+    ``(h_bar, log_eps, log_eps_bar, m)`` after observing the acceptance statistic
+    ``alpha``."""
+    m = m + 1.0
+    w = 1.0 / (m + t0)
+    h_bar = (1.0 - w) * h_bar + w * (target_accept - alpha)
+    log_eps = mu - np.sqrt(m) / gamma * h_bar
+    eta = m ** (-kappa)
+    log_eps_bar = eta * log_eps + (1.0 - eta) * log_eps_bar
+    return h_bar, log_eps, log_eps_bar, m
+
+
+def dual_averaging_kernel(eps, state, stats, PF, PI):
+    """Kernel of :meth:`DualAveraging.update` for one chain (role ``tune``):
+    ``state`` = (mu, h_bar, log_eps_bar, m); ``PF[TUNER]`` = (target_accept, gamma, t0,
+    kappa); ``PI[TUNER][2:]`` = the statistics columns of the acceptance rate and of the
+    divergence flag."""
+    prm = PF[TUNER]
+    alpha = stats[PI[TUNER][2]]
+    if stats[PI[TUNER][3]] > 0.0:
+        alpha = 0.0
+    h_bar, log_eps, log_eps_bar, m = dual_averaging_step(
+        state[0], state[1], state[2], state[3], alpha, prm[0], prm[1], prm[2], prm[3]
+    )
+    state[1] = h_bar
+    state[2] = log_eps_bar
+    state[3] = m
+    eps[0] = np.exp(log_eps)
 
 
 class Tuner:
@@ -28,7 +68,16 @@ class Tuner:
       :class:`~hamiltonia.trajectories.TrajectoryPolicy`). ``iteration`` counts from 0.
     * ``finalize(sampler, chain)`` runs once at the end of warm-up and sets the values used
       for sampling.
+    * ``compiled(dim)`` returns the compiled counterpart: kernels for the ``tune`` role
+      (a step-size tuner that updates inside the chain kernel) or none (a tuner that acts
+      only at the chunk boundaries it declares), or ``None`` when the tuner cannot run
+      with the compiled path.
     """
+
+    numeric_methods = ("update",)
+
+    def compiled(self, dim: int):
+        return None
 
     def start(self, sampler, chain: ChainState, n_warmup: int, rngs) -> None:
         pass
@@ -171,15 +220,23 @@ class DualAveraging(Tuner):
 
     def update(self, sampler, chain, info, iteration):
         alpha = np.where(info["diverging"], 0.0, np.nan_to_num(info["acceptance_rate"]))
-        mu, h_bar, log_eps_bar, m = self.state.T
-        m = m + 1.0
-        w = 1.0 / (m + self.t0)
-        h_bar = (1.0 - w) * h_bar + w * (self.target_accept - alpha)
-        log_eps = mu - np.sqrt(m) / self.gamma * h_bar
-        eta = m ** (-self.kappa)
-        log_eps_bar = eta * log_eps + (1.0 - eta) * log_eps_bar
+        mu = self.state[:, 0]
+        h_bar, log_eps, log_eps_bar, m = dual_averaging_step(
+            mu, *self.state[:, 1:].T, alpha, *self.parameters()
+        )
         self.state = np.stack([mu, h_bar, log_eps_bar, m], axis=1)
         chain.step_size = np.exp(log_eps)
+
+    def parameters(self) -> tuple[float, float, float, float]:
+        """(target_accept, gamma, t0, kappa)."""
+        return (self.target_accept, self.gamma, self.t0, self.kappa)
+
+    def compiled(self, dim):
+        return PartKernels(
+            {"tune": dual_averaging_kernel},
+            fparams=self.parameters(),
+            reads=("acceptance_rate", "diverging"),
+        )
 
     def finalize(self, sampler, chain):
         if not hasattr(self, "state") or not np.all(self.state[:, 3] > 0):
@@ -289,6 +346,11 @@ class WindowedMetric(Tuner):
         self.observe(chain.phase.q, iteration)
         if any(iteration + 1 == end for _, end in self.windows):
             self.end_window(sampler, chain)
+
+    def compiled(self, dim):
+        # Nothing runs in the kernel: the metric is estimated at the window ends, which the
+        # compiled path reaches as chunk boundaries (update_chunk).
+        return PartKernels()
 
     def boundaries(self, n_warmup):
         windows = metric_windows(n_warmup, self.initial_buffer, self.window, self.terminal_buffer)

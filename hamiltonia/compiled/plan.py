@@ -1,110 +1,168 @@
-"""Deciding whether a sampler can run compiled, and running it."""
+"""Deciding whether a sampler can run compiled, composing its kernel, and running it.
+
+:func:`plan_for` asks every part of the sampler for its compiled counterpart
+(``part.compiled(dim)``, a :class:`~hamiltonia.compiled.parts.PartKernels`); it checks no
+type. A part without one raises :class:`NotCompilable` naming it, and the run falls back to
+the NumPy path. The parts' kernels are composed into the generic chain kernel
+(:mod:`hamiltonia.compiled.chain`) by :func:`~hamiltonia.compiled.compose.compose`; their
+parameters, statistics columns and auxiliary variables are laid out here.
+"""
 
 from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 import numpy as np
 
+from hamiltonia.compiled.roles import ROLE_SLOTS, SLOTS, TUNER
 from hamiltonia.compiled.targets import NumbaTarget
 
-__all__ = ["CompiledPlan", "NotCompilable", "plan_for"]
+__all__ = ["CompiledPlan", "Layout", "NotCompilable", "plan_for"]
 
 
 class NotCompilable(Exception):
     """The sampler has a part with no compiled counterpart; the message names it."""
 
 
-def _metric_arrays(metric, dim):
-    """(kind, inverse-mass diagonal, dense inverse mass, its Cholesky factor, momentum scale)
-    as the kernel takes them; unused ones are placeholders of the right type."""
-    from hamiltonia.hamiltonians.metrics import DenseMetric, DiagonalMetric, IdentityMetric
+@dataclass
+class Layout:
+    """The composition of one sampler at one moment: kernels, parameters, columns."""
 
-    diag = np.ones(dim)
-    dense = np.eye(dim)
-    chol = np.eye(dim)
-    mass_sqrt = np.ones(dim)
-    if type(metric) is IdentityMetric:
-        kind = 0
-    elif type(metric) is DiagonalMetric:
-        kind = 1
-        diag = np.ascontiguousarray(metric.inverse_mass, dtype=np.float64)
-        mass_sqrt = np.ascontiguousarray(metric._sqrt_mass, dtype=np.float64)
-    elif type(metric) is DenseMetric:
-        kind = 2
-        dense = np.ascontiguousarray(metric.inverse_mass, dtype=np.float64)
-        chol = np.ascontiguousarray(np.linalg.cholesky(dense))
-    else:
-        raise NotCompilable(f"metric {type(metric).__name__} has no compiled counterpart")
-    return kind, diag, dense, chol, mass_sqrt
+    functions: dict
+    PF: tuple
+    PI: tuple
+    stats: tuple  # (name, dtype) per column of the statistics row
+    aux: tuple  # (name, offset, size) per auxiliary variable
+    n_aux: int
+    tuner: object  # the step-size tuner whose state the kernel updates, or None
+
+
+def _layout(sampler, parts, kernels: dict) -> Layout:
+    from hamiltonia.compiled.chain import CHAIN_STATS, no_tuning_kernel, run_chain
+
+    functions = {"tune": no_tuning_kernel}
+    owner = {}
+    stats = list(CHAIN_STATS)
+    aux, n_aux = [], 0
+    offsets = {}
+    for slot in range(len(SLOTS)):
+        k = kernels.get(slot)
+        if k is None:
+            offsets[slot] = (0, 0)
+            continue
+        offsets[slot] = (len(stats), n_aux)
+        stats.extend(k.stats)
+        for name, size in k.aux:
+            aux.append((name, n_aux, int(size)))
+            n_aux += int(size)
+        for role, fn in k.functions.items():
+            if ROLE_SLOTS.get(role) != slot:
+                raise NotCompilable(
+                    f"{parts[slot][1]} {type(parts[slot][0]).__name__} hands out a kernel "
+                    f"for the role {role!r}, which is not a {SLOTS[slot]} role"
+                )
+            if role in owner:
+                raise NotCompilable(f"two parts fill the role {role!r}")
+            owner[role] = slot
+            functions[role] = fn
+    columns = {name: i for i, (name, _) in enumerate(stats)}
+    PF, PI = [], []
+    for slot in range(len(SLOTS)):
+        k = kernels.get(slot)
+        if k is None:
+            PF.append(np.zeros(0))
+            PI.append(np.zeros(2, dtype=np.int64))
+            continue
+        missing = [name for name in k.reads if name not in columns]
+        if missing:
+            raise NotCompilable(
+                f"{parts[slot][1]} {type(parts[slot][0]).__name__} reads the statistics "
+                f"{missing}, which no part of this sampler records"
+            )
+        reads = [columns[name] for name in k.reads]
+        PF.append(k.fparams)
+        PI.append(np.array([*offsets[slot], *reads, *k.iparams], dtype=np.int64))
+    tuner = parts[TUNER][0] if TUNER in kernels and "tune" in kernels[TUNER].functions else None
+    functions["run_chain"] = run_chain
+    return Layout(functions, tuple(PF), tuple(PI), tuple(stats), tuple(aux), n_aux, tuner)
+
+
+def _counterparts(sampler) -> tuple[dict, dict]:
+    from hamiltonia.compiled.parts import compiled_counterpart
+
+    listed = sampler.compiled_parts() if hasattr(sampler, "compiled_parts") else None
+    if listed is None:
+        raise NotCompilable(f"sampler {type(sampler).__name__} has no compiled counterpart")
+    dim = sampler.target.dim
+    parts, kernels = {}, {}
+    for slot, (part, kind) in listed.items():
+        parts[slot] = (part, kind)
+        kernels[slot] = compiled_counterpart(part, dim, kind)
+    step_tuners = []
+    for tuner in sampler.tuners:
+        k = compiled_counterpart(tuner, dim, "tuner")
+        if k.functions:
+            step_tuners.append((tuner, k))
+    if len(step_tuners) > 1:
+        names = ", ".join(type(t).__name__ for t, _ in step_tuners)
+        raise NotCompilable(f"more than one tuner updates inside the kernel ({names})")
+    if step_tuners:
+        parts[TUNER] = (step_tuners[0][0], "tuner")
+        kernels[TUNER] = step_tuners[0][1]
+    return parts, kernels
 
 
 def plan_for(sampler) -> CompiledPlan:
     """A :class:`CompiledPlan` for ``sampler``, or :class:`NotCompilable` naming the part
     that prevents it.
 
-    Compiled today: :class:`~hamiltonia.samplers.HamiltonianSampler` with a
-    :class:`~hamiltonia.hamiltonians.EuclideanHamiltonian` (identity, diagonal or dense
-    metric), the :class:`~hamiltonia.integrators.Leapfrog`, a
-    :class:`~hamiltonia.trajectories.StaticLength` trajectory, a
-    :class:`~hamiltonia.momentum.FullRefresh`, tuners among
-    :class:`~hamiltonia.tuners.DualAveraging` and :class:`~hamiltonia.tuners.WindowedMetric`,
-    no importance weights, and a target whose ``numba_kernel()`` returns a
-    :class:`~hamiltonia.compiled.NumbaTarget`. Exact types are required: a subclass may
-    override behaviour the kernel does not know about, so it runs on the NumPy path.
+    Compiled: a sampler whose ``compiled_parts()`` lists its parts (the
+    :class:`~hamiltonia.samplers.HamiltonianSampler` does), each of which hands out a
+    compiled counterpart; tuners that either update in the kernel (at most one) or act at
+    chunk boundaries; a reducer with no importance weights; and a target whose
+    ``numba_kernel()`` returns a :class:`~hamiltonia.compiled.NumbaTarget`. A subclass that
+    overrides a part's maths without its own ``compiled`` is not compiled (it would not do
+    what its Python methods do).
     """
     from hamiltonia import backend
-    from hamiltonia.hamiltonians.euclidean import EuclideanHamiltonian
-    from hamiltonia.integrators.leapfrog import Leapfrog
-    from hamiltonia.momentum import FullRefresh
     from hamiltonia.reducers import VarianceReducer
-    from hamiltonia.samplers.hamiltonian import HamiltonianSampler
-    from hamiltonia.trajectories import StaticLength
-    from hamiltonia.tuners import DualAveraging, WindowedMetric
 
     if backend.get_backend() != "numpy":
         raise NotCompilable(f"backend {backend.get_backend()!r} (the compiled path runs on NumPy)")
-    checks = [
-        (type(sampler) is HamiltonianSampler, lambda: f"sampler {type(sampler).__name__}"),
-        (
-            type(getattr(sampler, "hamiltonian", None)) is EuclideanHamiltonian,
-            lambda: f"hamiltonian {type(sampler.hamiltonian).__name__}",
-        ),
-        (
-            type(getattr(sampler, "integrator", None)) is Leapfrog,
-            lambda: f"integrator {type(sampler.integrator).__name__}",
-        ),
-        (
-            type(getattr(sampler, "trajectory", None)) is StaticLength,
-            lambda: f"trajectory {type(sampler.trajectory).__name__}",
-        ),
-        (
-            type(getattr(sampler, "refresh", None)) is FullRefresh,
-            lambda: f"refresh {type(sampler.refresh).__name__}",
-        ),
-        (
-            type(sampler.reducer) is VarianceReducer,
-            lambda: f"reducer {type(sampler.reducer).__name__}",
-        ),
-    ]
-    for ok, what in checks:
-        if not ok:
-            raise NotCompilable(f"{what()} has no compiled counterpart")
-    for tuner in sampler.tuners:
-        if type(tuner) not in (DualAveraging, WindowedMetric):
-            raise NotCompilable(f"tuner {type(tuner).__name__} has no compiled counterpart")
-    _metric_arrays(sampler.hamiltonian.metric, sampler.target.dim)
+    parts, kernels = _counterparts(sampler)
+    if type(sampler.reducer).log_weights is not VarianceReducer.log_weights:
+        raise NotCompilable(f"reducer {type(sampler.reducer).__name__} has no compiled counterpart")
     kernel = sampler.target.numba_kernel()
     if kernel is None:
         raise NotCompilable(f"target {type(sampler.target).__name__} has no numba kernel")
     if not isinstance(kernel, NumbaTarget):
         raise NotCompilable("numba_kernel() must return a hamiltonia.compiled.NumbaTarget")
-    return CompiledPlan(sampler, kernel)
+    plan = CompiledPlan(sampler, kernel)
+    plan.layout()  # composes now, so that a kernel that cannot be composed is reported here
+    return plan
+
+
+_COMPOSED: dict = {}
+
+
+def _composed(functions: dict):
+    from hamiltonia.compiled.compose import CompositionError, compose
+
+    key = tuple(sorted((role, id(fn)) for role, fn in functions.items()))
+    if key not in _COMPOSED:
+        roles = {role: fn for role, fn in functions.items() if role != "run_chain"}
+        try:
+            _COMPOSED[key] = (compose(roles, functions["run_chain"]), functions)
+        except CompositionError as err:
+            raise NotCompilable(str(err)) from None
+    return _COMPOSED[key][0]
 
 
 class CompiledPlan:
-    """Runs chunks of iterations of every chain in the compiled kernel, one thread per core."""
+    """Runs chunks of iterations of every chain in the composed kernel, one thread per
+    core."""
 
     def __init__(self, sampler, kernel: NumbaTarget):
         self.sampler = sampler
@@ -120,50 +178,40 @@ class CompiledPlan:
             self._pool.shutdown()
             self._pool = None
 
-    def _dual_averaging(self):
-        from hamiltonia.tuners import DualAveraging
-
-        for tuner in self.sampler.tuners:
-            if type(tuner) is DualAveraging:
-                return tuner
-        return None
+    def layout(self) -> Layout:
+        """The composition with the parts' current parameters (a tuner may have changed
+        them since the last chunk)."""
+        parts, kernels = _counterparts(self.sampler)
+        layout = _layout(self.sampler, parts, kernels)
+        self.chain_kernel = _composed(layout.functions)
+        return layout
 
     def run(self, chain, rngs, n_iter: int, adapt: bool, out_q: np.ndarray, out_stats: np.ndarray):
         """Advance all chains ``n_iter`` iterations, writing ``out_q[c, :n_iter]`` and
-        ``out_stats[c, :n_iter]``; with ``adapt``, dual averaging runs inside the kernel."""
-        from hamiltonia.compiled.kernels import hmc_chunk
-
-        sampler = self.sampler
-        kind, diag, dense, chol, mass_sqrt = _metric_arrays(
-            sampler.hamiltonian.metric, sampler.target.dim
-        )
-        tuner = self._dual_averaging() if adapt else None
-        if tuner is not None:
-            da_params = np.array([tuner.target_accept, tuner.gamma, tuner.t0, tuner.kappa])
-        else:
-            da_params = np.zeros(4)
+        ``out_stats[c, :n_iter]`` (columns of :meth:`layout`'s ``stats``); with ``adapt``,
+        the step-size tuner runs inside the kernel. Returns the layout used."""
+        layout = self.layout()
         phase = chain.phase
         n_chains = phase.q.shape[0]
-        q = np.ascontiguousarray(phase.q, dtype=np.float64).copy()
-        grad = np.ascontiguousarray(phase.grad, dtype=np.float64).copy()
-        lp = np.ascontiguousarray(phase.log_prob, dtype=np.float64).copy()
-        eps = np.ascontiguousarray(chain.step_size, dtype=np.float64).copy()
-        da_state = (
-            np.ascontiguousarray(tuner.state, dtype=np.float64).copy()
-            if tuner is not None
-            else np.zeros((n_chains, 4))
-        )
-        length = sampler.trajectory.length
-        jitter = float(sampler.trajectory.step_size_jitter)
+
+        def own(a):
+            return np.array(a, dtype=np.float64, order="C", copy=True)
+
+        q, p, grad = own(phase.q), own(phase.p), own(phase.grad)
+        lp, eps = own(phase.log_prob), own(chain.step_size)
+        aux = np.zeros((n_chains, layout.n_aux))
+        for name, offset, size in layout.aux:
+            aux[:, offset : offset + size] = np.reshape(phase.aux[name], (n_chains, size))
+        tuner = layout.tuner if adapt else None
+        state = getattr(tuner, "state", None)
+        tune_state = own(state) if state is not None else np.zeros((n_chains, 1))
         fn, fdata, idata = self.kernel.function, self.kernel.fdata, self.kernel.idata
+        chain_kernel, PF, PI = self.chain_kernel, layout.PF, layout.PI
 
         def one(c):
-            lp_c = lp[c : c + 1]
-            eps_c = eps[c : c + 1]
-            hmc_chunk(
-                q[c], lp_c, grad[c], eps_c, rngs[c], n_iter, length, jitter,
-                kind, diag, dense, chol, mass_sqrt, fn, fdata, idata,
-                tuner is not None, da_state[c], da_params,
+            chain_kernel(
+                q[c], p[c], grad[c], lp[c : c + 1], eps[c : c + 1], aux[c], rngs[c], n_iter,
+                tuner is not None, tune_state[c], PF, PI, fn, fdata, idata,
                 out_q[c], out_stats[c],
             )  # fmt: skip
 
@@ -174,7 +222,11 @@ class CompiledPlan:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(max_workers=min(self.workers, n_chains))
             list(self._pool.map(one, range(n_chains)))
-        phase.q, phase.grad, phase.log_prob = q, grad, lp
+        phase.q, phase.p, phase.grad, phase.log_prob = q, p, grad, lp
+        for name, offset, size in layout.aux:
+            shape = np.shape(phase.aux[name])
+            phase.aux[name] = aux[:, offset : offset + size].reshape(shape)
         chain.step_size = eps
-        if tuner is not None:
-            tuner.state = da_state
+        if tuner is not None and state is not None:
+            tuner.state = tune_state
+        return layout

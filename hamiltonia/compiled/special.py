@@ -25,11 +25,11 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from hamiltonia.compiled.kernels import SAFE_FASTMATH
+from hamiltonia.compiled.compose import SAFE_FASTMATH
 
 __all__ = ["exp_nonpositive", "log1p_unit", "softplus_sigmoid"]
 
-_OPTS = {"cache": True, "nogil": True, "error_model": "numpy", "fastmath": SAFE_FASTMATH}
+_OPTS = {"cache": True, "nogil": True, "error_model": "numpy", "fastmath": set(SAFE_FASTMATH)}
 
 _LOG2E = 1.4426950408889634
 _LN2_HI = 0.693145751953125  # ln 2 split so that k * _LN2_HI is exact for |k| < 2^11

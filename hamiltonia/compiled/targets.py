@@ -45,9 +45,9 @@ def compile_log_prob(py_func: Callable):
 
         if LOG_PROB_SIGNATURE is None:
             LOG_PROB_SIGNATURE = _signature()
-        from hamiltonia.compiled.kernels import SAFE_FASTMATH
+        from hamiltonia.compiled.compose import SAFE_FASTMATH
 
-        options = {"error_model": "numpy", "fastmath": SAFE_FASTMATH}
+        options = {"error_model": "numpy", "fastmath": set(SAFE_FASTMATH)}
         try:
             _CACHE[py_func] = numba.cfunc(LOG_PROB_SIGNATURE, cache=True, **options)(py_func)
         except RuntimeError as err:

@@ -37,6 +37,7 @@ __all__ = [
     "DatasetMirrorMissingError",
     "DatasetUnavailableError",
     "cache_dir",
+    "cache_root",
     "download",
     "mirror_dir",
     "resolve",
@@ -88,19 +89,20 @@ def mirror_dir() -> Path | None:
     return Path(value).expanduser() if value else None
 
 
-def cache_dir() -> Path:
-    """Folder of cached canonical files: ``<cache root>/datasets``.
-
-    The root is ``$HAMILTONIA_CACHE``, else ``$XDG_CACHE_HOME/hamiltonia``, else
-    ``~/.cache/hamiltonia``. The folder is created only when a file is written.
-    """
+def cache_root() -> Path:
+    """The per-user cache root: ``$HAMILTONIA_CACHE``, else ``$XDG_CACHE_HOME/hamiltonia``,
+    else ``~/.cache/hamiltonia``."""
     root = os.environ.get(ENV_CACHE, "").strip()
     if root:
-        base = Path(root).expanduser()
-    else:
-        xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
-        base = (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "hamiltonia"
-    return base / "datasets"
+        return Path(root).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
+    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "hamiltonia"
+
+
+def cache_dir() -> Path:
+    """Folder of cached canonical files: ``<cache root>/datasets`` (see :func:`cache_root`).
+    The folder is created only when a file is written."""
+    return cache_root() / "datasets"
 
 
 _DIGESTS: dict[tuple[str, int, int], str] = {}

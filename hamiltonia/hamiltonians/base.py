@@ -7,9 +7,18 @@ from collections.abc import Sequence
 import numpy as np
 
 from hamiltonia import backend
+from hamiltonia.compiled.roles import kinetic as kinetic_role
+from hamiltonia.compiled.roles import velocity as velocity_role
 from hamiltonia.state import PhaseState, evaluate_target
 
-__all__ = ["Hamiltonian"]
+__all__ = ["Hamiltonian", "separable_energy_kernel"]
+
+
+def separable_energy_kernel(q, p, lp, grad, v, eps, aux, PF, PI):
+    """Kernel of :math:`H = -\\log\\pi(q) + K(p)` (the ``energy`` role); leaves
+    :math:`v = \\partial K/\\partial p` in ``v``."""
+    velocity_role(q, p, v, aux, PF, PI)
+    return -lp + kinetic_role(q, p, v, aux, PF, PI)
 
 
 class Hamiltonian:
@@ -20,11 +29,19 @@ class Hamiltonian:
 
     Contract
     --------
-    * ``potential(state)`` and ``kinetic(p)`` return one value per chain;
-      ``energy(state) = potential + kinetic``.
-    * ``velocity(p)`` is :math:`\\partial H/\\partial p`; the force is
+    * ``potential(state)`` and ``kinetic(p, aux)`` return one value per chain;
+      ``energy(state, step_size)`` is the energy the accept step uses: :math:`H` here
+      (``step_size``, the step size actually integrated, matters only to a shadow
+      Hamiltonian).
+    * ``velocity(p, aux)`` is :math:`\\partial H/\\partial p`; the force is
       ``state.grad`` :math:`= -\\partial H/\\partial q`.
-    * ``sample_momentum(rngs)`` draws one momentum per chain, row ``c`` from ``rngs[c]``.
+    * ``sample_momentum(rngs, aux)`` draws one momentum per chain, row ``c`` from
+      ``rngs[c]``.
+    * ``aux`` is the chains' auxiliary variables (``state.aux``), for Hamiltonians whose
+      kinetic energy depends on a per-chain variable (a random mass); others ignore it.
+    * ``compiled(dim)`` returns the compiled counterpart
+      (:class:`~hamiltonia.compiled.parts.PartKernels` for the roles ``velocity``,
+      ``kinetic``, ``draw_momentum`` and ``energy``), or ``None``.
     * ``evaluate(q)`` builds a :class:`~hamiltonia.state.PhaseState` at positions ``q`` (with
       zero momenta), evaluating the target once and turning failures into ``nan``.
     * ``n_grad_per_evaluation`` is the number of gradient evaluations ``evaluate`` costs.
@@ -43,18 +60,28 @@ class Hamiltonian:
         """:math:`U(q) = -\\log\\pi(q)`."""
         return -state.log_prob
 
-    def kinetic(self, p: np.ndarray) -> np.ndarray:
+    def kinetic(self, p: np.ndarray, aux: dict | None = None) -> np.ndarray:
         raise NotImplementedError
 
-    def velocity(self, p: np.ndarray) -> np.ndarray:
+    def velocity(self, p: np.ndarray, aux: dict | None = None) -> np.ndarray:
         raise NotImplementedError
 
-    def sample_momentum(self, rngs: Sequence[np.random.Generator]) -> np.ndarray:
+    def sample_momentum(
+        self, rngs: Sequence[np.random.Generator], aux: dict | None = None
+    ) -> np.ndarray:
         raise NotImplementedError
 
-    def energy(self, state: PhaseState) -> np.ndarray:
+    def energy(self, state: PhaseState, step_size=None) -> np.ndarray:
         """:math:`H(q, p)` per chain."""
-        return self.potential(state) + self.kinetic(state.p)
+        return self.potential(state) + self.kinetic(state.p, state.aux)
+
+    #: Methods whose maths the compiled counterpart repeats (see
+    #: :func:`hamiltonia.compiled.parts.overrides_without_kernel`).
+    numeric_methods = ("kinetic", "velocity", "sample_momentum", "energy", "potential")
+
+    def compiled(self, dim: int):
+        """The compiled counterpart, or ``None`` (the run then uses the NumPy path)."""
+        return None
 
     def evaluate(self, q: np.ndarray, p: np.ndarray | None = None) -> PhaseState:
         """A phase state at ``q`` (and ``p``, zeros by default)."""

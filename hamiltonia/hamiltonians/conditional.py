@@ -65,14 +65,14 @@ class ConditionalHamiltonian(Hamiltonian):
     def _mask(self):
         return backend.asarray(self.free_mask)
 
-    def kinetic(self, p):
-        return self.base.kinetic(p * self._mask())
+    def kinetic(self, p, aux=None):
+        return self.base.kinetic(p * self._mask(), aux)
 
-    def velocity(self, p):
-        return self.base.velocity(p) * self._mask()
+    def velocity(self, p, aux=None):
+        return self.base.velocity(p, aux) * self._mask()
 
-    def sample_momentum(self, rngs):
-        return self.base.sample_momentum(rngs) * self._mask()
+    def sample_momentum(self, rngs, aux=None):
+        return self.base.sample_momentum(rngs, aux) * self._mask()
 
     def evaluate(self, q, p=None):
         state = self.base.evaluate(q, p)

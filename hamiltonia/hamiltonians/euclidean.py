@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from hamiltonia.hamiltonians.base import Hamiltonian
+from dataclasses import replace
+
+from hamiltonia.hamiltonians.base import Hamiltonian, separable_energy_kernel
 from hamiltonia.hamiltonians.metrics import Metric, make_metric
 
 __all__ = ["EuclideanHamiltonian"]
@@ -29,14 +31,20 @@ class EuclideanHamiltonian(Hamiltonian):
         super().__init__(target)
         self.metric: Metric = make_metric(metric, target.dim)
 
-    def kinetic(self, p):
+    def kinetic(self, p, aux=None):
         return self.metric.kinetic(p)
 
-    def velocity(self, p):
+    def velocity(self, p, aux=None):
         return self.metric.velocity(p)
 
-    def sample_momentum(self, rngs):
+    def sample_momentum(self, rngs, aux=None):
         return self.metric.sample(rngs, self.dim)
+
+    def compiled(self, dim):
+        from hamiltonia.compiled.parts import compiled_counterpart
+
+        kernels = compiled_counterpart(self.metric, dim, "metric")
+        return replace(kernels, functions={**kernels.functions, "energy": separable_energy_kernel})
 
     def __repr__(self):
         return f"EuclideanHamiltonian({self.target!r}, metric={self.metric!r})"

@@ -24,8 +24,69 @@ import numpy as np
 import scipy.linalg
 
 from hamiltonia import backend
+from hamiltonia.compiled.parts import PartKernels
+from hamiltonia.compiled.roles import HAMILTONIAN
 
 __all__ = ["DenseMetric", "DiagonalMetric", "IdentityMetric", "Metric", "make_metric"]
+
+
+# -- kernels (see hamiltonia.compiled.roles): one chain, the metric's arrays in PF[HAMILTONIAN]
+
+
+def gaussian_kinetic_kernel(q, p, v, aux, PF, PI):
+    """:math:`\\tfrac12 p^\\top v` with :math:`v = M^{-1} p`."""
+    s = 0.0
+    for i in range(p.shape[0]):
+        s += p[i] * v[i]
+    return 0.5 * s
+
+
+def identity_velocity_kernel(q, p, out, aux, PF, PI):
+    for i in range(p.shape[0]):
+        out[i] = p[i]
+
+
+def identity_draw_kernel(rng, q, p, aux, PF, PI):
+    for i in range(p.shape[0]):
+        p[i] = rng.standard_normal()
+
+
+def diagonal_velocity_kernel(q, p, out, aux, PF, PI):
+    inverse_mass = PF[HAMILTONIAN]
+    for i in range(p.shape[0]):
+        out[i] = inverse_mass[i] * p[i]
+
+
+def diagonal_draw_kernel(rng, q, p, aux, PF, PI):
+    d = p.shape[0]
+    sqrt_mass = PF[HAMILTONIAN][d : 2 * d]
+    for i in range(d):
+        p[i] = rng.standard_normal()
+    for i in range(d):
+        p[i] = p[i] * sqrt_mass[i]
+
+
+def dense_velocity_kernel(q, p, out, aux, PF, PI):
+    d = p.shape[0]
+    inverse_mass = PF[HAMILTONIAN]
+    for i in range(d):
+        s = 0.0
+        for j in range(d):
+            s += inverse_mass[i * d + j] * p[j]
+        out[i] = s
+
+
+def dense_draw_kernel(rng, q, p, aux, PF, PI):
+    d = p.shape[0]
+    chol = PF[HAMILTONIAN][d * d : 2 * d * d]
+    for i in range(d):
+        p[i] = rng.standard_normal()
+    # Solve L^T p = z by back substitution (M^{-1} = L L^T, so cov(p) = M).
+    for i in range(d - 1, -1, -1):
+        s = p[i]
+        for j in range(i + 1, d):
+            s -= chol[j * d + i] * p[j]
+        p[i] = s / chol[i * d + i]
 
 
 class Metric:
@@ -52,6 +113,15 @@ class Metric:
         z = np.stack([rng.standard_normal(dim) for rng in rngs])
         return backend.asarray(self.from_standard(z))
 
+    #: Methods whose maths the compiled counterpart repeats: a subclass overriding one of them
+    #: without its own ``compiled`` runs on the NumPy path.
+    numeric_methods = ("kinetic", "velocity", "from_standard", "sample")
+
+    def compiled(self, dim: int) -> PartKernels | None:
+        """The compiled counterpart (kernels ``velocity``, ``kinetic``, ``draw_momentum``
+        and the metric's arrays), or ``None``."""
+        return None
+
     def _on_backend(self, name: str, array: np.ndarray):
         """``array`` as an array of the current backend, converted once per backend."""
         if backend.get_backend() == "numpy":
@@ -75,6 +145,15 @@ class IdentityMetric(Metric):
     def from_standard(self, z):
         return z
 
+    def compiled(self, dim):
+        return PartKernels(
+            {
+                "velocity": identity_velocity_kernel,
+                "kinetic": gaussian_kinetic_kernel,
+                "draw_momentum": identity_draw_kernel,
+            }
+        )
+
     def __repr__(self):
         return "IdentityMetric()"
 
@@ -96,6 +175,16 @@ class DiagonalMetric(Metric):
 
     def from_standard(self, z):
         return z * self._sqrt_mass
+
+    def compiled(self, dim):
+        return PartKernels(
+            {
+                "velocity": diagonal_velocity_kernel,
+                "kinetic": gaussian_kinetic_kernel,
+                "draw_momentum": diagonal_draw_kernel,
+            },
+            fparams=np.concatenate([self.inverse_mass, self._sqrt_mass]),
+        )
 
     def __repr__(self):
         return f"DiagonalMetric(dim={self.inverse_mass.size})"
@@ -126,6 +215,16 @@ class DenseMetric(Metric):
     def from_standard(self, z):
         # Solve L^T p = z for each row.
         return scipy.linalg.solve_triangular(self._chol, z.T, trans="T", lower=True).T
+
+    def compiled(self, dim):
+        return PartKernels(
+            {
+                "velocity": dense_velocity_kernel,
+                "kinetic": gaussian_kinetic_kernel,
+                "draw_momentum": dense_draw_kernel,
+            },
+            fparams=np.concatenate([self.inverse_mass.ravel(), self._chol.ravel()]),
+        )
 
     def __repr__(self):
         return f"DenseMetric(dim={self.inverse_mass.shape[0]})"

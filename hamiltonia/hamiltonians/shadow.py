@@ -49,18 +49,18 @@ class ShadowHamiltonian(Hamiltonian):
         super().__init__(base.target)
         self.base = base
 
-    def kinetic(self, p):
-        return self.base.kinetic(p)
+    def kinetic(self, p, aux=None):
+        return self.base.kinetic(p, aux)
 
-    def velocity(self, p):
-        return self.base.velocity(p)
+    def velocity(self, p, aux=None):
+        return self.base.velocity(p, aux)
 
-    def sample_momentum(self, rngs):
-        return self.base.sample_momentum(rngs)
+    def sample_momentum(self, rngs, aux=None):
+        return self.base.sample_momentum(rngs, aux)
 
     def energy(self, state: PhaseState, step_size: np.ndarray | None = None) -> np.ndarray:
         raise NotImplementedError
 
     def log_weight(self, state: PhaseState, step_size: np.ndarray) -> np.ndarray:
         """:math:`\\log w = \\tilde H - H`."""
-        return self.energy(state, step_size) - self.base.energy(state)
+        return self.energy(state, step_size) - self.base.energy(state, step_size)

@@ -4,10 +4,21 @@ from __future__ import annotations
 
 import numpy as np
 
+from hamiltonia import backend
 from hamiltonia.poisson import CanonicalStructure, PoissonStructure
 from hamiltonia.state import PhaseState
 
-__all__ = ["Integrator"]
+__all__ = ["Integrator", "per_chain_lengths"]
+
+
+def per_chain_lengths(n_steps, n_chains: int) -> np.ndarray:
+    """``n_steps`` (one int, or one per chain) as an int64 array of shape ``(n_chains,)``."""
+    lengths = np.asarray(n_steps, dtype=np.int64)
+    if lengths.ndim == 0:
+        return np.full(n_chains, int(lengths), dtype=np.int64)
+    if lengths.shape != (n_chains,):
+        raise ValueError(f"n_steps must be one int or one per chain ({n_chains}), got {lengths.shape}")
+    return lengths
 
 
 class Integrator:
@@ -18,25 +29,43 @@ class Integrator:
     * ``step(hamiltonian, state, step_size)`` advances every chain by one step of size
       ``step_size`` (shape ``(chains,)``; a negative value integrates backwards) and returns a
       new :class:`~hamiltonia.state.PhaseState` without modifying ``state``.
-    * ``integrate(hamiltonian, state, step_size, n_steps)`` applies ``n_steps`` steps and
-      returns ``(state, n_grad)`` where ``n_grad`` counts the gradient evaluations per chain.
-      Subclasses may override it to merge work between steps (as the leapfrog merges kicks).
+    * ``integrate(hamiltonian, state, step_size, n_steps)`` applies ``n_steps`` steps (one
+      int, or one per chain: chain ``c`` stops after ``n_steps[c]``) and returns
+      ``(state, n_grad)`` where ``n_grad`` counts the gradient evaluations per chain.
+      Subclasses may override it to merge work between steps (as the splittings merge kicks).
     * ``order`` is the global order of accuracy: the energy error over a fixed time falls as
       :math:`\\varepsilon^{\\text{order}}`.
-    * ``structure`` is the :class:`~hamiltonia.poisson.PoissonStructure` integrated.
+    * ``structure`` is the :class:`~hamiltonia.poisson.PoissonStructure` integrated; its
+      ``kick`` and ``drift`` flows are what an integrator composes.
     * Reversibility: integrating, negating :math:`p` (and flipping the structure), and
       integrating again returns to the start. Volume preservation: the map's Jacobian has
-      determinant one. ``tests/integrators`` checks both for every integrator.
+      determinant one. ``tests/integrators`` checks both for every registered integrator.
+    * ``compiled(dim)`` returns the compiled counterpart (the ``integrate`` role), or
+      ``None``: the run then uses the NumPy path.
 
     A subclass written in plain Python works with every sampler; the default ``integrate``
-    simply loops over ``step``.
+    loops over ``step``.
     """
 
     order: int = 2
     n_grad_per_step: int = 1
+    #: Methods whose maths a compiled counterpart repeats.
+    numeric_methods = ("step", "integrate")
+    #: Whether the integrator follows ``structure`` (an integrator that ignores it may only
+    #: be used with the canonical structure).
+    uses_structure: bool = False
 
     def __init__(self, structure: PoissonStructure | None = None):
         self.structure = CanonicalStructure() if structure is None else structure
+        if not isinstance(self.structure, PoissonStructure):
+            raise TypeError(
+                f"structure must be a PoissonStructure, got {type(self.structure).__name__}"
+            )
+        if not self.structure.is_canonical and not self.uses_structure:
+            raise ValueError(
+                f"integrator {type(self).__name__} ignores the Poisson structure and cannot "
+                f"integrate the non-canonical {type(self.structure).__name__}"
+            )
 
     def step(self, hamiltonian, state: PhaseState, step_size: np.ndarray) -> PhaseState:
         raise NotImplementedError
@@ -48,12 +77,18 @@ class Integrator:
         returns :math:`(q, -p)`."""
         return self
 
-    def integrate(self, hamiltonian, state: PhaseState, step_size: np.ndarray, n_steps: int):
+    def integrate(self, hamiltonian, state: PhaseState, step_size: np.ndarray, n_steps):
+        lengths = per_chain_lengths(n_steps, state.q.shape[0])
         n_grad = np.zeros(state.q.shape[0], dtype=np.int64)
-        for _ in range(n_steps):
-            state = self.step(hamiltonian, state, step_size)
-            n_grad += self.n_grad_per_step
+        for i in range(int(lengths.max(initial=0))):
+            running = i < lengths
+            moved = self.step(hamiltonian, state, step_size)
+            state = moved if running.all() else moved.select(backend.asarray(running), state)
+            n_grad += self.n_grad_per_step * running
         return state, n_grad
+
+    def compiled(self, dim: int):
+        return None
 
     def __repr__(self):
         return f"{type(self).__name__}()"

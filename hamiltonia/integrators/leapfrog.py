@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import numpy as np
-
-from hamiltonia import backend
-from hamiltonia.integrators.base import Integrator
-from hamiltonia.state import PhaseState
+from hamiltonia.integrators.splitting import Splitting
 
 __all__ = ["Leapfrog"]
 
 
-class Leapfrog(Integrator):
-    """Leapfrog: half kick, drift, half kick.
+class Leapfrog(Splitting):
+    """Leapfrog: half kick, drift, half kick (kicks :math:`(1/2, 1/2)`, drift :math:`1`).
 
     .. math::
 
@@ -31,29 +27,5 @@ class Leapfrog(Integrator):
     Neal (2011), *MCMC using Hamiltonian dynamics*, §2.3.
     """
 
-    order = 2
-
-    def step(self, hamiltonian, state, step_size):
-        return self.integrate(hamiltonian, state, step_size, 1)[0]
-
-    def integrate(self, hamiltonian, state: PhaseState, step_size, n_steps: int):
-        if n_steps == 0:
-            return state, np.zeros(state.q.shape[0], dtype=np.int64)
-        eps = backend.asarray(step_size)[..., None]
-        q, p, grad = state.q, state.p, state.grad
-        lp = state.log_prob
-        # A chain's count stops at its first non-finite state, as where chains run one by one
-        # (the compiled path) and stop integrating there: the rest is wasted on a rejection.
-        n_grad = np.zeros(q.shape[0], dtype=np.int64)
-        alive = np.ones(q.shape[0], dtype=bool)
-        with np.errstate(all="ignore"):
-            p = p + 0.5 * eps * grad
-            for i in range(n_steps):
-                q = q + eps * hamiltonian.velocity(p)
-                new = hamiltonian.evaluate(q)
-                lp, grad = new.log_prob, new.grad
-                p = p + (eps if i < n_steps - 1 else 0.5 * eps) * grad
-                n_grad += alive
-                alive &= backend.to_numpy(new.finite)
-        n_grad *= hamiltonian.n_grad_per_evaluation
-        return PhaseState(q, p, lp, grad), n_grad
+    kicks = (0.5, 0.5)
+    drifts = (1.0,)

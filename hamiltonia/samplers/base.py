@@ -9,19 +9,21 @@ import numpy as np
 from hamiltonia._validation import check_positive
 from hamiltonia.state import ChainState
 
-__all__ = ["STAT_NAMES", "Sampler"]
+__all__ = ["BASE_STATS", "STAT_NAMES", "Sampler"]
 
-#: Per-iteration statistics every sampler reports (ArviZ ``sample_stats`` names where they
-#: exist).
-STAT_NAMES = (
-    "accepted",
-    "acceptance_rate",
-    "energy",
-    "diverging",
-    "n_grad",
-    "n_steps",
-    "step_size",
+#: Per-iteration statistics every sampler reports, with their dtypes (ArviZ
+#: ``sample_stats`` names where they exist); parts may declare more (:meth:`Sampler.stats`).
+BASE_STATS = (
+    ("accepted", "bool"),
+    ("acceptance_rate", "float64"),
+    ("energy", "float64"),
+    ("diverging", "bool"),
+    ("n_grad", "int64"),
+    ("n_steps", "int64"),
+    ("step_size", "float64"),
+    ("lp", "float64"),
 )
+STAT_NAMES = tuple(name for name, _ in BASE_STATS)
 
 
 class Sampler:
@@ -39,6 +41,9 @@ class Sampler:
       an initial step size).
     * ``tuners`` adapt the sampler during warm-up; ``reducer`` turns draws into estimates.
     * ``log_weight(chain)`` returns per-chain log importance weights, or ``None``.
+    * ``stats()`` declares every per-iteration statistic ``step`` reports, as
+      ``(name, dtype)`` pairs (``lp`` and ``step_size`` are added by the run loop); all
+      of them reach ``result.stats``, the netCDF file and ``to_datatree()``.
     """
 
     name: str = "sampler"
@@ -64,6 +69,10 @@ class Sampler:
 
     def probe_acceptance(self, chain: ChainState, step_size, rngs) -> np.ndarray:
         raise NotImplementedError
+
+    def stats(self) -> tuple[tuple[str, str], ...]:
+        """The declared per-iteration statistics, ``(name, dtype)``."""
+        return BASE_STATS
 
     def extra_state(self) -> dict:
         """Internal state beyond the chains' (counters and the like), as JSON-ready values,

@@ -59,8 +59,15 @@ class GibbsWithin(Sampler):
         self._count += 1
         if self._count % self.every == 0:
             q = self.update(np.array(backend.to_numpy(chain.phase.q), copy=True), rngs)
-            chain.phase = self.inner.init(backend.asarray(q)).phase
+            moved = self.inner.init(backend.asarray(q)).phase
+            # The momentum (and any auxiliary variable) carries over: a partial refresh
+            # mixes it into the next one.
+            moved.p, moved.aux = chain.phase.p, chain.phase.aux
+            chain.phase = moved
         return self.inner.step(chain, rngs)
+
+    def stats(self):
+        return self.inner.stats()
 
     def extra_state(self):
         return {"count": self._count, "inner": self.inner.extra_state()}

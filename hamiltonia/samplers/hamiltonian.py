@@ -7,10 +7,10 @@ import numpy as np
 from hamiltonia import backend
 from hamiltonia.hamiltonians.base import Hamiltonian
 from hamiltonia.hamiltonians.shadow import ShadowHamiltonian
-from hamiltonia.integrators.base import Integrator
-from hamiltonia.integrators.leapfrog import Leapfrog
+from hamiltonia.integrators import Integrator, make_integrator
 from hamiltonia.momentum import FullRefresh, MomentumRefresh
-from hamiltonia.samplers.base import Sampler
+from hamiltonia.reducers import VarianceReducer
+from hamiltonia.samplers.base import BASE_STATS, Sampler
 from hamiltonia.state import ChainState
 from hamiltonia.trajectories import TrajectoryPolicy
 
@@ -29,15 +29,16 @@ class HamiltonianSampler(Sampler):
         (q', p') = \\Phi_{\\varepsilon}^{L}(q, p), \\qquad
         \\text{accept w.p. } \\min\\bigl(1, e^{H(q,p) - H(q',p')}\\bigr)
 
-    where :math:`H` is replaced by the shadow :math:`\\tilde H` when the Hamiltonian is a
-    :class:`~hamiltonia.hamiltonians.ShadowHamiltonian`.
+    where :math:`H` is the Hamiltonian's ``energy`` at the step size integrated (a
+    :class:`~hamiltonia.hamiltonians.ShadowHamiltonian` returns :math:`\\tilde H`).
 
     Parameters
     ----------
     hamiltonian : Hamiltonian
         The energy (and through it, the target).
-    integrator : Integrator
-        Default :class:`~hamiltonia.integrators.Leapfrog`.
+    integrator : Integrator or str
+        Default :class:`~hamiltonia.integrators.Leapfrog`; a registered name
+        (``"leapfrog"``, ``"two-stage"``, ``"three-stage"``) is accepted.
     trajectory : TrajectoryPolicy
         How long to integrate and how to pick the next state.
     refresh : MomentumRefresh
@@ -74,40 +75,79 @@ class HamiltonianSampler(Sampler):
             )
         super().__init__(hamiltonian.target, step_size=step_size, tuners=tuners, reducer=reducer)
         self.hamiltonian = hamiltonian
-        self.integrator = Leapfrog() if integrator is None else integrator
+        self.integrator = make_integrator("leapfrog" if integrator is None else integrator)
         if not isinstance(self.integrator, Integrator):
             raise TypeError(f"integrator must be an Integrator, got {type(integrator).__name__}")
         self.trajectory = trajectory
         self.refresh = FullRefresh() if refresh is None else refresh
         if not isinstance(self.refresh, MomentumRefresh):
             raise TypeError(f"refresh must be a MomentumRefresh, got {type(refresh).__name__}")
+        self._check_composition()
+
+    def _check_composition(self) -> None:
+        """Refuse compositions that would sample the wrong distribution, naming the parts."""
+        ham, reducer = self.hamiltonian, self.reducer
+        if isinstance(ham, ShadowHamiltonian) and type(reducer).log_weights is (
+            VarianceReducer.log_weights
+        ):
+            raise ValueError(
+                f"hamiltonian {type(ham).__name__} is a shadow Hamiltonian: the chain targets "
+                "exp(-H~), so its draws need importance weights; give a reducer that supplies "
+                f"them (reducer {type(reducer).__name__} gives none)"
+            )
+        if getattr(ham, "needs_momentum_test", False) and not getattr(
+            self.refresh, "momentum_test", False
+        ):
+            raise ValueError(
+                f"hamiltonian {type(ham).__name__} is not separable: its refreshment needs a "
+                f"Metropolis momentum test, which refresh {type(self.refresh).__name__} does "
+                "not make"
+            )
 
     def energy(self, state, step_size):
-        """The energy the accept step uses: :math:`H`, or :math:`\\tilde H` for a shadow."""
-        if isinstance(self.hamiltonian, ShadowHamiltonian):
-            return self.hamiltonian.energy(state, step_size)
-        return self.hamiltonian.energy(state)
+        """The energy the accept step uses at the given step size."""
+        return self.hamiltonian.energy(state, step_size)
+
+    def stats(self):
+        return BASE_STATS + tuple(
+            s for s in self.trajectory.stats() if s[0] not in dict(BASE_STATS)
+        )
+
+    def compiled_parts(self):
+        """The parts the compiled path composes, by slot (see
+        :mod:`hamiltonia.compiled.roles`); tuners are listed separately."""
+        from hamiltonia.compiled import roles
+
+        return {
+            roles.HAMILTONIAN: (self.hamiltonian, "hamiltonian"),
+            roles.STRUCTURE: (self.integrator.structure, "structure"),
+            roles.INTEGRATOR: (self.integrator, "integrator"),
+            roles.REFRESH: (self.refresh, "refresh"),
+            roles.TRAJECTORY: (self.trajectory, "trajectory"),
+        }
 
     def init(self, positions):
         phase = self.hamiltonian.evaluate(backend.asarray(positions))
         return ChainState(phase, self._initial_step_sizes(positions.shape[0]))
 
     def step(self, chain, rngs):
-        state = self.refresh.refresh(self.hamiltonian, chain.phase, rngs)
+        state = self.refresh.refresh(self.hamiltonian, chain.phase, rngs, chain.step_size)
         nxt, info = self.trajectory.transition(self, state, chain.step_size, rngs)
         chain.phase = nxt
         return chain, info
 
     def probe_acceptance(self, chain, step_size, rngs):
+        from hamiltonia.trajectories import metropolis_probability
+
         ham = self.hamiltonian
-        state = chain.phase.with_momentum(ham.sample_momentum(rngs))
+        state = chain.phase.with_momentum(ham.sample_momentum(rngs, chain.phase.aux))
         proposal, _ = self.integrator.integrate(ham, state, step_size, 1)
-        xp = backend.xp()
         with np.errstate(all="ignore"):
-            delta = self.energy(proposal, step_size) - self.energy(state, step_size)
-            prob = xp.exp(-delta)
-            prob = xp.where(proposal.finite & xp.isfinite(prob), prob, 0.0)
-        return np.minimum(1.0, backend.to_numpy(prob))
+            delta = backend.to_numpy(
+                self.energy(proposal, step_size) - self.energy(state, step_size)
+            )
+            ok = backend.to_numpy(proposal.finite) & np.isfinite(delta)
+            return np.where(ok, metropolis_probability(delta), 0.0)
 
     def __repr__(self):
         return (

@@ -12,12 +12,18 @@ the adaptation.
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
+
+from hamiltonia._validation import check_int
 from hamiltonia.hamiltonians.euclidean import EuclideanHamiltonian
-from hamiltonia.integrators.leapfrog import Leapfrog
-from hamiltonia.momentum import FullRefresh
+from hamiltonia.hamiltonians.metrics import DenseMetric, DiagonalMetric
+from hamiltonia.integrators import make_integrator
+from hamiltonia.momentum import FullRefresh, PartialRefresh
 from hamiltonia.samplers.hamiltonian import HamiltonianSampler
 from hamiltonia.samplers.random_walk import RandomWalkMetropolis
-from hamiltonia.trajectories import StaticLength
+from hamiltonia.trajectories import MetropolisTrajectory
 from hamiltonia.tuners import DualAveraging, WindowedMetric
 
 __all__ = ["hmc", "mala", "rwmh"]
@@ -26,12 +32,34 @@ __all__ = ["hmc", "mala", "rwmh"]
 ADAPTED_METRICS = ("diagonal", "dense")
 
 
-def _metric_and_tuner(metric):
+def _metric_and_tuner(metric, dim: int):
     """A metric option: 'identity' (or None), 'diagonal' / 'dense' (adapted during warm-up on
-    Stan's windows, starting from the identity), or an inverse-mass array (fixed)."""
+    Stan's windows, starting from the identity written as a diagonal or dense metric, so
+    that the compiled composition does not change when the first window ends), or an
+    inverse-mass array (fixed)."""
     if isinstance(metric, str) and metric in ADAPTED_METRICS:
-        return None, [WindowedMetric(metric)]
+        start = DiagonalMetric(np.ones(dim)) if metric == "diagonal" else DenseMetric(np.eye(dim))
+        return start, [WindowedMetric(metric)]
     return metric, []
+
+
+def _refresh(rho):
+    """``rho = 0``: a full refresh; ``0 < rho < 1``: partial (validated there)."""
+    if isinstance(rho, int | float) and not isinstance(rho, bool) and rho == 0:
+        return FullRefresh()
+    return PartialRefresh(rho)
+
+
+def _trajectory(n_steps, n_steps_jitter, step_size_jitter) -> MetropolisTrajectory:
+    """``n_steps`` steps, or with ``n_steps_jitter`` :math:`j \\in (0, 1]` a number drawn per
+    chain and iteration uniformly on :math:`\\{\\max(1, \\lceil (1 - j) L\\rceil), \\dots, L\\}`."""
+    longest = check_int(n_steps, "n_steps", minimum=1)
+    if isinstance(n_steps_jitter, bool) or not isinstance(n_steps_jitter, int | float):
+        raise ValueError(f"n_steps_jitter must be a number in [0, 1], got {n_steps_jitter!r}")
+    if not 0.0 <= n_steps_jitter <= 1.0:
+        raise ValueError(f"n_steps_jitter must lie in [0, 1], got {n_steps_jitter!r}")
+    shortest = max(1, math.ceil((1.0 - n_steps_jitter) * longest - 1e-12))
+    return MetropolisTrajectory(shortest, longest, step_size_jitter=step_size_jitter)
 
 
 def _step_size_tuners(step_size, adapt_step_size, target_accept):
@@ -52,6 +80,9 @@ def hmc(
     adapt_step_size: bool | None = None,
     metric="identity",
     step_size_jitter: float = 0.0,
+    n_steps_jitter: float = 0.0,
+    integrator="leapfrog",
+    rho: float = 0.0,
 ) -> HamiltonianSampler:
     """Hamiltonian Monte Carlo with a static number of leapfrog steps.
 
@@ -80,13 +111,26 @@ def hmc(
         Draw each trajectory's step size uniformly within this relative distance of the
         adapted one (default 0, as in the thesis); breaks resonances of a fixed trajectory
         length.
+    n_steps_jitter : float in [0, 1]
+        Draw each chain's number of steps per iteration uniformly from
+        :math:`\\lceil(1 - j)L\\rceil` (at least 1) to :math:`L` = ``n_steps`` (default 0: always
+        :math:`L`; 1: uniform on :math:`1..L`, the random length of
+        :class:`~hamiltonia.trajectories.RandomLength`).
+    integrator : str or Integrator
+        ``"leapfrog"`` (default), ``"two-stage"`` or ``"three-stage"`` (the splittings of
+        Blanes, Casas and Sanz-Serna; ``n_steps`` counts steps, each costing one gradient per
+        stage), or an :class:`~hamiltonia.integrators.Integrator`.
+    rho : float in [0, 1)
+        Partial momentum refreshment :math:`p' = \\rho p + \\sqrt{1-\\rho^2}\\, u`, the
+        momentum kept between iterations and negated on rejection (default 0: a full
+        refresh); see :class:`~hamiltonia.momentum.PartialRefresh`.
     """
-    fixed_metric, metric_tuners = _metric_and_tuner(metric)
+    fixed_metric, metric_tuners = _metric_and_tuner(metric, target.dim)
     sampler = HamiltonianSampler(
         hamiltonian=EuclideanHamiltonian(target, fixed_metric),
-        integrator=Leapfrog(),
-        trajectory=StaticLength(n_steps, step_size_jitter=step_size_jitter),
-        refresh=FullRefresh(),
+        integrator=make_integrator(integrator),
+        trajectory=_trajectory(n_steps, n_steps_jitter, step_size_jitter),
+        refresh=_refresh(rho),
         tuners=_step_size_tuners(step_size, adapt_step_size, target_accept) + metric_tuners,
         step_size=step_size,
     )
@@ -101,6 +145,8 @@ def mala(
     target_accept: float = 0.6,
     adapt_step_size: bool | None = None,
     metric="identity",
+    integrator="leapfrog",
+    rho: float = 0.0,
 ) -> HamiltonianSampler:
     """Metropolis-adjusted Langevin algorithm: HMC with one leapfrog step.
 
@@ -109,7 +155,9 @@ def mala(
     :math:`x' = x + \\tfrac{\\varepsilon^2}{2}\\nabla\\log\\pi(x) + \\varepsilon z`, and the
     Metropolis test on :math:`H` equals the MALA ratio
     :math:`\\pi(x')q(x|x')/(\\pi(x)q(x'|x))` (spec/seed002_ch1-3.md §2.2). Default target
-    acceptance 0.6, the thesis's value for MALA (ch. 9).
+    acceptance 0.6, the thesis's value for MALA (ch. 9). ``integrator`` and ``rho`` are
+    those of :func:`hmc` (with ``rho > 0`` it is Horowitz's generalised HMC with one step,
+    a discretised underdamped Langevin diffusion).
 
     References
     ----------
@@ -123,6 +171,8 @@ def mala(
         target_accept=target_accept,
         adapt_step_size=adapt_step_size,
         metric=metric,
+        integrator=integrator,
+        rho=rho,
     )
     sampler.name = "mala"
     return sampler

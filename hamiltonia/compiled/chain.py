@@ -1,0 +1,50 @@
+"""The generic chain kernel: one template for every composition of parts.
+
+:func:`run_chain` runs ``n_iter`` iterations of one chain: the momentum refresh, the
+transition of the trajectory policy, the step-size tuner during warm-up, and the recording
+of the draw and of the statistics. It knows no part: it calls the roles ``refresh``,
+``transition`` and ``tune`` (:mod:`hamiltonia.compiled.roles`), which
+:func:`hamiltonia.compiled.compose.compose` binds to the kernels of the sampler's parts.
+
+The statistics row of an iteration starts with the columns below; the parts' declared
+statistics follow, at the offsets the plan gives them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hamiltonia.compiled.roles import refresh, transition, tune
+
+__all__ = ["CHAIN_STATS", "N_CHAIN_STATS", "no_tuning_kernel", "run_chain"]
+
+#: The chain kernel's own statistics, first in every row.
+CHAIN_STATS = (("lp", "float64"), ("step_size", "float64"))
+N_CHAIN_STATS = 2
+
+
+def no_tuning_kernel(eps, state, stats, PF, PI):
+    """The ``tune`` role of a sampler with no step-size tuner: nothing to do."""
+
+
+def run_chain(
+    q, p, grad, lp, eps, aux, rng, n_iter, adapt, tune_state, PF, PI, logp, fdata, idata,
+    out_q, out_stats,
+):  # fmt: skip
+    """Run ``n_iter`` iterations of one chain in place: ``q``, ``p``, ``grad`` (dim,),
+    ``lp`` and ``eps`` (1,) and ``aux`` hold the chain's state and are updated; draw ``i``
+    goes to ``out_q[i]`` and its statistics to ``out_stats[i]``."""
+    d = q.shape[0]
+    scratch = np.empty((4, d))
+    for it in range(n_iter):
+        row = out_stats[it]
+        refresh(rng, q, p, grad, lp[0], eps[0], aux, PF, PI)
+        lp[0] = transition(
+            rng, q, p, grad, lp[0], eps[0], aux, scratch, row, PF, PI, logp, fdata, idata
+        )
+        if adapt:
+            tune(eps, tune_state, row, PF, PI)
+        row[0] = lp[0]
+        row[1] = eps[0]
+        for i in range(d):
+            out_q[it, i] = q[i]

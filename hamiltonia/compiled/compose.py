@@ -1,0 +1,243 @@
+"""Composing the kernels of a sampler's parts into one compiled chain kernel.
+
+Each part hands out its kernels as plain Python functions (see
+:mod:`hamiltonia.compiled.roles`), which call other parts only through role names. This
+module writes one small Python module per composition, in which
+
+* every kernel function (and every plain-Python helper it calls) is copied from its source
+  with the role names bound to the kernels of the parts that fill them, and
+* each function is compiled with ``numba.njit(cache=True)``,
+
+then imports it by name. Static calls let LLVM inline the parts into the chain loop, and
+numba caches the result on disk (spec/numba_notes.md §2: a closure over a part, or a part
+passed as an argument, silently defeats the cache; an importable module does not). The
+module's file name is a hash of its text, which holds the source of every part, and of the
+source files of the compiled helpers it imports, so an edited part gives a new module and a
+stale kernel is never served.
+
+The generated modules live in ``<cache root>/kernels`` (``$HAMILTONIA_KERNEL_DIR``
+overrides it; see :func:`hamiltonia.datasets.fetch.cache_root`).
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import hashlib
+import importlib
+import inspect
+import os
+import re
+import sys
+import textwrap
+import types
+from collections.abc import Callable
+from pathlib import Path
+
+from hamiltonia.compiled.roles import Role
+
+__all__ = ["SAFE_FASTMATH", "CompositionError", "compose", "kernel_dir", "module_text"]
+
+#: NaN-safe fast-math: reassociation lets LLVM vectorise the sums; no flag that assumes
+#: finite values ('nnan', 'ninf', 'nsz'), which would delete the divergence checks
+#: (spec/numba_notes.md §7.2).
+SAFE_FASTMATH = frozenset({"reassoc", "contract", "arcp"})
+#: Options of every compiled function of a composition.
+NJIT_OPTIONS = "cache=True, nogil=True, error_model='numpy', fastmath={%s}" % ", ".join(
+    repr(flag) for flag in sorted(SAFE_FASTMATH)
+)
+
+
+class CompositionError(Exception):
+    """A kernel cannot be composed (the message names the function and the reason)."""
+
+
+def kernel_dir() -> Path:
+    """Folder of the generated kernel modules."""
+    override = os.environ.get("HAMILTONIA_KERNEL_DIR", "").strip()
+    if override:
+        return Path(override).expanduser()
+    from hamiltonia.datasets.fetch import cache_root
+
+    return cache_root() / "kernels"
+
+
+def _ident(text: str) -> str:
+    return re.sub(r"\W", "_", text)
+
+
+def _is_dispatcher(obj) -> bool:
+    # numba's njit dispatchers and cfuncs, recognised without importing numba.
+    module = type(obj).__module__ or ""
+    return module.startswith("numba.") and hasattr(obj, "py_func")
+
+
+class _Writer:
+    """Collects the generated module: imports, constants and function definitions."""
+
+    def __init__(self, roles: dict[str, Callable]):
+        self.roles = roles
+        self.names: dict[int, str] = {}
+        self.imports: dict[str, str] = {}
+        self.constants: dict[str, str] = {}
+        self.functions: list[str] = []
+        self.files: set[str] = set()
+        self._role_done: set[str] = set()
+
+    def role(self, name: str) -> str:
+        emitted = f"role_{name}"
+        if name not in self._role_done:
+            if name not in self.roles:
+                raise CompositionError(f"no part of this sampler fills the role {name!r}")
+            self._role_done.add(name)
+            self.function(self.roles[name], emitted)
+        return emitted
+
+    def bind(self, obj, name: str, owner) -> str | None:
+        """The name under which global ``name`` of ``owner`` is visible in the module."""
+        if isinstance(obj, Role):
+            return self.role(obj.name)
+        if isinstance(obj, types.ModuleType):
+            alias = "m_" + _ident(obj.__name__)
+            self.imports[alias] = f"import {obj.__name__} as {alias}"
+            return alias
+        if _is_dispatcher(obj):
+            module = obj.py_func.__module__
+            attr = obj.py_func.__name__
+            if getattr(sys.modules.get(module), attr, None) is not obj:
+                raise CompositionError(
+                    f"{owner.__qualname__} calls {name}, a compiled function that is not "
+                    f"importable as {module}.{attr}"
+                )
+            alias = "d_" + _ident(f"{module}_{attr}")
+            self.imports[alias] = f"from {module} import {attr} as {alias}"
+            self.files.add(inspect.getsourcefile(sys.modules[module]) or module)
+            return alias
+        if isinstance(obj, types.FunctionType):
+            key = id(obj)
+            if key not in self.names:
+                emitted = "f_" + _ident(f"{obj.__module__}_{obj.__qualname__}")
+                self.names[key] = emitted
+                self.function(obj, emitted)
+            return self.names[key]
+        if isinstance(obj, bool | int | float) or (
+            type(obj).__module__ == "numpy" and hasattr(obj, "item") and getattr(obj, "ndim", 1) == 0
+        ):
+            value = obj.item() if hasattr(obj, "item") else obj
+            alias = "c_" + _ident(f"{owner.__module__}_{name}")
+            self.constants[alias] = f"{alias} = {value!r}"
+            return alias
+        raise CompositionError(
+            f"kernel {owner.__module__}.{owner.__qualname__} uses the global {name!r} of type "
+            f"{type(obj).__name__}; kernels may use modules, numbers, plain functions, compiled "
+            "functions and roles"
+        )
+
+    def function(self, fn: Callable, emitted: str) -> None:
+        if not isinstance(fn, types.FunctionType):
+            raise CompositionError(f"a kernel must be a plain Python function, got {fn!r}")
+        if fn.__closure__:
+            raise CompositionError(
+                f"kernel {fn.__qualname__} is a closure; kernels must be module-level "
+                "functions (pass data through the part's parameters instead)"
+            )
+        try:
+            source = textwrap.dedent(inspect.getsource(fn))
+        except (OSError, TypeError) as err:
+            raise CompositionError(
+                f"the source of kernel {fn.__qualname__} is not available ({err})"
+            ) from None
+        tree = ast.parse(source)
+        node = tree.body[0]
+        if not isinstance(node, ast.FunctionDef):
+            raise CompositionError(f"kernel {fn.__qualname__} is not a def statement")
+        node.decorator_list = []
+        node.name = emitted
+        node.returns = None
+        local = set()
+        for arg in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs):
+            arg.annotation = None
+            local.add(arg.arg)
+        for extra in (node.args.vararg, node.args.kwarg):
+            if extra is not None:
+                extra.annotation = None
+                local.add(extra.arg)
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store | ast.Del):
+                local.add(sub.id)
+        mapping: dict[str, str] = {}
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load):
+                name = sub.id
+                if name in local or name in mapping:
+                    continue
+                if name in fn.__globals__:
+                    mapping[name] = self.bind(fn.__globals__[name], name, fn)
+                elif hasattr(builtins, name):
+                    continue
+                else:
+                    raise CompositionError(f"kernel {fn.__qualname__} uses undefined {name!r}")
+
+        class Rename(ast.NodeTransformer):
+            def visit_Name(self, sub):
+                if isinstance(sub.ctx, ast.Load) and sub.id in mapping:
+                    return ast.copy_location(ast.Name(mapping[sub.id], sub.ctx), sub)
+                return sub
+
+        Rename().visit(node)
+        origin = f"# from {fn.__module__}.{fn.__qualname__}"
+        self.functions.append(f"{origin}\n@njit({NJIT_OPTIONS})\n{ast.unparse(node)}\n")
+
+
+def module_text(roles: dict[str, Callable], entry: Callable) -> tuple[str, set[str]]:
+    """The generated module's source, with ``entry`` compiled as ``chain`` and every role it
+    reaches bound to ``roles``; and the source files of the compiled helpers it imports."""
+    writer = _Writer(roles)
+    writer.function(entry, "chain")
+    header = [
+        '"""Generated by hamiltonia.compiled.compose: one composition of parts. Do not edit."""',
+        "from numba import njit",
+        *sorted(writer.imports.values()),
+        *sorted(writer.constants.values()),
+    ]
+    # Callees before callers is not needed (names resolve at compile time), but keep the
+    # entry last for readers.
+    body = [*writer.functions[1:], writer.functions[0]]
+    return "\n".join(header) + "\n\n\n" + "\n\n".join(body), writer.files
+
+
+_LOADED: dict[str, types.ModuleType] = {}
+
+
+def compose(roles: dict[str, Callable], entry: Callable) -> Callable:
+    """The compiled ``entry`` function of the composition ``roles`` (role name to kernel).
+
+    The module is written once per distinct text (atomically, so concurrent processes
+    agree) and imported by name, so numba's on-disk cache serves it to later processes.
+    """
+    import numba
+
+    text, files = module_text(roles, entry)
+    digest = hashlib.sha256(text.encode())
+    digest.update(numba.__version__.encode())
+    for file in sorted(files):
+        try:
+            digest.update(Path(file).read_bytes())
+        except OSError:
+            digest.update(file.encode())
+    name = "hk_" + digest.hexdigest()[:20]
+    if name in _LOADED:
+        return _LOADED[name].chain
+    folder = kernel_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.py"
+    if not path.exists() or path.read_text() != text:
+        tmp = folder / f".{name}.{os.getpid()}.tmp"
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    if str(folder) not in sys.path:
+        sys.path.append(str(folder))
+    importlib.invalidate_caches()
+    module = importlib.import_module(name)
+    _LOADED[name] = module
+    return module.chain

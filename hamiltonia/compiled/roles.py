@@ -1,0 +1,110 @@
+"""The roles a part's compiled counterpart can fill, and the argument conventions they share.
+
+A part's kernels are plain Python functions written in the subset of Python that numba
+compiles. They call the kernels of *other* parts only through the role names defined here
+(``velocity(...)``, ``integrate(...)``, ...): importing a role from this module gives a stub
+that raises when called from Python, and :mod:`hamiltonia.compiled.compose` binds each role
+to the kernel of the part that fills it in the sampler being compiled. So a leapfrog kernel
+works with any metric's ``velocity`` and an accept rule with any Hamiltonian's ``energy``,
+and none of them names another part.
+
+Every kernel receives the parameters of all parts as two tuples ``PF`` (float64 arrays) and
+``PI`` (int64 arrays), indexed by the *slot* of the part that owns them (:data:`HAMILTONIAN`,
+:data:`STRUCTURE`, ...). ``PI[slot][0]`` is the offset of the part's columns in the
+per-iteration statistics row and ``PI[slot][1]`` the offset of its variables in the chain's
+auxiliary vector ``aux``; the part's own integer parameters follow from ``PI[slot][2]`` on.
+
+Signatures (one chain; ``q``, ``p``, ``grad``, ``v`` of shape ``(dim,)``):
+
+``draw_momentum(rng, q, p, aux, PF, PI)``
+    Fill ``p`` with a draw from the momentum distribution. [Hamiltonian]
+``velocity(q, p, out, aux, PF, PI)``
+    Write :math:`\\partial H/\\partial p` into ``out``. [Hamiltonian]
+``kinetic(q, p, v, aux, PF, PI) -> float``
+    The kinetic energy, given ``v = velocity(p)``. [Hamiltonian]
+``energy(q, p, lp, grad, v, eps, aux, PF, PI) -> float``
+    The energy the accept step uses at step size ``eps`` (a shadow Hamiltonian's differs
+    from :math:`H`). [Hamiltonian]
+``kick(q, p, grad, h, aux, PF, PI)`` / ``drift(q, p, v, h, aux, PF, PI)``
+    The momentum and position flows for a time ``h``. [Poisson structure]
+``integrate(q, p, grad, lp, eps, n_steps, v, aux, PF, PI, logp, fdata, idata)``
+    ``n_steps`` steps in place; returns ``(lp, n_grad)``, ``lp`` nan when the trajectory
+    stopped being finite. [integrator]
+``refresh(rng, q, p, grad, lp, eps, aux, PF, PI)``
+    The momentum refreshment between trajectories. [momentum refresh]
+``transition(rng, q, p, grad, lp, eps, aux, scratch, stats, PF, PI, logp, fdata, idata)``
+    One transition from the refreshed state, in place; returns the new log density and
+    writes the part's statistics into ``stats``. [trajectory policy]
+``tune(eps, state, stats, PF, PI)``
+    One warm-up update of the step size ``eps`` (shape ``(1,)``) from this iteration's
+    statistics. [step-size tuner]
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "HAMILTONIAN",
+    "INTEGRATOR",
+    "REFRESH",
+    "ROLE_SLOTS",
+    "SLOTS",
+    "STRUCTURE",
+    "TRAJECTORY",
+    "TUNER",
+    "draw_momentum",
+    "drift",
+    "energy",
+    "integrate",
+    "kick",
+    "kinetic",
+    "refresh",
+    "transition",
+    "tune",
+    "velocity",
+]
+
+#: Slots of ``PF`` and ``PI``: which part's parameters sit where.
+HAMILTONIAN, STRUCTURE, INTEGRATOR, REFRESH, TRAJECTORY, TUNER = range(6)
+SLOTS = ("hamiltonian", "structure", "integrator", "refresh", "trajectory", "tuner")
+
+#: The slot of the part that fills each role.
+ROLE_SLOTS = {
+    "draw_momentum": HAMILTONIAN,
+    "velocity": HAMILTONIAN,
+    "kinetic": HAMILTONIAN,
+    "energy": HAMILTONIAN,
+    "kick": STRUCTURE,
+    "drift": STRUCTURE,
+    "integrate": INTEGRATOR,
+    "refresh": REFRESH,
+    "transition": TRAJECTORY,
+    "tune": TUNER,
+}
+
+
+class Role:
+    """A placeholder for the kernel that fills role ``name`` in a composition."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __call__(self, *args):
+        raise RuntimeError(
+            f"the role {self.name!r} is bound only inside a compiled composition "
+            "(hamiltonia.compiled.compose); call the part's Python method instead"
+        )
+
+    def __repr__(self):
+        return f"Role({self.name!r})"
+
+
+draw_momentum = Role("draw_momentum")
+velocity = Role("velocity")
+kinetic = Role("kinetic")
+energy = Role("energy")
+kick = Role("kick")
+drift = Role("drift")
+integrate = Role("integrate")
+refresh = Role("refresh")
+transition = Role("transition")
+tune = Role("tune")
