@@ -7,15 +7,21 @@
 
 from hamiltonia import diagnostics, samplers, targets
 from hamiltonia.hamiltonians import EuclideanHamiltonian, Hamiltonian, ShadowHamiltonian
-from hamiltonia.integrators import Integrator, Leapfrog
-from hamiltonia.momentum import FullRefresh, MomentumRefresh
+from hamiltonia import integrators
+from hamiltonia.integrators import Integrator, Leapfrog, Splitting, ThreeStage, TwoStage
+from hamiltonia.momentum import FullRefresh, MomentumRefresh, PartialRefresh
 from hamiltonia.poisson import CanonicalStructure, PoissonStructure
 from hamiltonia.reducers import VarianceReducer
 from hamiltonia.results import Result, load
-from hamiltonia.run import resume, sample
+from hamiltonia.run import FallbackWarning, resume, sample
 from hamiltonia.samplers import HamiltonianSampler, RandomWalkMetropolis, Sampler
 from hamiltonia.targets import Target
-from hamiltonia.trajectories import StaticLength, TrajectoryPolicy
+from hamiltonia.trajectories import (
+    MetropolisTrajectory,
+    RandomLength,
+    StaticLength,
+    TrajectoryPolicy,
+)
 from hamiltonia.tuners import DualAveraging, Tuner
 
 __version__ = "0.1.0"
@@ -24,24 +30,32 @@ __all__ = [
     "CanonicalStructure",
     "DualAveraging",
     "EuclideanHamiltonian",
+    "FallbackWarning",
     "FullRefresh",
     "Hamiltonian",
     "HamiltonianSampler",
     "Integrator",
     "Leapfrog",
+    "MetropolisTrajectory",
     "MomentumRefresh",
+    "PartialRefresh",
     "PoissonStructure",
+    "RandomLength",
     "RandomWalkMetropolis",
     "Result",
     "Sampler",
     "ShadowHamiltonian",
+    "Splitting",
     "StaticLength",
     "Target",
+    "ThreeStage",
     "TrajectoryPolicy",
     "Tuner",
+    "TwoStage",
     "VarianceReducer",
     "__version__",
     "diagnostics",
+    "integrators",
     "load",
     "resume",
     "sample",

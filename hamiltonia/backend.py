@@ -30,6 +30,7 @@ __all__ = [
     "BACKENDS",
     "DeviceData",
     "asarray",
+    "asmask",
     "get_backend",
     "namespace_of",
     "set_backend",
@@ -108,6 +109,11 @@ def asarray(x, dtype=None):
     if space is not np and isinstance(x, np.ndarray | np.generic):
         x = x.tolist() if x.ndim == 0 else x
     return space.asarray(x, dtype=space.float64 if dtype is None else dtype)
+
+
+def asmask(x):
+    """``x`` as a boolean array of the current backend (row masks of chains)."""
+    return asarray(x, dtype=_state["xp"].bool)
 
 
 def to_numpy(x) -> np.ndarray:

@@ -113,7 +113,7 @@ def metropolis_select(
     u = np.array([rng.random() for rng in rngs])
     accepted = ok & (u < accept_prob)
     stay = current.with_momentum(-current.p) if flip_on_reject else current
-    return proposal.select(backend.asarray(accepted), stay), accepted, accept_prob, diverging
+    return proposal.select(backend.asmask(accepted), stay), accepted, accept_prob, diverging
 
 
 #: The statistics of a Metropolis transition, in the column order of its kernel.
@@ -203,6 +203,8 @@ class MetropolisTrajectory(TrajectoryPolicy):
     step_size_jitter : float in [0, 1)
         Relative jitter of the step size (default 0: none).
     """
+
+    numeric_methods = ("transition", "n_steps", "jittered")
 
     def __init__(self, min_steps: int, max_steps: int, step_size_jitter: float = 0.0):
         self.min_steps = check_int(min_steps, "min_steps", minimum=1)

@@ -221,9 +221,15 @@ def test_example_sampler_runs(example_plugin):
     assert result.acceptance_rate > 0
     n_steps = result.stats["n_steps"]
     assert np.all((n_steps >= 1) & (n_steps <= 20))
-    # One length per iteration, shared by all chains.
-    np.testing.assert_array_equal(n_steps[0], n_steps[1])
+    # One length per chain and iteration, from each chain's own generator: the chains'
+    # lengths differ, and chain 0 alone draws the same lengths as chain 0 beside another.
+    assert np.any(n_steps[0] != n_steps[1])
     assert len(np.unique(n_steps)) > 1
+    alone = hm.sample(
+        "example-ring", sampler="example-jittered-hmc", chains=1, warmup=200, draws=200,
+        seed=0, progress=False,
+    )  # fmt: skip
+    np.testing.assert_array_equal(alone.stats["n_steps"][0], n_steps[0])
 
 
 def test_example_sampler_fixed_step_size(example_plugin):

@@ -391,8 +391,8 @@ Notes on method:
 * Fixed-L HMC with an adapted step size resonates on the Gaussians and mixes badly on German
   credit; the funnel defeats every diagonal-metric sampler (spec/peers_baseline.md). Compare
   ESS/s where R-hat is near 1, and treat ratios under about 1.5x on sub-second phases as noise.
-* Overhead: one chain of `hamiltonia.compiled.kernels.hmc_chunk` (momentum, leapfrog, accept,
-  output; no adaptation) per gradient evaluation made, against the target's compiled
+* Overhead: one chain of the composed chain kernel (`hamiltonia.compiled.chain.run_chain`:
+  momentum, leapfrog, accept, output; no adaptation) per gradient evaluation made, against the target's compiled
   `log_prob_and_grad` called in a numba loop through the same function pointer; best of
   several repeats; "chained" makes each call's input depend on the previous output, as in a
   trajectory, so that consecutive calls cannot overlap in the CPU (latency, not throughput).

@@ -68,30 +68,39 @@ def gradient_seconds(
 
 
 def step_seconds(
-    kernel, q, step_size, n_steps, *, kind: int = 0, repeats: int = 5, budget: float = 0.2
-):
-    """Seconds per leapfrog step of :func:`hamiltonia.compiled.kernels.hmc_chunk` for one
-    chain (momentum draw, trajectory, accept test and output included, no adaptation),
-    counted as gradient evaluations actually made. ``kind`` 0 is the identity metric, 1 a
-    diagonal one (unit entries, so the trajectories are the same)."""
-    from hamiltonia.compiled import kernels as K
+    target, q, step_size, n_steps, *, metric="identity", repeats: int = 5, budget: float = 0.2,
+    **options,
+):  # fmt: skip
+    """Seconds per integration step of one chain of the composed chain kernel of
+    ``hmc(target, n_steps=..., step_size=..., metric=..., **options)`` (momentum draw,
+    trajectory, accept test and output included, no adaptation), counted as gradient
+    evaluations actually made. ``metric="diagonal"`` uses unit entries, so the trajectories
+    are those of the identity."""
+    from hamiltonia.compiled import plan_for
+    from hamiltonia.samplers import build
 
+    dim = target.dim
+    fixed = np.ones(dim) if metric == "diagonal" else metric
+    sampler = build("hmc", target, n_steps=n_steps, step_size=float(step_size), metric=fixed,
+                    **options)  # fmt: skip
+    plan = plan_for(sampler)
+    layout = plan.layout()
+    kernel = plan.kernel
+    n_grad = [name for name, _ in layout.stats].index("n_grad")
     q0 = np.ascontiguousarray(q, dtype=np.float64).copy()
-    dim = q0.shape[0]
     grad0 = np.empty(dim)
     lp0 = float(_gradient_loop(kernel.function, q0, grad0, kernel.fdata, kernel.idata, 1))
-    diag, dense, chol, mass_sqrt = np.ones(dim), np.eye(dim), np.eye(dim), np.ones(dim)
 
     def run(n_iter):
-        q, grad = q0.copy(), grad0.copy()
+        q, grad, p = q0.copy(), grad0.copy(), np.zeros(dim)
         lp, eps = np.array([lp0]), np.array([float(step_size)])
-        out_q, out_s = np.empty((n_iter, dim)), np.empty((n_iter, K.N_STATS))
-        K.hmc_chunk(
-            q, lp, grad, eps, np.random.default_rng(0), n_iter, n_steps, 0.0,
-            kind, diag, dense, chol, mass_sqrt, kernel.function, kernel.fdata, kernel.idata,
-            False, np.zeros(4), np.zeros(4), out_q, out_s,
+        out_q, out_s = np.empty((n_iter, dim)), np.empty((n_iter, len(layout.stats)))
+        plan.chain_kernel(
+            q, p, grad, lp, eps, np.zeros(layout.n_aux), np.random.default_rng(0), n_iter,
+            False, np.zeros(1), layout.PF, layout.PI, kernel.function, kernel.fdata,
+            kernel.idata, out_q, out_s,
         )  # fmt: skip
-        return int(np.sum(out_s[:, K.N_GRAD]))
+        return int(np.sum(out_s[:, n_grad]))
 
     return _best_of(run, 20, repeats, budget)
 
@@ -133,8 +142,9 @@ def overhead_row(name: str, n_steps: int, *, quick: bool = False) -> dict:
         q, eps = _warm_state(target, n_steps, True, 300)
         grad_s = gradient_seconds(kernel, q, repeats=repeats, budget=budget)
         chain_s = gradient_seconds(kernel, q, chained=True, repeats=repeats, budget=budget)
-        step_id = step_seconds(kernel, q, eps, n_steps, kind=0, repeats=repeats, budget=budget)
-        step_diag = step_seconds(kernel, q, eps, n_steps, kind=1, repeats=repeats, budget=budget)
+        timing = {"repeats": repeats, "budget": budget}
+        step_id = step_seconds(target, q, eps, n_steps, **timing)
+        step_diag = step_seconds(target, q, eps, n_steps, metric="diagonal", **timing)
         row.update(
             path="compiled",
             step_s=step_id,

@@ -83,7 +83,7 @@ class Integrator:
         for i in range(int(lengths.max(initial=0))):
             running = i < lengths
             moved = self.step(hamiltonian, state, step_size)
-            state = moved if running.all() else moved.select(backend.asarray(running), state)
+            state = moved if running.all() else moved.select(backend.asmask(running), state)
             n_grad += self.n_grad_per_step * running
         return state, n_grad
 

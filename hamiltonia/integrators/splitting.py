@@ -161,7 +161,7 @@ class Splitting(Integrator):
                     q, p = structure.kick(hamiltonian, q, p, grad, h, aux)
                 if not same_length and not running.all():
                     keep = PhaseState(q, p, lp, grad).select(
-                        backend.asarray(running), PhaseState(*before)
+                        backend.asmask(running), PhaseState(*before)
                     )
                     q, p, grad, lp = keep.q, keep.p, keep.grad, keep.log_prob
         n_grad *= hamiltonian.n_grad_per_evaluation

@@ -1,25 +1,90 @@
-"""numba's on-disk cache: a second process loads the chain kernel instead of compiling it."""
+"""numba's on-disk cache serves the composed chain kernel to a second process, and an
+edited part (or a helper it calls, in another file) never gets a stale kernel."""
 
 import os
 import subprocess
 import sys
+import textwrap
+
+PART = '''
+import numpy as np
+from hamiltonia.compiled.parts import PartKernels
+from hamiltonia.compiled.roles import draw_momentum
+from hamiltonia.momentum import MomentumRefresh
+from scaled_helper import scale
+
+
+def scaled_refresh_kernel(rng, q, p, grad, lp, eps, aux, PF, PI):
+    draw_momentum(rng, q, p, aux, PF, PI)
+    for i in range(p.shape[0]):
+        p[i] = scale(p[i])
+
+
+class ScaledRefresh(MomentumRefresh):
+    def refresh(self, hamiltonian, state, rngs, step_size=None):
+        return state.with_momentum(scale(hamiltonian.sample_momentum(rngs, state.aux)))
+
+    def compiled(self, dim):
+        return PartKernels({"refresh": scaled_refresh_kernel}, iparams=[0])
+'''
+
+HELPER = "def scale(x):\n    return {factor} * x\n"
 
 SCRIPT = """
 import hamiltonia as hm
-from hamiltonia.compiled.kernels import hmc_chunk
-run = hm.sample("banana", "hmc", chains=1, warmup=20, draws=20, seed=0, progress=False)
-assert run.attrs["compiled"]
-print(sum(hmc_chunk.stats.cache_hits.values()), sum(hmc_chunk.stats.cache_misses.values()))
+from hamiltonia.compiled import plan_for
+from scaled_part import ScaledRefresh
+
+target = hm.targets.get("banana")
+sampler = hm.HamiltonianSampler(
+    hm.EuclideanHamiltonian(target), hm.StaticLength(5), refresh=ScaledRefresh(), step_size=0.1
+)
+plan = plan_for(sampler)
+run = hm.sample(target, sampler, chains=1, warmup=0, draws=20, seed=0, progress=False,
+                compiled=True)
+stats = plan.chain_kernel.stats
+print(sum(stats.cache_hits.values()), sum(stats.cache_misses.values()), repr(run.draws[0, -1, 0]))
 """
 
 
-def test_second_process_hits_the_cache(tmp_path):
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
-    counts = []
-    for _ in range(2):
-        out = subprocess.run(
-            [sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, check=True
-        )
-        counts.append(tuple(int(v) for v in out.stdout.split()))
-    assert counts[0] == (0, 1)  # compiled and written
-    assert counts[1] == (1, 0)  # loaded, not compiled
+def _run(tmp_path, env):
+    out = subprocess.run(
+        [sys.executable, "-c", SCRIPT],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=tmp_path,
+    )
+    hits, misses, value = out.stdout.split()
+    return int(hits), int(misses), value
+
+
+def _environment(tmp_path):
+    return {
+        **os.environ,
+        "NUMBA_CACHE_DIR": str(tmp_path / "numba"),
+        "HAMILTONIA_KERNEL_DIR": str(tmp_path / "kernels"),
+        "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path]),
+    }
+
+
+def test_second_process_hits_the_cache_and_edits_are_never_stale(tmp_path):
+    (tmp_path / "scaled_part.py").write_text(textwrap.dedent(PART))
+    (tmp_path / "scaled_helper.py").write_text(HELPER.format(factor=1.0))
+    env = _environment(tmp_path)
+    first = _run(tmp_path, env)
+    second = _run(tmp_path, env)
+    assert first[:2] == (0, 1)  # composed, compiled and written
+    assert second[:2] == (1, 0)  # loaded from the cache, not compiled
+    assert first[2] == second[2]
+    # Edit the helper the part's kernel calls (another file): the composition is new, so
+    # it is compiled again and the result follows the edit.
+    (tmp_path / "scaled_helper.py").write_text(HELPER.format(factor=0.5))
+    edited = _run(tmp_path, env)
+    assert edited[:2] == (0, 1)
+    assert edited[2] != first[2]
+    # The same edited source from a clean cache gives the same draws: nothing stale.
+    fresh_env = {**env, "NUMBA_CACHE_DIR": str(tmp_path / "numba2"),
+                 "HAMILTONIA_KERNEL_DIR": str(tmp_path / "kernels2")}  # fmt: skip
+    assert _run(tmp_path, fresh_env)[2] == edited[2]

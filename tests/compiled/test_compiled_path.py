@@ -80,10 +80,30 @@ def test_compiled_recovers_moments(name, params):
 
 
 class MyLeapfrog(Leapfrog):
-    """A user's subclass: not compilable, so it runs on the NumPy path."""
+    """A user's subclass that rewrites the maths in plain Python (a leapfrog step by step,
+    with no merged kicks): its parent's kernel would not do what it does, so it runs on the
+    NumPy path."""
+
+    def integrate(self, hamiltonian, state, step_size, n_steps):
+        return hm.Integrator.integrate(self, hamiltonian, state, step_size, n_steps)
+
+    def step(self, hamiltonian, state, step_size):
+        eps = np.asarray(step_size)[:, None]
+        p = state.p + 0.5 * eps * state.grad
+        new = hamiltonian.evaluate(state.q + eps * hamiltonian.velocity(p))
+        new.p = p + 0.5 * eps * new.grad
+        return new
 
 
-def test_subclass_falls_back_and_samples_correctly():
+class MyCoefficients(hm.integrators.Splitting):
+    """A subclass that only gives a new coefficient table: compiled with no kernel of its
+    own (a leapfrog of two half steps)."""
+
+    kicks = (0.25, 0.5, 0.25)
+    drifts = (0.5, 0.5)
+
+
+def test_subclass_overriding_maths_falls_back_with_a_warning_and_samples_correctly():
     target = hm.targets.get("banana")
     sampler = hm.HamiltonianSampler(
         hm.EuclideanHamiltonian(target),
@@ -91,13 +111,29 @@ def test_subclass_falls_back_and_samples_correctly():
         integrator=MyLeapfrog(),
         tuners=[hm.DualAveraging(0.8)],
     )
-    with pytest.raises(NotCompilable, match="integrator MyLeapfrog"):
+    with pytest.raises(NotCompilable, match=r"integrator MyLeapfrog .*MyLeapfrog\.integrate"):
         plan_for(sampler)
     with pytest.raises(ValueError, match="integrator MyLeapfrog"):
         hm.sample(target, sampler, chains=1, warmup=10, draws=10, progress=False, compiled=True)
-    run = hm.sample(target, sampler, chains=4, warmup=1000, draws=10000, seed=4, progress=False)
+    with pytest.warns(hm.FallbackWarning, match="integrator MyLeapfrog"):
+        run = hm.sample(target, sampler, chains=4, warmup=1000, draws=10000, seed=4,
+                        progress=False)  # fmt: skip
     assert run.attrs["compiled"] is False
     assert_moments_recovered(run, target.exact_moments)
+
+
+def test_subclass_with_only_a_table_runs_compiled():
+    target = hm.targets.get("banana")
+    sampler = hm.HamiltonianSampler(
+        hm.EuclideanHamiltonian(target), StaticLength(5), integrator=MyCoefficients(),
+        step_size=0.05,
+    )  # fmt: skip
+    a = hm.sample(target, sampler, chains=2, warmup=0, draws=30, seed=3, progress=False,
+                  compiled=False)  # fmt: skip
+    b = hm.sample(target, sampler, chains=2, warmup=0, draws=30, seed=3, progress=False,
+                  compiled=True)  # fmt: skip
+    np.testing.assert_allclose(a.draws, b.draws, rtol=0, atol=1e-10)
+    assert np.all(b.stats["n_grad"] == 10)  # two stages a step
 
 
 def test_target_without_kernel_runs_numpy_path():

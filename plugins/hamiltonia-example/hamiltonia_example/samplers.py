@@ -19,13 +19,12 @@ __all__ = ["JitteredLength", "jittered_hmc"]
 class JitteredLength(MetropolisTrajectory):
     """A number of integration steps drawn uniformly from :math:`\\{1, \\dots, L_{max}\\}`.
 
-    A fresh length is drawn at every iteration, then the trajectory is integrated and
-    Metropolis-tested as in :class:`hamiltonia.StaticLength`. Jittering the length avoids the
-    near-periodic trajectories a fixed length can fall into.
-
-    In a vectorised batch all chains integrate together, so a *single* length is shared by
-    all chains at each iteration; it is drawn from chain 0's generator (``rngs[0]``). The
-    other chains' generators are not consumed by this draw.
+    A fresh length is drawn at every iteration for every chain, from that chain's own
+    generator (so a chain's draws do not depend on the others), then the trajectory is
+    integrated and Metropolis-tested as in :class:`hamiltonia.StaticLength`. Jittering the
+    length avoids the near-periodic trajectories a fixed length can fall into. It is a
+    :class:`~hamiltonia.trajectories.MetropolisTrajectory` with ``min_steps=1``, so it runs
+    compiled with no kernel of its own.
 
     Parameters
     ----------
@@ -40,10 +39,7 @@ class JitteredLength(MetropolisTrajectory):
             or max_steps < 1
         ):
             raise ValueError(f"max_steps must be an integer >= 1, got {max_steps!r}")
-        self.max_steps = int(max_steps)
-
-    def n_steps(self, rngs) -> int:
-        return int(rngs[0].integers(1, self.max_steps + 1))
+        super().__init__(1, int(max_steps))
 
     def __repr__(self):
         return f"JitteredLength({self.max_steps})"
