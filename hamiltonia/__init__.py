@@ -5,9 +5,8 @@
 >>> result.summary()  # doctest: +SKIP
 """
 
-from hamiltonia import diagnostics, samplers, targets
+from hamiltonia import diagnostics, integrators, samplers, targets
 from hamiltonia.hamiltonians import EuclideanHamiltonian, Hamiltonian, ShadowHamiltonian
-from hamiltonia import integrators
 from hamiltonia.integrators import Integrator, Leapfrog, Splitting, ThreeStage, TwoStage
 from hamiltonia.momentum import FullRefresh, MomentumRefresh, PartialRefresh
 from hamiltonia.poisson import CanonicalStructure, PoissonStructure

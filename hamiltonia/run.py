@@ -21,6 +21,7 @@ class FallbackWarning(UserWarning):
     """A run that could have been compiled runs on the NumPy path: a part (named in the
     message) has no compiled counterpart."""
 
+
 #: Initial points are drawn uniformly from (-INIT_RADIUS, INIT_RADIUS) per coordinate, as in
 #: Stan, and redrawn up to MAX_INIT_TRIES times where the log density is not finite.
 INIT_RADIUS = 2.0

@@ -392,8 +392,8 @@ Notes on method:
   credit; the funnel defeats every diagonal-metric sampler (spec/peers_baseline.md). Compare
   ESS/s where R-hat is near 1, and treat ratios under about 1.5x on sub-second phases as noise.
 * Overhead: one chain of the composed chain kernel (`hamiltonia.compiled.chain.run_chain`:
-  momentum, leapfrog, accept, output; no adaptation) per gradient evaluation made, against the target's compiled
-  `log_prob_and_grad` called in a numba loop through the same function pointer; best of
+  momentum, leapfrog, accept, output; no adaptation) per gradient evaluation made, against
+  the target's compiled `log_prob_and_grad` called in a numba loop through the same function pointer; best of
   several repeats; "chained" makes each call's input depend on the previous output, as in a
   trajectory, so that consecutive calls cannot overlap in the CPU (latency, not throughput).
   Chains: wall of a whole `sample` call (warm-up included), identity metric.

@@ -43,9 +43,8 @@ __all__ = ["SAFE_FASTMATH", "CompositionError", "compose", "kernel_dir", "module
 #: (spec/numba_notes.md §7.2).
 SAFE_FASTMATH = frozenset({"reassoc", "contract", "arcp"})
 #: Options of every compiled function of a composition.
-NJIT_OPTIONS = "cache=True, nogil=True, error_model='numpy', fastmath={%s}" % ", ".join(
-    repr(flag) for flag in sorted(SAFE_FASTMATH)
-)
+_FLAGS = ", ".join(repr(flag) for flag in sorted(SAFE_FASTMATH))
+NJIT_OPTIONS = f"cache=True, nogil=True, error_model='numpy', fastmath={{{_FLAGS}}}"
 
 
 class CompositionError(Exception):
@@ -121,7 +120,9 @@ class _Writer:
                 self.function(obj, emitted)
             return self.names[key]
         if isinstance(obj, bool | int | float) or (
-            type(obj).__module__ == "numpy" and hasattr(obj, "item") and getattr(obj, "ndim", 1) == 0
+            type(obj).__module__ == "numpy"
+            and hasattr(obj, "item")
+            and getattr(obj, "ndim", 1) == 0
         ):
             value = obj.item() if hasattr(obj, "item") else obj
             alias = "c_" + _ident(f"{owner.__module__}_{name}")

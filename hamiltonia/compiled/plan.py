@@ -131,7 +131,7 @@ def plan_for(sampler) -> CompiledPlan:
 
     if backend.get_backend() != "numpy":
         raise NotCompilable(f"backend {backend.get_backend()!r} (the compiled path runs on NumPy)")
-    parts, kernels = _counterparts(sampler)
+    _counterparts(sampler)  # raises naming the first part without a compiled counterpart
     if type(sampler.reducer).log_weights is not VarianceReducer.log_weights:
         raise NotCompilable(f"reducer {type(sampler.reducer).__name__} has no compiled counterpart")
     kernel = sampler.target.numba_kernel()

@@ -17,7 +17,9 @@ def per_chain_lengths(n_steps, n_chains: int) -> np.ndarray:
     if lengths.ndim == 0:
         return np.full(n_chains, int(lengths), dtype=np.int64)
     if lengths.shape != (n_chains,):
-        raise ValueError(f"n_steps must be one int or one per chain ({n_chains}), got {lengths.shape}")
+        raise ValueError(
+            f"n_steps must be one int or one per chain ({n_chains}), got {lengths.shape}"
+        )
     return lengths
 
 

@@ -6,7 +6,7 @@ import subprocess
 import sys
 import textwrap
 
-PART = '''
+PART = """
 import numpy as np
 from hamiltonia.compiled.parts import PartKernels
 from hamiltonia.compiled.roles import draw_momentum
@@ -26,7 +26,7 @@ class ScaledRefresh(MomentumRefresh):
 
     def compiled(self, dim):
         return PartKernels({"refresh": scaled_refresh_kernel}, iparams=[0])
-'''
+"""
 
 HELPER = "def scale(x):\n    return {factor} * x\n"
 
