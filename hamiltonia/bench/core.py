@@ -393,9 +393,10 @@ Notes on method:
   ESS/s where R-hat is near 1, and treat ratios under about 1.5x on sub-second phases as noise.
 * Overhead: one chain of the composed chain kernel (`hamiltonia.compiled.chain.run_chain`:
   momentum, leapfrog, accept, output; no adaptation) per gradient evaluation made, against
-  the target's compiled `log_prob_and_grad` called in a numba loop through the same function pointer; best of
-  several repeats; "chained" makes each call's input depend on the previous output, as in a
-  trajectory, so that consecutive calls cannot overlap in the CPU (latency, not throughput).
+  the target's compiled `log_prob_and_grad` called in a numba loop through the same function
+  pointer; best of several repeats; "chained" makes each call's input depend on the
+  previous output, as in a trajectory, so that consecutive calls cannot overlap in the CPU
+  (latency, not throughput).
   Chains: wall of a whole `sample` call (warm-up included), identity metric.
 * load 1m: the machine's 1-minute load average at the start and end of a run; with 2 cores,
   values well above 1 mean other processes competed for the CPU during that run.
