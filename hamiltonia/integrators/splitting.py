@@ -165,7 +165,10 @@ class Splitting(Integrator):
                     )
                     q, p, grad, lp = keep.q, keep.p, keep.grad, keep.log_prob
         n_grad *= hamiltonian.n_grad_per_evaluation
-        return PhaseState(q, p, lp, grad, dict(aux)), n_grad
+        end = PhaseState(q, p, lp, grad, dict(aux))
+        if not np.all(lengths > 0):  # no step, not even the opening kick
+            end = end.select(backend.asmask(lengths > 0), state)
+        return end, n_grad
 
     def compiled(self, dim):
         return PartKernels(

@@ -27,10 +27,12 @@ class PlainLeapfrog(Integrator):
         return PhaseState(q, p + 0.5 * eps * new.grad, new.log_prob, new.grad)
 
 
+#: Every registered integrator, plus a plain-Python one written as a user would.
 INTEGRATORS = {
-    "leapfrog": Leapfrog,
+    **{name: (lambda name=name: hm.integrators.make_integrator(name)) for name in
+       hm.integrators.names()},
     "plain-python-leapfrog": PlainLeapfrog,
-}
+}  # fmt: skip
 
 METRICS = {
     "identity": lambda dim: None,
@@ -64,6 +66,14 @@ def test_reversible(integrator, metric):
     eps = np.full(5, 0.02)
     end, n_grad = integrator.integrate(ham, start, eps, 20)
     assert np.all(n_grad == 20 * integrator.n_grad_per_step)
+    # One length per chain: each chain stops after its own number of steps.
+    lengths = np.array([0, 1, 7, 20, 13])
+    each, n_each = integrator.integrate(ham, start, eps, lengths)
+    np.testing.assert_array_equal(n_each, lengths * integrator.n_grad_per_step)
+    for c, n in enumerate(lengths):
+        alone, _ = integrator.integrate(ham, start.take([c]), eps[[c]], int(n))
+        np.testing.assert_allclose(each.q[c], alone.q[0], rtol=0, atol=1e-12)
+        np.testing.assert_allclose(each.p[c], alone.p[0], rtol=0, atol=1e-12)
     back, _ = integrator.flipped().integrate(ham, end.with_momentum(-end.p), eps, 20)
     np.testing.assert_allclose(back.q, start.q, rtol=0, atol=1e-10)
     np.testing.assert_allclose(-back.p, start.p, rtol=0, atol=1e-10)
@@ -114,3 +124,23 @@ def test_does_not_modify_input(integrator):
     integrator.integrate(ham, start, np.full(2, 0.1), 3)
     np.testing.assert_array_equal(start.q, saved.q)
     np.testing.assert_array_equal(start.p, saved.p)
+
+
+def test_multi_stage_splittings_have_smaller_energy_errors_at_equal_cost():
+    """Blanes, Casas and Sanz-Serna chose the two- and three-stage coefficients to minimise
+    the energy error on Gaussian targets: at the same number of gradient evaluations over
+    the same time, their mean squared energy error is below the leapfrog's (here by more
+    than a factor 4 for each, on a 10-dimensional standard normal)."""
+    target = hm.targets.get("gaussian-d10")
+    ham = EuclideanHamiltonian(target)
+    start = _start(ham, 200, seed=5)
+    h0 = ham.energy(start)
+    grads, total_time = 12, 3.0
+    errors = {}
+    for name in ("leapfrog", "two-stage", "three-stage"):
+        integrator = hm.integrators.make_integrator(name)
+        n = grads // integrator.n_grad_per_step
+        end, _ = integrator.integrate(ham, start, np.full(200, total_time / n), n)
+        errors[name] = np.mean((ham.energy(end) - h0) ** 2)
+    assert errors["two-stage"] < errors["leapfrog"] / 4, errors
+    assert errors["three-stage"] < errors["leapfrog"] / 4, errors
