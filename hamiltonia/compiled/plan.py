@@ -169,6 +169,7 @@ class CompiledPlan:
         self.kernel = kernel
         self.workers = max(1, os.cpu_count() or 1)
         self._pool: ThreadPoolExecutor | None = None
+        self._frozen: Layout | None = None
 
     def __enter__(self):
         return self
@@ -189,8 +190,16 @@ class CompiledPlan:
     def run(self, chain, rngs, n_iter: int, adapt: bool, out_q: np.ndarray, out_stats: np.ndarray):
         """Advance all chains ``n_iter`` iterations, writing ``out_q[c, :n_iter]`` and
         ``out_stats[c, :n_iter]`` (columns of :meth:`layout`'s ``stats``); with ``adapt``,
-        the step-size tuner runs inside the kernel. Returns the layout used."""
-        layout = self.layout()
+        the step-size tuner runs inside the kernel. Returns the layout used.
+
+        During warm-up the layout is rebuilt for every chunk (a tuner may have changed a
+        part since); after it, the parts are frozen and the first sampling layout is kept.
+        """
+        if adapt or self._frozen is None:
+            layout = self.layout()
+            self._frozen = None if adapt else layout
+        else:
+            layout = self._frozen
         phase = chain.phase
         n_chains = phase.q.shape[0]
 

@@ -106,6 +106,9 @@ class MyCoefficients(hm.integrators.Splitting):
 
 
 def test_subclass_overriding_maths_falls_back_with_a_warning_and_samples_correctly():
+    """20,000 draws: the MCSE of banana's second moments rests on rare tail excursions, and
+    with 10,000 draws this seed left the variance of w1 at z = -4.0 for the built-in
+    leapfrog's draws as well as for this one's."""
     target = hm.targets.get("banana")
     sampler = hm.HamiltonianSampler(
         hm.EuclideanHamiltonian(target),
@@ -120,7 +123,7 @@ def test_subclass_overriding_maths_falls_back_with_a_warning_and_samples_correct
     with pytest.raises(ValueError, match="integrator MyLeapfrog"):
         hm.sample(target, sampler, chains=1, warmup=10, draws=10, progress=False, compiled=True)
     with pytest.warns(hm.FallbackWarning, match="integrator MyLeapfrog"):
-        run = hm.sample(target, sampler, chains=4, warmup=1000, draws=10000, seed=4,
+        run = hm.sample(target, sampler, chains=4, warmup=1000, draws=20000, seed=4,
                         progress=False)  # fmt: skip
     assert run.attrs["compiled"] is False
     assert_moments_recovered(run, target.exact_moments)
