@@ -9,7 +9,7 @@ import pytest
 
 import hamiltonia as hm
 from hamiltonia.hamiltonians import EuclideanHamiltonian
-from hamiltonia.integrators import Integrator, Leapfrog
+from hamiltonia.integrators import Integrator
 from hamiltonia.state import PhaseState
 
 
