@@ -33,8 +33,10 @@ class PhaseState:
         :math:`\\nabla_q \\log\\pi(q)`; ``None`` for gradient-free samplers.
     aux : dict of str to ndarray
         Auxiliary variables, each with the chains on its first axis: the sign of a magnetic
-        field, a random mass, a permutation... A part declares them with
-        ``state_variables(dim)``; :meth:`select`, :meth:`take` and :meth:`copy` treat them
+        field, a random mass, a permutation... A part declares the ones its kernels use in
+        its :class:`~hamiltonia.compiled.parts.PartKernels` (``aux``; a variable not set
+        yet starts at zero) and sets them on the NumPy path; :meth:`select`, :meth:`take`
+        and :meth:`copy` treat them
         like ``q``, and checkpoints save them.
     """
 

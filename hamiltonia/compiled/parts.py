@@ -75,13 +75,17 @@ def compiled_counterpart(part, dim: int, kind: str) -> PartKernels:
 
     name = type(part).__name__
     method = getattr(part, "compiled", None)
-    kernels = None if method is None else method(dim)
-    if kernels is None:
+    if method is None:
         raise NotCompilable(f"{kind} {name} has no compiled counterpart")
+    # Checked before calling compiled(): a subclass that rewrites the maths may not have
+    # the parent's attributes either.
     overridden = overrides_without_kernel(part, getattr(part, "numeric_methods", ()))
     if overridden is not None:
         raise NotCompilable(
             f"{kind} {name} has no compiled counterpart ({overridden} overrides the "
             "maths of the compiled parent; define compiled() too)"
         )
+    kernels = method(dim)
+    if kernels is None:
+        raise NotCompilable(f"{kind} {name} has no compiled counterpart")
     return kernels

@@ -210,7 +210,9 @@ class CompiledPlan:
         lp, eps = own(phase.log_prob), own(chain.step_size)
         aux = np.zeros((n_chains, layout.n_aux))
         for name, offset, size in layout.aux:
-            aux[:, offset : offset + size] = np.reshape(phase.aux[name], (n_chains, size))
+            # A variable the NumPy side has not set yet starts at zero.
+            value = phase.aux.setdefault(name, np.zeros((n_chains, size)))
+            aux[:, offset : offset + size] = np.reshape(value, (n_chains, size))
         tuner = layout.tuner if adapt else None
         state = getattr(tuner, "state", None)
         tune_state = own(state) if state is not None else np.zeros((n_chains, 1))
