@@ -429,6 +429,27 @@ def test_unvectorised_target_is_evaluated_row_by_row_with_a_warning():
     assert_moments_recovered(run, ExactMoments(np.zeros(2), np.ones(2)))
 
 
+def _interrupted(monkeypatch, after_records: int, run):
+    """Call ``run()`` with the recorder raising KeyboardInterrupt (as Ctrl-C would) after
+    ``after_records`` stored blocks, then restore the recorder; returns ``run()``'s result."""
+    from hamiltonia import run as run_module
+
+    original = run_module._Recorder.record
+    calls = {"n": 0}
+
+    def interrupt(self, *args, **kw):
+        original(self, *args, **kw)
+        calls["n"] += 1
+        if calls["n"] == after_records:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(run_module._Recorder, "record", interrupt)
+    try:
+        return run()
+    finally:
+        monkeypatch.setattr(run_module._Recorder, "record", original)
+
+
 def _fixed_chunks(chunker_class):
     """Chunks of 7 iterations whatever the clock says, so interruption points repeat."""
     return lambda: chunker_class(first=7, largest=7)
@@ -448,20 +469,13 @@ def test_resume_is_bit_exact_with_momentum_kept(tmp_path, monkeypatch, compiled,
         rho=0.8, n_steps_jitter=1.0, n_steps=6, integrator="two-stage",
     )  # fmt: skip
     full = hm.sample("banana", "hmc", **kwargs)
-    original = run_module._Recorder.record
-    calls = {"n": 0}
-
-    def interrupt(self, *args, **kw):
-        original(self, *args, **kw)
-        calls["n"] += 1
-        if calls["n"] == stop_after * (1 if compiled else 7):
-            raise KeyboardInterrupt
-
-    monkeypatch.setattr(run_module._Recorder, "record", interrupt)
     path = tmp_path / "run.nc"
     with pytest.warns(RuntimeWarning, match="interrupted"):
-        part = hm.sample("banana", "hmc", output=path, checkpoint_seconds=0.0, **kwargs)
-    monkeypatch.setattr(run_module._Recorder, "record", original)
+        part = _interrupted(
+            monkeypatch,
+            stop_after * (1 if compiled else 7),
+            lambda: hm.sample("banana", "hmc", output=path, checkpoint_seconds=0.0, **kwargs),
+        )
     assert part.n_draws == 7 * stop_after
     resumed = hm.resume(path, progress=False)
     assert resumed.attrs["compiled"] is compiled
