@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from hamiltonia.compiled.parts import PartKernels
-from hamiltonia.compiled.roles import velocity
+from hamiltonia.compiled.roles import position_flow
 
 __all__ = ["CanonicalStructure", "PoissonStructure"]
 
@@ -36,16 +36,21 @@ __all__ = ["CanonicalStructure", "PoissonStructure"]
 
 
 def canonical_kick_kernel(q, p, grad, h, aux, PF, PI):
-    """:math:`p \\leftarrow p + h \\nabla\\log\\pi(q)`."""
+    """:math:`p \\leftarrow p + h \\nabla\\log\\pi(q)`; returns 0 when the gradient is
+    finite, nan otherwise."""
+    check = 0.0
     for i in range(p.shape[0]):
         p[i] += h * grad[i]
+        # x - x is 0 for finite x and nan otherwise: the check rides along the update.
+        check += grad[i] - grad[i]
+    return check
 
 
 def canonical_drift_kernel(q, p, v, h, aux, PF, PI):
-    """:math:`q \\leftarrow q + h\\, \\partial H/\\partial p`."""
-    velocity(q, p, v, aux, PF, PI)
-    for i in range(q.shape[0]):
-        q[i] += h * v[i]
+    """:math:`q \\leftarrow q + h\\, \\partial H/\\partial p`: the Hamiltonian's
+    ``position_flow`` (``v`` is scratch space); returns 0 when the new position is finite,
+    nan otherwise."""
+    return position_flow(q, p, v, h, aux, PF, PI)
 
 
 class PoissonStructure:

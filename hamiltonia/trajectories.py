@@ -145,11 +145,11 @@ def metropolis_transition_kernel(
     eps_used = eps
     if jitter > 0.0:
         eps_used = jittered_step_size(eps, jitter, rng.random())
-    q1 = scratch[0]
-    p1 = scratch[1]
-    g1 = scratch[2]
-    v = scratch[3]
     d = q.shape[0]
+    q1 = scratch[0, :d]
+    p1 = scratch[1, :d]
+    g1 = scratch[2, :d]
+    v = scratch[3, :d]
     h0 = energy(q, p, lp, grad, v, eps_used, aux, PF, PI)
     for i in range(d):
         q1[i] = q[i]

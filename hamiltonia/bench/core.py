@@ -528,6 +528,14 @@ def _build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--warmup", type=int, default=None, help="default 1000 (200 --quick)")
     parser.add_argument("--draws", type=int, default=None, help="default 1000 (200 --quick)")
     parser.add_argument("--skip-micro", action="store_true", help="only the run matrix")
+    parser.add_argument(
+        "--baseline",
+        metavar="DIR",
+        help="instead of the peers: time compiled HMC per gradient with this checkout and with "
+        "the one in DIR (e.g. a git worktree of an older commit), side by side, and print "
+        "the ratios",
+    )
+    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds (--baseline)")
     return parser
 
 
@@ -683,10 +691,39 @@ def _finish_load(report: dict) -> None:
         report["load"].append(os.getloadavg()[0])
 
 
+def _baseline_main(args) -> int:
+    from hamiltonia.bench.baseline import baseline_table, compare_checkouts
+
+    targets = _parse_list(args.targets, ("banana", "gaussian-d100", "blr-german"))
+    try:
+        result = compare_checkouts(
+            args.baseline, targets, N_STEPS, rounds=args.rounds,
+            draws=args.draws or (300 if args.quick else 2000), repeats=2 if args.quick else 3,
+            log=_log,
+        )  # fmt: skip
+    except (ValueError, RuntimeError) as err:
+        print(f"hamiltonia bench: error: {err}", file=sys.stderr)
+        return 2
+    info = machine_info()
+    text = "\n".join(
+        ["# hamiltonia against a baseline checkout", "",
+         f"* date: {info['date']}; machine: {info['cpu']}, {info['cores']} cores", "",
+         *baseline_table(result), ""]
+    )  # fmt: skip
+    print(text)
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as f:
+            f.write(text)
+        _log(f"wrote {args.output}")
+    return 0
+
+
 def main(argv=None) -> int:
     """``python -m hamiltonia.bench`` / ``hamiltonia bench``: run, print, optionally write."""
     parser = _build_parser()
     args = parser.parse_args(argv)
+    if args.baseline:
+        return _baseline_main(args)
     try:
         report = run_benchmark(args)
     except ValueError as err:

@@ -35,6 +35,7 @@ def _gradient_chain(fn, q, grad, fdata, idata, n):  # pragma: no cover - compile
 def _best_of(run, n: int, repeats: int, budget: float) -> float:
     """Seconds per unit of ``run(n)`` (which returns the units it did), after scaling ``n``
     so that one call lasts about ``budget`` seconds; the best of ``repeats`` calls."""
+    run(n)  # loads (or compiles) the kernel and warms the caches: not timed
     began = time.perf_counter()
     units = run(n)
     elapsed = time.perf_counter() - began

@@ -16,11 +16,13 @@ import numpy as np
 
 from hamiltonia.compiled.roles import refresh, transition, tune
 
-__all__ = ["CHAIN_STATS", "N_CHAIN_STATS", "no_tuning_kernel", "run_chain"]
+__all__ = ["CHAIN_STATS", "N_CHAIN_STATS", "SCRATCH_ROWS", "no_tuning_kernel", "run_chain"]
 
 #: The chain kernel's own statistics, first in every row.
 CHAIN_STATS = (("lp", "float64"), ("step_size", "float64"))
 N_CHAIN_STATS = 2
+#: Rows of the ``scratch`` array handed to the ``transition`` role.
+SCRATCH_ROWS = 4
 
 
 def no_tuning_kernel(eps, state, stats, PF, PI):
@@ -35,7 +37,10 @@ def run_chain(
     ``lp`` and ``eps`` (1,) and ``aux`` hold the chain's state and are updated; draw ``i``
     goes to ``out_q[i]`` and its statistics to ``out_stats[i]``."""
     d = q.shape[0]
-    scratch = np.empty((4, d))
+    # Rows padded to whole 64-byte lines, so that scratch[k, :d] is as aligned as a fresh
+    # array: the trajectory runs in these rows, and an unaligned position made the BLR
+    # gradient 4 % slower.
+    scratch = np.empty((SCRATCH_ROWS, (d + 7) // 8 * 8))
     for it in range(n_iter):
         row = out_stats[it]
         refresh(rng, q, p, grad, lp[0], eps[0], aux, PF, PI)

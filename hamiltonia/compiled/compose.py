@@ -6,14 +6,17 @@ module writes one small Python module per composition, in which
 
 * every kernel function (and every plain-Python helper it calls) is copied from its source
   with the role names bound to the kernels of the parts that fill them, and
-* each function is compiled with ``numba.njit(cache=True)``,
+* each function is compiled with ``numba.njit(cache=True)``, and every one but the chain
+  kernel with ``inline="always"``,
 
-then imports it by name. Static calls let LLVM inline the parts into the chain loop, and
-numba caches the result on disk (spec/numba_notes.md §2: a closure over a part, or a part
-passed as an argument, silently defeats the cache; an importable module does not). The
-module's file name is a hash of its text, which holds the source of every part, and of the
-source files of the compiled helpers it imports, so an edited part gives a new module and a
-stale kernel is never served.
+then imports it by name. Inlining at numba's level puts the parts into the chain loop as one
+function: a call that is left to LLVM passes the parameter tuples ``PF`` and ``PI`` by value
+and counts references to each of their arrays, which made a leapfrog step on a 2-d target
+2.5 times slower. Numba caches the result on disk (spec/numba_notes.md §2: a closure over a
+part, or a part passed as an argument, silently defeats the cache; an importable module does
+not). The module's file name is a hash of its text, which holds the source of every part,
+and of the source files of the compiled helpers it imports, so an edited part gives a new
+module and a stale kernel is never served.
 
 The generated modules live in ``<cache root>/kernels`` (``$HAMILTONIA_KERNEL_DIR``
 overrides it; see :func:`hamiltonia.datasets.fetch.cache_root`).
@@ -187,7 +190,8 @@ class _Writer:
 
         Rename().visit(node)
         origin = f"# from {fn.__module__}.{fn.__qualname__}"
-        self.functions.append(f"{origin}\n@njit({NJIT_OPTIONS})\n{ast.unparse(node)}\n")
+        options = NJIT_OPTIONS if emitted == "chain" else f"{NJIT_OPTIONS}, inline='always'"
+        self.functions.append(f"{origin}\n@njit({options})\n{ast.unparse(node)}\n")
 
 
 def module_text(roles: dict[str, Callable], entry: Callable) -> tuple[str, set[str]]:

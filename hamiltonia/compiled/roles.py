@@ -18,15 +18,26 @@ Signatures (one chain; ``q``, ``p``, ``grad``, ``v`` of shape ``(dim,)``):
 
 ``draw_momentum(rng, q, p, aux, PF, PI)``
     Fill ``p`` with a draw from the momentum distribution. [Hamiltonian]
-``velocity(q, p, out, aux, PF, PI)``
-    Write :math:`\\partial H/\\partial p` into ``out``. [Hamiltonian]
+``velocity(q, p, out, aux, PF, PI) -> array``
+    :math:`\\partial H/\\partial p`: written into ``out`` and returned, or ``p`` itself
+    returned where the two are equal (:math:`M = I`), which saves a copy. Callers read the
+    returned array and never write into it. [Hamiltonian]
+``position_flow(q, p, v, h, aux, PF, PI) -> float``
+    :math:`q \\leftarrow q + h\\,\\partial H/\\partial p`, the exact flow of a separable
+    Hamiltonian's kinetic energy on the position (``v`` is scratch space); returns 0.0 when
+    the new position is finite and nan otherwise. The canonical ``drift``; a metric may fuse
+    it into one pass (:func:`~hamiltonia.hamiltonians.base.position_flow_kernel` is the
+    generic form). [Hamiltonian]
 ``kinetic(q, p, v, aux, PF, PI) -> float``
     The kinetic energy, given ``v = velocity(p)``. [Hamiltonian]
 ``energy(q, p, lp, grad, v, eps, aux, PF, PI) -> float``
     The energy the accept step uses at step size ``eps`` (a shadow Hamiltonian's differs
     from :math:`H`). [Hamiltonian]
-``kick(q, p, grad, h, aux, PF, PI)`` / ``drift(q, p, v, h, aux, PF, PI)``
-    The momentum and position flows for a time ``h``. [Poisson structure]
+``kick(q, p, grad, h, aux, PF, PI) -> float`` / ``drift(q, p, v, h, aux, PF, PI) -> float``
+    The momentum and position flows for a time ``h`` (``v`` is scratch space). Each returns
+    0.0 when what it read or wrote is finite (the gradient for ``kick``, the new position for
+    ``drift``) and nan otherwise: ``x - x`` summed along the update costs nothing, where a
+    separate pass over the state would. [Poisson structure]
 ``integrate(q, p, grad, lp, eps, n_steps, v, aux, PF, PI, logp, fdata, idata)``
     ``n_steps`` steps in place; returns ``(lp, n_grad)``, ``lp`` nan when the trajectory
     stopped being finite. [integrator]
@@ -34,7 +45,9 @@ Signatures (one chain; ``q``, ``p``, ``grad``, ``v`` of shape ``(dim,)``):
     The momentum refreshment between trajectories. [momentum refresh]
 ``transition(rng, q, p, grad, lp, eps, aux, scratch, stats, PF, PI, logp, fdata, idata)``
     One transition from the refreshed state, in place; returns the new log density and
-    writes the part's statistics into ``stats``. [trajectory policy]
+    writes the part's statistics into ``stats``. ``scratch`` has
+    :data:`~hamiltonia.compiled.chain.SCRATCH_ROWS` rows of at least ``dim`` entries, each
+    starting on a 64-byte line: use ``scratch[k, :dim]``. [trajectory policy]
 ``tune(eps, state, stats, PF, PI)``
     One warm-up update of the step size ``eps`` (shape ``(1,)``) from this iteration's
     statistics. [step-size tuner]
@@ -57,6 +70,7 @@ __all__ = [
     "integrate",
     "kick",
     "kinetic",
+    "position_flow",
     "refresh",
     "transition",
     "tune",
@@ -71,6 +85,7 @@ SLOTS = ("hamiltonian", "structure", "integrator", "refresh", "trajectory", "tun
 ROLE_SLOTS = {
     "draw_momentum": HAMILTONIAN,
     "velocity": HAMILTONIAN,
+    "position_flow": HAMILTONIAN,
     "kinetic": HAMILTONIAN,
     "energy": HAMILTONIAN,
     "kick": STRUCTURE,
@@ -100,6 +115,7 @@ class Role:
 
 draw_momentum = Role("draw_momentum")
 velocity = Role("velocity")
+position_flow = Role("position_flow")
 kinetic = Role("kinetic")
 energy = Role("energy")
 kick = Role("kick")

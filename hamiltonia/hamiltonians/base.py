@@ -11,14 +11,26 @@ from hamiltonia.compiled.roles import kinetic as kinetic_role
 from hamiltonia.compiled.roles import velocity as velocity_role
 from hamiltonia.state import PhaseState, evaluate_target
 
-__all__ = ["Hamiltonian", "separable_energy_kernel"]
+__all__ = ["Hamiltonian", "position_flow_kernel", "separable_energy_kernel"]
+
+
+def position_flow_kernel(q, p, v, h, aux, PF, PI):
+    """:math:`q \\leftarrow q + h\\, \\partial H/\\partial p` through the ``velocity`` role
+    (the ``position_flow`` role of any Hamiltonian whose metric gives no fused one); returns
+    0 when the new position is finite, nan otherwise."""
+    v = velocity_role(q, p, v, aux, PF, PI)
+    check = 0.0
+    for i in range(q.shape[0]):
+        q[i] += h * v[i]
+        # x - x is 0 for finite x and nan otherwise: the check rides along the update.
+        check += q[i] - q[i]
+    return check
 
 
 def separable_energy_kernel(q, p, lp, grad, v, eps, aux, PF, PI):
-    """Kernel of :math:`H = -\\log\\pi(q) + K(p)` (the ``energy`` role); leaves
-    :math:`v = \\partial K/\\partial p` in ``v``."""
-    velocity_role(q, p, v, aux, PF, PI)
-    return -lp + kinetic_role(q, p, v, aux, PF, PI)
+    """Kernel of :math:`H = -\\log\\pi(q) + K(p)` (the ``energy`` role); ``v`` is scratch
+    space for :math:`\\partial K/\\partial p`."""
+    return -lp + kinetic_role(q, p, velocity_role(q, p, v, aux, PF, PI), aux, PF, PI)
 
 
 class Hamiltonian:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from hamiltonia.hamiltonians.base import Hamiltonian, separable_energy_kernel
+from hamiltonia.hamiltonians.base import Hamiltonian, position_flow_kernel, separable_energy_kernel
 from hamiltonia.hamiltonians.metrics import Metric, make_metric
 
 __all__ = ["EuclideanHamiltonian"]
@@ -44,7 +44,9 @@ class EuclideanHamiltonian(Hamiltonian):
         from hamiltonia.compiled.parts import compiled_counterpart
 
         kernels = compiled_counterpart(self.metric, dim, "metric")
-        return replace(kernels, functions={**kernels.functions, "energy": separable_energy_kernel})
+        # A metric that gives no fused position flow gets the generic one.
+        functions = {"position_flow": position_flow_kernel, **kernels.functions}
+        return replace(kernels, functions={**functions, "energy": separable_energy_kernel})
 
     def __repr__(self):
         return f"EuclideanHamiltonian({self.target!r}, metric={self.metric!r})"

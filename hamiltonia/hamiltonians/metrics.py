@@ -42,8 +42,27 @@ def gaussian_kinetic_kernel(q, p, v, aux, PF, PI):
 
 
 def identity_velocity_kernel(q, p, out, aux, PF, PI):
-    for i in range(p.shape[0]):
-        out[i] = p[i]
+    # M = I: the velocity is p itself, and handing p back saves a copy every drift.
+    return p
+
+
+def identity_position_flow_kernel(q, p, v, h, aux, PF, PI):
+    """:math:`q \\leftarrow q + h p` in one pass, with the finite check."""
+    check = 0.0
+    for i in range(q.shape[0]):
+        q[i] += h * p[i]
+        check += q[i] - q[i]
+    return check
+
+
+def diagonal_position_flow_kernel(q, p, v, h, aux, PF, PI):
+    """:math:`q \\leftarrow q + h\\, m \\odot p` in one pass, with the finite check."""
+    inverse_mass = PF[HAMILTONIAN]
+    check = 0.0
+    for i in range(q.shape[0]):
+        q[i] += h * (inverse_mass[i] * p[i])
+        check += q[i] - q[i]
+    return check
 
 
 def identity_draw_kernel(rng, q, p, aux, PF, PI):
@@ -55,6 +74,7 @@ def diagonal_velocity_kernel(q, p, out, aux, PF, PI):
     inverse_mass = PF[HAMILTONIAN]
     for i in range(p.shape[0]):
         out[i] = inverse_mass[i] * p[i]
+    return out
 
 
 def diagonal_draw_kernel(rng, q, p, aux, PF, PI):
@@ -74,6 +94,7 @@ def dense_velocity_kernel(q, p, out, aux, PF, PI):
         for j in range(d):
             s += inverse_mass[i * d + j] * p[j]
         out[i] = s
+    return out
 
 
 def dense_draw_kernel(rng, q, p, aux, PF, PI):
@@ -149,6 +170,7 @@ class IdentityMetric(Metric):
         return PartKernels(
             {
                 "velocity": identity_velocity_kernel,
+                "position_flow": identity_position_flow_kernel,
                 "kinetic": gaussian_kinetic_kernel,
                 "draw_momentum": identity_draw_kernel,
             }
@@ -180,6 +202,7 @@ class DiagonalMetric(Metric):
         return PartKernels(
             {
                 "velocity": diagonal_velocity_kernel,
+                "position_flow": diagonal_position_flow_kernel,
                 "kinetic": gaussian_kinetic_kernel,
                 "draw_momentum": diagonal_draw_kernel,
             },

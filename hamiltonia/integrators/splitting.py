@@ -38,7 +38,7 @@ from hamiltonia.compiled.roles import INTEGRATOR, drift, kick
 from hamiltonia.integrators.base import Integrator, per_chain_lengths
 from hamiltonia.state import PhaseState
 
-__all__ = ["Splitting", "ThreeStage", "TwoStage", "finite_state_kernel", "merged_kick"]
+__all__ = ["Splitting", "ThreeStage", "TwoStage", "merged_kick"]
 
 
 def merged_kick(kicks, stage: int, continues):
@@ -49,15 +49,6 @@ def merged_kick(kicks, stage: int, continues):
     if stage == len(kicks) - 2:
         return b + kicks[0] * continues
     return b
-
-
-def finite_state_kernel(lp, q, grad):
-    """Whether the log density, position and gradient of one chain are finite."""
-    check = 0.0
-    for i in range(q.shape[0]):
-        # x - x is 0 for finite x and nan otherwise.
-        check += (q[i] - q[i]) + (grad[i] - grad[i])
-    return math.isfinite(lp) and check == 0.0
 
 
 def splitting_integrate_kernel(q, p, grad, lp, eps, n_steps, v, aux, PF, PI, logp, fdata, idata):
@@ -71,12 +62,13 @@ def splitting_integrate_kernel(q, p, grad, lp, eps, n_steps, v, aux, PF, PI, log
     kick(q, p, grad, coef[0] * eps, aux, PF, PI)
     for step in range(n_steps):
         for s in range(k):
-            drift(q, p, v, coef[k + 1 + s] * eps, aux, PF, PI)
+            check = drift(q, p, v, coef[k + 1 + s] * eps, aux, PF, PI)
             lp = logp(q, grad, fdata, idata)
             n_grad += 1
-            if not finite_state_kernel(lp, q, grad):
+            h = merged_kick(coef[: k + 1], s, step < n_steps - 1) * eps
+            check += kick(q, p, grad, h, aux, PF, PI)
+            if not (math.isfinite(lp) and check == 0.0):
                 return math.nan, n_grad
-            kick(q, p, grad, merged_kick(coef[: k + 1], s, step < n_steps - 1) * eps, aux, PF, PI)
     return lp, n_grad
 
 

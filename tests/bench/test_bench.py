@@ -145,3 +145,29 @@ def test_jax_log_densities_equal_the_targets():
         lp, grad = target.log_prob_and_grad(x)
         assert float(f(x)) == pytest.approx(float(lp), rel=1e-12, abs=1e-10)
         np.testing.assert_allclose(np.asarray(jax.grad(f)(x)), grad, rtol=1e-10, atol=1e-10)
+
+
+def test_baseline_compares_two_checkouts_side_by_side(tmp_path):
+    """``--baseline`` against this very checkout: both columns are timed, in fresh processes
+    that import the package from the checkout given, and the ratio is their quotient."""
+    from hamiltonia.bench.baseline import compare_checkouts, package_root
+
+    result = compare_checkouts(
+        package_root(), ["banana"], core.N_STEPS, metrics=("identity",), rounds=1, draws=50,
+        repeats=1, seconds=0.01,
+    )  # fmt: skip
+    (row,) = result["rows"]
+    assert row["target"] == "banana" and row["n_steps"] == core.N_STEPS["banana"]
+    assert row["current_s"] > 0 and row["baseline_s"] > 0
+    assert row["ratio"] == row["current_s"] / row["baseline_s"]
+    assert (
+        result["baseline"]
+        == result["current"]
+        == str(package_root() / "hamiltonia" / "__init__.py")
+    )
+
+
+def test_baseline_refuses_a_folder_without_the_package(tmp_path, capsys):
+    assert core.main(["--baseline", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "baseline must be a checkout holding hamiltonia/__init__.py" in err
