@@ -14,6 +14,7 @@ from hamiltonia.reducers import VarianceReducer
 from hamiltonia.results import Result, load
 from hamiltonia.run import FallbackWarning, resume, sample
 from hamiltonia.samplers import HamiltonianSampler, RandomWalkMetropolis, Sampler
+from hamiltonia.state import ModelError
 from hamiltonia.targets import Target
 from hamiltonia.trajectories import (
     MetropolisTrajectory,
@@ -36,6 +37,7 @@ __all__ = [
     "Integrator",
     "Leapfrog",
     "MetropolisTrajectory",
+    "ModelError",
     "MomentumRefresh",
     "PartialRefresh",
     "PoissonStructure",

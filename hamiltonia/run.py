@@ -11,7 +11,7 @@ from hamiltonia import backend as array_backend
 from hamiltonia._validation import check_int
 from hamiltonia.results import Result
 from hamiltonia.samplers.base import Sampler
-from hamiltonia.state import ChainState, PhaseState
+from hamiltonia.state import ChainState, ModelError, PhaseState, check_reject_on, rejecting
 from hamiltonia.targets.base import Target
 
 __all__ = ["FallbackWarning", "make_rngs", "resume", "sample"]
@@ -77,6 +77,13 @@ def _resolve_sampler(sampler, target, options) -> Sampler:
     raise TypeError(f"sampler must be a registered name or a Sampler, got {type(sampler).__name__}")
 
 
+def _init(sampler: Sampler, q) -> ChainState:
+    try:
+        return sampler.init(q)
+    except ModelError as err:
+        raise err.during("at an initial point") from err.__cause__
+
+
 def _initial_state(sampler: Sampler, target: Target, initial, rngs) -> ChainState:
     chains, dim = len(rngs), target.dim
     if initial is not None:
@@ -89,7 +96,7 @@ def _initial_state(sampler: Sampler, target: Target, initial, rngs) -> ChainStat
             )
         if not np.all(np.isfinite(q)):
             raise ValueError("initial must contain only finite values")
-        state = sampler.init(q)
+        state = _init(sampler, q)
         bad = np.flatnonzero(~array_backend.to_numpy(state.phase.finite))
         if bad.size:
             raise ValueError(
@@ -98,14 +105,14 @@ def _initial_state(sampler: Sampler, target: Target, initial, rngs) -> ChainStat
             )
         return state
     q = np.stack([rng.uniform(-INIT_RADIUS, INIT_RADIUS, dim) for rng in rngs])
-    state = sampler.init(q)
+    state = _init(sampler, q)
     for _ in range(MAX_INIT_TRIES):
         bad = ~array_backend.to_numpy(state.phase.finite)
         if not bad.any():
             return state
         for c in np.flatnonzero(bad):
             q[c] = rngs[c].uniform(-INIT_RADIUS, INIT_RADIUS, dim)
-        state = sampler.init(q)
+        state = _init(sampler, q)
     raise RuntimeError(
         f"could not find a finite initial point in {MAX_INIT_TRIES} tries of uniform(-2, 2); "
         "pass initial=..."
@@ -185,9 +192,16 @@ class _Chunker:
                 first += n
 
 
+def _step(smp, state, rngs, it, phase):
+    try:
+        return smp.step(state, rngs)
+    except ModelError as err:
+        raise err.during(f"iteration {it} of {phase}") from err.__cause__
+
+
 def _run_numpy(smp, target, state, rngs, warmup, draws, rec, bar, start=0):
     for it in range(warmup):
-        state, info = smp.step(state, rngs)
+        state, info = _step(smp, state, rngs, it, "warm-up")
         for tuner in smp.tuners:
             tuner.update(smp, state, info, it)
         bar.update(1)
@@ -196,7 +210,7 @@ def _run_numpy(smp, target, state, rngs, warmup, draws, rec, bar, start=0):
     t1 = time.perf_counter()
     bar.set_description(f"{smp.name} sampling")
     for it in range(start, draws):
-        state, info = smp.step(state, rngs)
+        state, info = _step(smp, state, rngs, it, "sampling")
         info = {**info, "step_size": state.step_size, "lp": state.phase.log_prob}
         rec.record(it, target.constrain(state.phase.q), info, smp.log_weight(state), state)
         bar.update(1)
@@ -272,6 +286,7 @@ def sample(
     output=None,
     checkpoint_seconds: float = 60.0,
     backend: str | None = None,
+    reject_on=(),
     **options,
 ) -> Result:
     """Run warm-up then sampling for several chains.
@@ -312,6 +327,13 @@ def sample(
     backend : str, optional
         Array backend for this run: ``"numpy"``, ``"cupy"`` or ``"array_api_strict"``
         (default: the current one, see :func:`hamiltonia.backend.set_backend`).
+    reject_on : exception class or tuple of them
+        Exceptions of the target that mean "outside the support", as Stan's domain errors:
+        a proposal whose log density or gradient raises one of them is rejected and recorded
+        as divergent. Any other exception from the target is a bug in the model and stops
+        the run with :class:`~hamiltonia.state.ModelError`, which names the chain, the
+        iteration and the position and chains the original exception. Default: none (a model
+        that means "outside the support" can also return ``-inf``).
     **options
         Options of the named sampler (for ``hmc``: ``n_steps``, ``step_size``,
         ``target_accept``, ``adapt_step_size``, ``metric``). Unknown options raise
@@ -321,7 +343,8 @@ def sample(
     -------
     Result
     """
-    with array_backend.using(backend):
+    reject_on = check_reject_on(reject_on)
+    with array_backend.using(backend), rejecting(reject_on):
         return _sample(
             target, sampler, chains=chains, warmup=warmup, draws=draws, seed=seed,
             initial=initial, progress=progress, compiled=compiled, output=output,
@@ -494,8 +517,11 @@ def _sample(target, sampler, *, chains, warmup, draws, seed, initial, progress, 
     bar = tqdm(total=total, disable=not progress, desc=f"{smp.name} warmup", unit="it")
     try:
         if resume_from is None:
-            for tuner in smp.tuners:
-                tuner.start(smp, state, warmup, rngs)
+            try:
+                for tuner in smp.tuners:
+                    tuner.start(smp, state, warmup, rngs)
+            except ModelError as err:
+                raise err.during("in the step-size search before warm-up") from err.__cause__
         run_warmup = warmup if resume_from is None else 0
         if plan is None:
             state, times["t1"] = _run_numpy(
@@ -528,14 +554,15 @@ def _sample(target, sampler, *, chains, warmup, draws, seed, initial, progress, 
 
 
 def resume(path, *, progress: bool = True, output=None, checkpoint_seconds: float = 60.0,
-           backend: str | None = None) -> Result:  # fmt: skip
+           backend: str | None = None, reject_on=()) -> Result:  # fmt: skip
     """Continue an interrupted run saved by :func:`sample` with ``output=``.
 
     The run continues from the state after its last saved draw, with the generators, step
     sizes and metric it had then, so the finished draws equal those of an uninterrupted run
     with the same seed. Needs a run of registered target and sampler names with plain
     options (the file then records how to rebuild them); the continuation is written to
-    ``output`` (default: ``path`` itself).
+    ``output`` (default: ``path`` itself). ``reject_on`` is as in :func:`sample` (exception
+    classes are not stored in the file: give them again).
     """
     from hamiltonia.results import load
 
@@ -548,7 +575,8 @@ def resume(path, *, progress: bool = True, output=None, checkpoint_seconds: floa
             f"{path} cannot be resumed: the run was not built from registered target and "
             "sampler names with plain options"
         )
-    with array_backend.using(backend):
+    reject_on = check_reject_on(reject_on)
+    with array_backend.using(backend), rejecting(reject_on):
         return _sample(
             previous.get_target(), info["sampler"], chains=previous.n_chains, warmup=0,
             draws=int(previous.attrs["draws"]), seed=None, initial=None, progress=progress,

@@ -7,13 +7,22 @@ density and its gradient cached at the position so that no part evaluates the ta
 from __future__ import annotations
 
 import warnings
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from hamiltonia import backend
 
-__all__ = ["ChainState", "PhaseState", "evaluate_target"]
+__all__ = [
+    "ChainState",
+    "ModelError",
+    "PhaseState",
+    "check_reject_on",
+    "evaluate_target",
+    "rejecting",
+]
 
 
 @dataclass
@@ -120,22 +129,153 @@ class ChainState:
     step_size: np.ndarray
 
 
+class ModelError(RuntimeError):
+    """The user's log density or gradient raised an exception.
+
+    The message names the chain and the position (and, from :func:`hamiltonia.sample`, the
+    iteration); the original exception is chained as ``__cause__``. An exception is a bug to
+    show, never a silent rejection: a model that means "outside the support" returns
+    ``-inf``, or declares its exception types with ``sample(..., reject_on=(...))``.
+
+    Attributes
+    ----------
+    chain : int or None
+        The chain whose position raised.
+    position : ndarray or None
+        That position.
+    """
+
+    def __init__(self, message: str, chain=None, position=None):
+        super().__init__(message)
+        self.chain = chain
+        self.position = position
+
+    def during(self, where: str) -> ModelError:
+        """The same error with ``where`` (e.g. "iteration 12 of warm-up") in the message."""
+        error = ModelError(f"{self.args[0]}, {where}", self.chain, self.position)
+        error.__cause__ = self.__cause__
+        return error
+
+
+_REJECT_ON: ContextVar[tuple] = ContextVar("hamiltonia_reject_on", default=())
+
+
+def check_reject_on(reject_on) -> tuple:
+    """``reject_on`` as a tuple of exception classes, or ``ValueError`` naming it."""
+    if reject_on is None:
+        return ()
+    if isinstance(reject_on, type):
+        reject_on = (reject_on,)
+    try:
+        types = tuple(reject_on)
+    except TypeError:
+        types = (reject_on,)
+    for t in types:
+        if not (isinstance(t, type) and issubclass(t, Exception)):
+            raise ValueError(
+                "reject_on must be an Exception subclass or a tuple of them (e.g. "
+                f"(FloatingPointError, ZeroDivisionError)), got {t!r}"
+            )
+    return types
+
+
+@contextmanager
+def rejecting(reject_on):
+    """Within this block, exceptions of the types ``reject_on`` raised by a target mean
+    "outside the support": the point is a rejected proposal (recorded as divergent), as
+    Stan treats its domain errors. Any other exception raises :class:`ModelError`."""
+    token = _REJECT_ON.set(check_reject_on(reject_on))
+    try:
+        yield
+    finally:
+        _REJECT_ON.reset(token)
+
+
+def _position_text(row) -> str:
+    return np.array2string(np.asarray(row, dtype=float), precision=6, threshold=8)
+
+
 def _evaluate_rows(target, q, with_grad: bool):
     flat = backend.to_numpy(q).reshape(-1, q.shape[-1])
     lps = np.full(flat.shape[0], np.nan)
     grads = np.full(flat.shape, np.nan) if with_grad else None
+    reject_on = _REJECT_ON.get()
+    what = "log_prob_and_grad" if with_grad else "log_prob"
     for i, row in enumerate(flat):
         try:
             if with_grad:
                 lp, g = target.log_prob_and_grad(backend.asarray(row))
-                grads[i] = backend.to_numpy(g)
             else:
-                lp = target.log_prob(backend.asarray(row))
-            lps[i] = float(backend.to_numpy(lp))
-        except Exception:  # a failing point is a rejected proposal, by design
-            pass
+                lp, g = target.log_prob(backend.asarray(row)), None
+        except reject_on:
+            continue  # declared "outside the support": a rejected proposal
+        except Exception as err:
+            raise ModelError(
+                f"{type(target).__name__}.{what} raised {type(err).__name__}: {err} "
+                f"(chain {i}, position {_position_text(row)})",
+                chain=i,
+                position=np.array(row),
+            ) from err
+        _checked_returns(target, what, lp, g)
+        lp = np.asarray(backend.to_numpy(lp), dtype=float)
+        if lp.size != 1 or lp.ndim > 1:
+            raise ValueError(
+                f"{type(target).__name__}.{what} returned a log density of shape "
+                f"{lp.shape} for one point; expected a scalar"
+            )
+        lps[i] = lp.reshape(-1)[0]
+        if with_grad:
+            grads[i] = _one_gradient(target, what, g, flat.shape[1])
     lps = backend.asarray(lps.reshape(q.shape[:-1]))
     return lps, None if grads is None else backend.asarray(grads.reshape(q.shape))
+
+
+def _one_gradient(target, what, g, dim):
+    g = backend.to_numpy(g)
+    if g.size != dim:
+        raise ValueError(
+            f"{type(target).__name__}.{what} returned a gradient of shape {g.shape} for one "
+            f"point; expected ({dim},)"
+        )
+    return g.reshape(dim)
+
+
+def _is_numeric(value) -> bool:
+    """Whether ``value`` is a real number or an array of them; cheap for device arrays (it
+    reads the dtype, never copies)."""
+    if value is None or isinstance(value, str | bytes | bool | np.bool_):
+        return False
+    if isinstance(value, int | float | np.number):
+        return True
+    dtype = getattr(value, "dtype", None)
+    if dtype is None:
+        try:
+            dtype = np.asarray(value).dtype
+        except (TypeError, ValueError):
+            return False
+    try:
+        return np.dtype(dtype).kind in "fiu"
+    except TypeError:  # a non-NumPy dtype (array_api_strict): numeric unless it is bool
+        return "bool" not in str(dtype)
+
+
+def _checked_returns(target, what, lp, g) -> None:
+    """``TypeError`` naming what the target returned where it should have returned numbers
+    (``None``, a string, an object)."""
+    if not _is_numeric(lp):
+        raise TypeError(
+            f"{type(target).__name__}.{what} returned {type(lp).__name__} for the log density; "
+            "expected a float (one point) or a float array of shape (...,) (a batch)"
+        )
+    if g is not None and not _is_numeric(g):
+        raise TypeError(
+            f"{type(target).__name__}.{what} returned {type(g).__name__} for the gradient; "
+            "expected a float array of the position's shape"
+        )
+
+
+def _shape_of(value):
+    return None if value is None else tuple(getattr(value, "shape", np.shape(value)))
 
 
 def _shapes_fit(xp, lp, g, q) -> bool:
@@ -149,12 +289,17 @@ def _shapes_fit(xp, lp, g, q) -> bool:
 
 
 def evaluate_target(target, q, with_grad: bool = True):
-    """Evaluate ``target`` at ``q`` without letting a bad point stop a run.
+    """Evaluate ``target`` at ``q``, telling a bad point from a bug.
 
-    A log density or gradient that raises, or that is not finite, is returned as ``nan`` for
-    that row only (a failing batch is retried row by row), so that the sampler can reject
-    the proposal and record it as divergent. ``-inf`` log densities (outside the support)
-    are kept as they are. Arrays are of the current :mod:`~hamiltonia.backend`.
+    A log density or gradient that is not finite is returned as ``nan`` for that row only,
+    so that the sampler can reject the proposal and record it as divergent; ``-inf`` log
+    densities (outside the support) are kept as they are. An exception raised by the target
+    is a bug in the user's model and raises :class:`ModelError` naming the chain and the
+    position (the batch is retried row by row to find it), unless its type was declared
+    with :func:`rejecting` (``sample(..., reject_on=...)``): that row is then rejected. A
+    return value that is not numbers raises ``TypeError`` and one of the wrong shape
+    ``ValueError``, each naming what was returned. Arrays are of the current
+    :mod:`~hamiltonia.backend`.
 
     Returns
     -------
@@ -162,6 +307,7 @@ def evaluate_target(target, q, with_grad: bool = True):
     grad : array (..., dim) or None
     """
     xp = backend.xp()
+    what = "log_prob_and_grad" if with_grad else "log_prob"
     with np.errstate(all="ignore"):
         if getattr(target, "_row_by_row", False) and q.ndim > 1:
             lp, g = _evaluate_rows(target, q, with_grad)
@@ -171,13 +317,19 @@ def evaluate_target(target, q, with_grad: bool = True):
                     lp, g = target.log_prob_and_grad(q)
                 else:
                     lp, g = target.log_prob(q), None
-            except Exception:  # retry row by row: only the failing rows become nan
+            except Exception:
+                # Row by row: rows raising a declared type are rejected, the first other
+                # exception raises ModelError naming its chain and position.
                 lp, g = _evaluate_rows(target, q, with_grad)
+            _checked_returns(target, what, lp, g)
             if not _shapes_fit(xp, lp, g, q) and q.ndim > 1:
                 # A target written for one point at a time: evaluate rows from now on.
                 warnings.warn(
-                    f"{type(target).__name__} does not evaluate a batch (..., dim) as the "
-                    "Target contract asks; evaluating chains one at a time (slower)",
+                    f"{type(target).__name__}.{what} returned shapes "
+                    f"{_shape_of(lp)} and {_shape_of(g)} for a batch of shape {q.shape}, "
+                    f"not {q.shape[:-1]} and {q.shape if with_grad else None}: it does not "
+                    "evaluate a batch (..., dim) as the Target contract asks; evaluating "
+                    "chains one at a time (slower)",
                     RuntimeWarning,
                     stacklevel=2,
                 )
@@ -186,12 +338,16 @@ def evaluate_target(target, q, with_grad: bool = True):
         lp = xp.asarray(lp, dtype=xp.float64)
         if lp.shape != q.shape[:-1]:
             raise ValueError(
-                f"the target's log density has shape {lp.shape}, expected {q.shape[:-1]}"
+                f"{type(target).__name__}.{what} returned a log density of shape {lp.shape}; "
+                f"expected {q.shape[:-1]}"
             )
         if g is not None:
             g = xp.asarray(g, dtype=xp.float64)
             if g.shape != q.shape:
-                raise ValueError(f"the target's gradient has shape {g.shape}, expected {q.shape}")
+                raise ValueError(
+                    f"{type(target).__name__}.{what} returned a gradient of shape {g.shape}; "
+                    f"expected {q.shape}"
+                )
         bad = xp.isnan(lp) | (lp == xp.inf)
         if g is not None:
             bad = bad | ~xp.all(xp.isfinite(g), axis=-1)

@@ -159,7 +159,7 @@ class PartlyBroken(hm.Target):
 
 
 @pytest.mark.parametrize("sampler", ["hmc", "mala", "rwmh"])
-def test_nan_or_raising_log_density_is_a_divergent_rejection(sampler):
+def test_nan_or_declared_raising_log_density_is_a_divergent_rejection(sampler):
     res = hm.sample(
         PartlyBroken(),
         sampler,
@@ -169,12 +169,22 @@ def test_nan_or_raising_log_density_is_a_divergent_rejection(sampler):
         seed=0,
         progress=False,
         initial=np.zeros(2),
+        reject_on=FloatingPointError,
     )
     assert np.all(np.isfinite(res.draws))
     assert np.all(np.abs(res.draws[..., 0]) <= 1.5)
     assert res.stats["diverging"].sum() > 0
     # Every divergent transition was rejected.
     assert not np.any(res.stats["diverging"] & res.stats["accepted"])
+
+
+@pytest.mark.parametrize("sampler", ["hmc", "rwmh"])
+def test_an_undeclared_exception_stops_the_run_and_is_shown(sampler):
+    with pytest.raises(hm.ModelError, match="FloatingPointError: model blew up") as err:
+        hm.sample(PartlyBroken(), sampler, chains=4, warmup=200, draws=300, seed=0,
+                  progress=False, initial=np.zeros(2))  # fmt: skip
+    assert isinstance(err.value.__cause__, FloatingPointError)
+    assert err.value.position[0] < -1.5
 
 
 class InterruptAfter(hm.Target):
