@@ -12,7 +12,8 @@ from hamiltonia.momentum import FullRefresh, MomentumRefresh, PartialRefresh
 from hamiltonia.poisson import CanonicalStructure, PoissonStructure
 from hamiltonia.reducers import VarianceReducer
 from hamiltonia.results import Result, load
-from hamiltonia.run import FallbackWarning, resume, sample
+from hamiltonia.run import FallbackWarning, InterruptedRunWarning, resume, sample
+from hamiltonia.runfile import RunFileError
 from hamiltonia.samplers import HamiltonianSampler, RandomWalkMetropolis, Sampler
 from hamiltonia.state import ModelError
 from hamiltonia.targets import Target
@@ -35,6 +36,7 @@ __all__ = [
     "Hamiltonian",
     "HamiltonianSampler",
     "Integrator",
+    "InterruptedRunWarning",
     "Leapfrog",
     "MetropolisTrajectory",
     "ModelError",
@@ -44,6 +46,7 @@ __all__ = [
     "RandomLength",
     "RandomWalkMetropolis",
     "Result",
+    "RunFileError",
     "Sampler",
     "ShadowHamiltonian",
     "Splitting",

@@ -40,6 +40,11 @@ def _parse_options(pairs) -> dict:
     return options
 
 
+#: Exit code of a run that was interrupted (Ctrl-C) and returned partial draws, as a shell
+#: reports a process stopped by SIGINT (128 + 2).
+EXIT_INTERRUPTED = 130
+
+
 def _build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="hamiltonia", description="Hamiltonian Monte Carlo research framework")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
@@ -70,6 +75,7 @@ def _build_parser() -> argparse.ArgumentParser:
         help="a target parameter, e.g. -T dim=7 (repeatable)",
     )
     sp.add_argument("--output", "-o", default=None, help="write the run to this netCDF file")
+    sp.add_argument("--overwrite", action="store_true", help="replace an existing --output file")
     sp.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     rp = sub.add_parser("resume", help="continue an interrupted run written with --output")
     rp.add_argument("path", help="the run file")
@@ -134,6 +140,7 @@ def _cmd_sample(args, out) -> int:
         seed=args.seed,
         progress=not args.no_progress,
         output=args.output,
+        overwrite=args.overwrite,
         **options,
     )
     return _report(result, target, args.output, out)
@@ -197,6 +204,10 @@ def _report(result, target, output, out) -> int:
         f"{result.sampling_seconds:.3g} sampling",
         file=out,
     )
+    if not result.attrs.get("complete", True):
+        where = f"; continue with `hamiltonia resume {output}`" if output else ""
+        print(f"\nINTERRUPTED after {result.n_draws} draws per chain{where}", file=out)
+        return EXIT_INTERRUPTED
     if output:
         print(f"wrote {output}", file=out)
     return 0

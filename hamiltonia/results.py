@@ -220,11 +220,36 @@ class Result:
 
 
 def load(path) -> Result:
-    """Read a run written by :meth:`Result.save`."""
+    """Read a run written by :meth:`Result.save` or :func:`hamiltonia.sample`; a run still
+    going on or interrupted is read from its checkpoints (``path.partial``, see
+    :mod:`hamiltonia.runfile`), with ``attrs["complete"]`` false. A file that is not a
+    readable run raises :class:`~hamiltonia.runfile.RunFileError` naming it."""
     import xarray as xr
+
+    from hamiltonia.runfile import RunFileError, partial_dir, read_partial
 
     path = Path(path)
     if not path.exists():
+        if partial_dir(path).is_dir():
+            manifest, q, stats, log_weights = read_partial(path)
+            attrs = dict(manifest.get("attrs", {}))
+            attrs.update(complete=False, draws_done=int(manifest["draws_done"]))
+            return Result(
+                draws=q,
+                stats=stats,
+                names=tuple(manifest["names"]),
+                log_weights=log_weights,
+                sampler=str(manifest.get("sampler", "")),
+                target=str(manifest.get("target", "")),
+                warmup_seconds=float(manifest.get("warmup_seconds", 0.0)),
+                sampling_seconds=float(manifest.get("sampling_seconds", 0.0)),
+                attrs=attrs,
+            )
         raise FileNotFoundError(f"no such run file: {path}")
-    with xr.open_datatree(path, engine="h5netcdf") as tree:
-        return Result.from_datatree(tree.load())
+    try:
+        with xr.open_datatree(path, engine="h5netcdf") as tree:
+            return Result.from_datatree(tree.load())
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise RunFileError(
+            f"{path} is not a readable hamiltonia run file ({type(err).__name__}: {err})"
+        ) from None

@@ -4,17 +4,23 @@ from __future__ import annotations
 
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 
 from hamiltonia import backend as array_backend
 from hamiltonia._validation import check_int
 from hamiltonia.results import Result
+from hamiltonia.runfile import RunFile, partial_dir
 from hamiltonia.samplers.base import Sampler
 from hamiltonia.state import ChainState, ModelError, PhaseState, check_reject_on, rejecting
 from hamiltonia.targets.base import Target
 
-__all__ = ["FallbackWarning", "make_rngs", "resume", "sample"]
+__all__ = ["FallbackWarning", "InterruptedRunWarning", "make_rngs", "resume", "sample"]
+
+
+class InterruptedRunWarning(RuntimeWarning):
+    """The run was interrupted (Ctrl-C): the result holds the draws made so far."""
 
 
 class FallbackWarning(UserWarning):
@@ -284,6 +290,7 @@ def sample(
     progress: bool = True,
     compiled: bool | None = None,
     output=None,
+    overwrite: bool = False,
     checkpoint_seconds: float = 60.0,
     backend: str | None = None,
     reject_on=(),
@@ -318,12 +325,21 @@ def sample(
         (default) compiles when every part of the sampler allows it, ``True`` requires it
         (``ValueError`` naming the part that does not), ``False`` forces the NumPy path.
     output : path, optional
-        Write the run to this netCDF file (see :meth:`Result.save`): at the end, every
-        ``checkpoint_seconds`` of sampling (a partial run, ``attrs["complete"]`` false), and
-        on an interruption. An interrupted run (Ctrl-C) returns the draws made so far with a
-        warning instead of losing them.
+        Write the finished run to this netCDF file (see :meth:`Result.save`). The path is
+        checked before any work (its folder exists and is writable, it is not a folder, it
+        does not exist unless ``overwrite``, no other process writes it). While the run goes
+        on, its draws are appended every ``checkpoint_seconds`` to the folder
+        ``output.partial`` (:mod:`hamiltonia.runfile`: each block and manifest written
+        atomically, so a kill at any moment leaves a run that :func:`load` reads and
+        :func:`resume` continues). An interrupted run (Ctrl-C) returns the draws made so far
+        with a warning instead of losing them.
+    overwrite : bool
+        Replace an existing ``output`` (or an unfinished run there). Default ``False``: an
+        existing file is refused before any work, and an unfinished one points to
+        :func:`resume`.
     checkpoint_seconds : float
-        Seconds between partial writes of ``output`` (default 60).
+        Seconds between checkpoints of ``output`` (default 60). A checkpoint writes the new
+        draws only, so frequent ones cost little.
     backend : str, optional
         Array backend for this run: ``"numpy"``, ``"cupy"`` or ``"array_api_strict"``
         (default: the current one, see :func:`hamiltonia.backend.set_backend`).
@@ -348,8 +364,15 @@ def sample(
         return _sample(
             target, sampler, chains=chains, warmup=warmup, draws=draws, seed=seed,
             initial=initial, progress=progress, compiled=compiled, output=output,
-            checkpoint_seconds=checkpoint_seconds, options=options,
+            overwrite=overwrite, checkpoint_seconds=checkpoint_seconds, options=options,
         )  # fmt: skip
+
+
+def _json_safe(value):
+    """``value`` with everything JSON cannot hold written as its ``str``."""
+    import json
+
+    return json.loads(json.dumps(value, default=str))
 
 
 def _json_ready(value) -> bool:
@@ -421,9 +444,8 @@ def _restore_metric(smp, info) -> None:
 
 
 def _sample(target, sampler, *, chains, warmup, draws, seed, initial, progress, compiled,
-            output, checkpoint_seconds, options, resume_from=None):  # fmt: skip
-    from tqdm.auto import tqdm
-
+            output, checkpoint_seconds, options, overwrite=False, resume_from=None,
+            continuing=False):  # fmt: skip
     chains = check_int(chains, "chains", minimum=1)
     warmup = check_int(warmup, "warmup", minimum=0)
     draws = check_int(draws, "draws", minimum=1)
@@ -440,9 +462,28 @@ def _sample(target, sampler, *, chains, warmup, draws, seed, initial, progress, 
             f"target {type(target).__name__} computes with {', '.join(target.backends)} only; "
             f"it cannot run on backend {name!r}"
         )
+    if not isinstance(overwrite, bool):
+        raise ValueError(f"overwrite must be True or False, got {overwrite!r}")
     smp = _resolve_sampler(sampler, target, options)
     plan = _choose_plan(smp, compiled)
     rngs, seq = make_rngs(seed, chains)
+    # The output is checked, and locked, before any work: a run is never lost at its end.
+    run_file = None
+    if output is not None:
+        run_file = RunFile.open(output, overwrite=overwrite, continuing=continuing)
+    try:
+        return _run(target, smp, plan, rngs, seq, requested, options, run_file, chains=chains,
+                    warmup=warmup, draws=draws, initial=initial, progress=progress,
+                    checkpoint_seconds=checkpoint_seconds, resume_from=resume_from)  # fmt: skip
+    finally:
+        if run_file is not None:
+            run_file.close()
+
+
+def _run(target, smp, plan, rngs, seq, requested, options, run_file, *, chains, warmup, draws,
+         initial, progress, checkpoint_seconds, resume_from):  # fmt: skip
+    from tqdm.auto import tqdm
+
     rec = None
     if resume_from is None:
         state = _initial_state(smp, target, initial, rngs)
@@ -499,16 +540,30 @@ def _sample(target, sampler, *, chains, warmup, draws, seed, initial, progress, 
             _target=target,
         )
 
+    def persist() -> None:
+        """Append the draws made since the last checkpoint to the unfinished run."""
+        q, stats, weights = rec.truncated()
+        partial = build_result(complete=False)
+        meta = {
+            "names": list(partial.names),
+            "sampler": partial.sampler,
+            "target": partial.target,
+            "warmup_seconds": partial.warmup_seconds,
+            "sampling_seconds": partial.sampling_seconds,
+            "attrs": _json_safe(partial.attrs),
+        }
+        run_file.append(q, stats, weights, meta)
+        times["saved"] = time.perf_counter()
+
     def checkpoint(current):
         if times["t1"] is None:
             times["t1"] = time.perf_counter()
-        if output is None:
+        if run_file is None:
             return
         # The state after the last stored iteration, from which resume() continues exactly.
         times["resume"] = _resume_info(*requested, options, current, rngs, smp)
         if time.perf_counter() - times["saved"] >= checkpoint_seconds:
-            build_result(complete=False).save(output)
-            times["saved"] = time.perf_counter()
+            persist()
 
     rec = _Recorder(chains, draws, target.dim, smp.stats(), checkpoint)
     if resume_from is not None:
@@ -536,33 +591,41 @@ def _sample(target, sampler, *, chains, warmup, draws, seed, initial, progress, 
         if rec.n_done == 0:
             raise
         result = build_result(complete=False)
-        if output is not None:
-            result.save(output)
+        if run_file is not None:
+            persist()
+        output = None if run_file is None else run_file.path
         warnings.warn(
             f"interrupted after {rec.n_done} of {draws} draws per chain; returning those"
             + (f" (saved to {output}; continue with hamiltonia.resume)" if output else ""),
-            RuntimeWarning,
-            stacklevel=3,
+            InterruptedRunWarning,
+            stacklevel=4,
         )
         return result
+    except BaseException:
+        # Whatever stopped the run, the draws made so far stay on disk.
+        if run_file is not None and rec.n_done > run_file.written:
+            persist()
+        raise
     finally:
         bar.close()
     result = build_result(complete=True)
-    if output is not None:
-        result.save(output)
+    if run_file is not None:
+        run_file.finish(result.save)
     return result
 
 
 def resume(path, *, progress: bool = True, output=None, checkpoint_seconds: float = 60.0,
-           backend: str | None = None, reject_on=()) -> Result:  # fmt: skip
+           backend: str | None = None, reject_on=(),
+           overwrite: bool = False) -> Result:  # fmt: skip
     """Continue an interrupted run saved by :func:`sample` with ``output=``.
 
     The run continues from the state after its last saved draw, with the generators, step
     sizes and metric it had then, so the finished draws equal those of an uninterrupted run
     with the same seed. Needs a run of registered target and sampler names with plain
     options (the file then records how to rebuild them); the continuation is written to
-    ``output`` (default: ``path`` itself). ``reject_on`` is as in :func:`sample` (exception
-    classes are not stored in the file: give them again).
+    ``output`` (default: ``path`` itself; another existing file is replaced only with
+    ``overwrite=True``). ``reject_on`` is as in :func:`sample` (exception classes are not
+    stored in the file: give them again).
     """
     from hamiltonia.results import load
 
@@ -576,12 +639,15 @@ def resume(path, *, progress: bool = True, output=None, checkpoint_seconds: floa
             "sampler names with plain options"
         )
     reject_on = check_reject_on(reject_on)
+    target_path = Path(path if output is None else output)
+    # Appending to the unfinished run in place; to another output, or from a file of an
+    # earlier version (no .partial folder), the draws so far are written there anew.
+    continuing = target_path == Path(path) and partial_dir(path).exists()
     with array_backend.using(backend), rejecting(reject_on):
         return _sample(
             previous.get_target(), info["sampler"], chains=previous.n_chains, warmup=0,
             draws=int(previous.attrs["draws"]), seed=None, initial=None, progress=progress,
-            compiled=bool(previous.attrs.get("compiled", False)),
-            output=path if output is None else output,
-            checkpoint_seconds=checkpoint_seconds, options=dict(info["options"]),
-            resume_from=(previous, info),
+            compiled=bool(previous.attrs.get("compiled", False)), output=target_path,
+            overwrite=overwrite or target_path == Path(path), checkpoint_seconds=checkpoint_seconds,
+            options=dict(info["options"]), resume_from=(previous, info), continuing=continuing,
         )  # fmt: skip

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import hamiltonia as hm
-from hamiltonia.cli import main
+from hamiltonia.cli import EXIT_INTERRUPTED, main
 
 
 def test_list(capsys):
@@ -179,8 +179,9 @@ def test_resume_command(capsys, tmp_path, monkeypatch):
                     "--no-progress",
                 ]
             )
-            == 0
+            == EXIT_INTERRUPTED  # an interrupted run does not exit 0
         )
+    assert "INTERRUPTED after" in capsys.readouterr().out
     monkeypatch.setattr(run_module._Recorder, "record", original)
     assert hm.load(path).attrs["complete"] is False
     capsys.readouterr()

@@ -243,15 +243,20 @@ def test_interrupt_during_warmup_propagates():
 
 
 def test_output_is_checkpointed_and_completed(tmp_path, monkeypatch):
+    """Checkpoints append the new draws only; the finished run replaces them with one file."""
+    from hamiltonia.runfile import RunFile, partial_dir
+
     path = tmp_path / "run.nc"
-    saves = []
-    original = hm.Result.save
+    saves, blocks = [], []
+    original = RunFile.append
 
-    def spy(self, p):
-        saves.append(self.attrs["draws_done"])
-        return original(self, p)
+    def spy(self, q, stats, log_weights, meta):
+        before = self.written
+        original(self, q, stats, log_weights, meta)
+        saves.append(self.written)
+        blocks.append(self.written - before)
 
-    monkeypatch.setattr(hm.Result, "save", spy)
+    monkeypatch.setattr(RunFile, "append", spy)
     res = hm.sample(
         "banana",
         "hmc",
@@ -264,10 +269,13 @@ def test_output_is_checkpointed_and_completed(tmp_path, monkeypatch):
         checkpoint_seconds=0.0,
         compiled=False,
     )
-    assert saves[-1] == 30 and len(saves) > 2 and saves[0] < 30  # partial writes, then final
+    assert len(saves) > 2 and saves[0] < 30 and saves[-1] <= 30  # partial writes
+    assert sum(blocks) == saves[-1]  # each draw written once, in the block after it was made
     back = hm.load(path)
     assert back.attrs["complete"] is True
     np.testing.assert_array_equal(back.draws, res.draws)
+    assert not partial_dir(path).exists()  # the checkpoints are gone once the run is whole
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.nc"]  # no lock, no temporary
 
 
 class InterruptingBanana(Banana):

@@ -1,0 +1,266 @@
+"""Crash-safe storage of a run in progress: checked before the work, appended as it goes.
+
+:func:`hamiltonia.sample` with ``output=path`` writes the finished run to ``path`` (netCDF-4,
+ArviZ layout). While it runs, the draws go to the folder ``path.partial/`` as they are
+made, one file per block of new draws, plus a small manifest that says which blocks are
+complete and from which chain state the run continues:
+
+* every file is written under a temporary name, flushed to disk (``fsync``) and renamed
+  over its final name (``os.replace``, atomic on POSIX and Windows), and the manifest is
+  renamed only after the block it lists: a kill at any moment leaves the previous manifest
+  or the new one, each naming only complete blocks, so the folder always loads and resumes;
+* a checkpoint writes the new draws only, so its cost does not grow with the run;
+* the finished run is written the same way (temporary name, ``fsync``, rename), and only
+  then is the folder removed.
+
+Before any work the output is checked (:meth:`RunFile.open`): the folder must exist and be
+writable, the path must not be a folder, an existing file is replaced only with
+``overwrite=True``, an unfinished run (a ``.partial`` folder) points to
+:func:`hamiltonia.resume`, and a lock file refuses a second writer at the start rather than
+mid-run. :func:`hamiltonia.load` and :func:`hamiltonia.resume` read an unfinished run from
+its folder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["RunFile", "RunFileError", "atomic_write", "partial_dir", "read_partial"]
+
+#: Version of the manifest layout.
+FORMAT = 1
+_MANIFEST = "manifest.json"
+
+
+class RunFileError(OSError):
+    """The output path cannot take this run, or an unfinished run cannot be read (the
+    message names the path and what to do)."""
+
+
+def partial_dir(path) -> Path:
+    """The folder of the unfinished run that will be written to ``path``."""
+    path = Path(path)
+    return path.with_name(path.name + ".partial")
+
+
+def _lock_path(path) -> Path:
+    path = Path(path)
+    return path.with_name(path.name + ".lock")
+
+
+def _fsync_dir(folder: Path) -> None:
+    if os.name != "posix":
+        return
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write(path, write) -> Path:
+    """Call ``write(tmp_path)`` for a temporary file beside ``path``, flush it to disk and
+    rename it over ``path``: readers see the old file or the whole new one, never a part."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        write(Path(tmp))
+        with open(tmp, "rb+") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    _fsync_dir(path.parent)
+    return path
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, another user's
+        return True
+    except OSError:
+        return False
+    return True
+
+
+class RunFile:
+    """The output of one run: its checks, its lock, its blocks and its final file.
+
+    Use :meth:`open` (which checks the path before any work), then :meth:`append` for each
+    checkpoint, then :meth:`finish` with the complete result, or :meth:`close` to leave an
+    unfinished run for :func:`hamiltonia.resume`.
+    """
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.folder = partial_dir(path)
+        self.lock = _lock_path(path)
+        self.written = 0
+        self._blocks: list[list] = []
+        self._locked = False
+
+    @classmethod
+    def open(cls, path, *, overwrite: bool = False, continuing: bool = False) -> RunFile:
+        """Check ``path`` and take its lock; ``continuing`` appends to the unfinished run
+        there (:func:`hamiltonia.resume`) instead of refusing it."""
+        path = Path(os.fspath(path)).expanduser()
+        folder = path.parent if str(path.parent) else Path(".")
+        if path.is_dir():
+            raise RunFileError(f"output {path} is a folder; give a file name such as {path}/run.nc")
+        if not folder.is_dir():
+            raise RunFileError(f"output folder {folder} does not exist; create it first")
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise RunFileError(f"output folder {folder} is not writable")
+        partial = partial_dir(path)
+        run_file = cls(path)
+        # The lock first: a run in progress holds a .partial folder too, and its writer is
+        # what the user must hear about.
+        run_file._take_lock()
+        try:
+            if not continuing:
+                if partial.exists() and not overwrite:
+                    raise RunFileError(
+                        f"{path} holds an unfinished run ({partial}); continue it with "
+                        f"hamiltonia.resume({str(path)!r}) or `hamiltonia resume {path}`, or "
+                        "pass overwrite=True (--overwrite) to replace it"
+                    )
+                if path.exists() and not overwrite:
+                    raise RunFileError(
+                        f"output {path} exists; pass overwrite=True (--overwrite) to replace it"
+                    )
+                if partial.exists():
+                    _remove_folder(partial)
+                partial.mkdir()
+            else:
+                manifest = _read_manifest(partial)
+                run_file._blocks = manifest["blocks"]
+                run_file.written = int(manifest["draws_done"])
+        except BaseException:
+            run_file.release()
+            raise
+        return run_file
+
+    def _take_lock(self) -> None:
+        for _ in range(2):
+            try:
+                fd = os.open(self.lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                try:
+                    owner = int(self.lock.read_text().strip() or 0)
+                except (OSError, ValueError):
+                    owner = 0
+                if _pid_alive(owner) and owner != os.getpid():
+                    raise RunFileError(
+                        f"output {self.path} is being written by another process (pid {owner}, "
+                        f"lock {self.lock}); wait for it or choose another output"
+                    ) from None
+                self.lock.unlink(missing_ok=True)  # a lock its process left behind
+                continue
+            with os.fdopen(fd, "w") as f:
+                f.write(str(os.getpid()))
+            self._locked = True
+            return
+        raise RunFileError(f"could not take the lock {self.lock}")
+
+    def release(self) -> None:
+        """Give the lock back (idempotent)."""
+        if self._locked:
+            self.lock.unlink(missing_ok=True)
+            self._locked = False
+
+    def append(self, q, stats: dict, log_weights, meta: dict) -> None:
+        """Store the draws ``q[:, self.written:]`` (and their statistics and weights) as a
+        new block, then the manifest ``meta`` (attrs, resume state, names, ...) naming it."""
+        n = q.shape[1]
+        if n > self.written:
+            first, name = self.written, f"block-{self.written:012d}.npz"
+            arrays = {"q": q[:, first:n]}
+            arrays.update({f"stat_{k}": v[:, first:n] for k, v in stats.items()})
+            if log_weights is not None:
+                arrays["log_weights"] = log_weights[:, first:n]
+
+            def write(tmp: Path) -> None:
+                with open(tmp, "wb") as f:
+                    np.savez(f, **arrays)
+
+            atomic_write(self.folder / name, write)
+            self._blocks.append([first, n - first, name])
+            self.written = n
+        manifest = {"format": FORMAT, **meta, "blocks": self._blocks, "draws_done": self.written}
+        text = json.dumps(manifest)
+        atomic_write(self.folder / _MANIFEST, lambda tmp: tmp.write_text(text))
+
+    def finish(self, save) -> None:
+        """Write the complete run with ``save(tmp_path)`` atomically, then drop the
+        unfinished run's folder and the lock."""
+        atomic_write(self.path, save)
+        _remove_folder(self.folder)
+        self.release()
+
+    def close(self) -> None:
+        """Leave the unfinished run where it is and give the lock back."""
+        self.release()
+
+
+def _remove_folder(folder: Path) -> None:
+    if not folder.exists():
+        return
+    for item in folder.iterdir():
+        item.unlink()
+    folder.rmdir()
+
+
+def _read_manifest(folder: Path) -> dict:
+    try:
+        manifest = json.loads((folder / _MANIFEST).read_text())
+    except FileNotFoundError:
+        raise RunFileError(
+            f"{folder} holds no manifest: the run stopped before its first checkpoint"
+        ) from None
+    except (OSError, ValueError) as err:
+        raise RunFileError(f"{folder / _MANIFEST} cannot be read: {err}") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise RunFileError(f"{folder / _MANIFEST} is not a hamiltonia run manifest")
+    return manifest
+
+
+def read_partial(path) -> tuple[dict, np.ndarray, dict, np.ndarray | None]:
+    """The manifest, draws, statistics and log weights of the unfinished run of ``path``."""
+    folder = partial_dir(path)
+    manifest = _read_manifest(folder)
+    qs, stats, weights = [], {}, []
+    expected = 0
+    try:
+        for first, n, name in manifest["blocks"]:
+            if first != expected:
+                raise ValueError(f"block {name} starts at draw {first}, expected {expected}")
+            with np.load(folder / name, allow_pickle=False) as block:
+                if block["q"].shape[1] != n:
+                    raise ValueError(f"block {name} holds {block['q'].shape[1]} draws, not {n}")
+                qs.append(block["q"])
+                for key in block.files:
+                    if key.startswith("stat_"):
+                        stats.setdefault(key[5:], []).append(block[key])
+                if "log_weights" in block.files:
+                    weights.append(block["log_weights"])
+            expected += n
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise RunFileError(f"the unfinished run in {folder} cannot be read: {err}") from None
+    if not qs:
+        raise RunFileError(f"the unfinished run in {folder} holds no draws yet")
+    q = np.concatenate(qs, axis=1)
+    stats = {k: np.concatenate(v, axis=1) for k, v in stats.items()}
+    log_weights = np.concatenate(weights, axis=1) if weights else None
+    return manifest, q, stats, log_weights
