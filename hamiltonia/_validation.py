@@ -19,11 +19,24 @@ def check_positions(x, dim: int, name: str = "x") -> np.ndarray:
     return arr
 
 
-def check_int(value, name: str, minimum: int = 0) -> int:
-    """An integer ``>= minimum``."""
+def check_int(value, name: str, minimum: int = 0, maximum: int | None = None) -> int:
+    """An integer ``>= minimum`` (and ``<= maximum`` when given)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
         raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name} must be an integer in [{minimum}, {maximum}], got {value!r}")
     return int(value)
+
+
+def check_flag(value, name: str, *, allow_none: bool = False) -> bool | None:
+    """``True`` or ``False`` (or ``None`` when allowed): never a truthy string such as
+    ``"no"``."""
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool | np.bool_):
+        return bool(value)
+    allowed = "True, False or None" if allow_none else "True or False"
+    raise ValueError(f"{name} must be {allowed}, got {value!r}")
 
 
 def check_positive(value, name: str) -> float:

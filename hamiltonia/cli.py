@@ -2,14 +2,22 @@
 
 ``hamiltonia list`` lists the registered samplers and targets; ``hamiltonia sample TARGET
 --sampler NAME ...`` runs chains, prints a summary table and writes the run to a netCDF file.
-Errors a user can fix (an unknown name, a bad option) print one line and exit with code 2.
+
+Exit codes: 0 for a run that finished (its problems, such as divergences or a high
+:math:`\\hat R`, are printed in a WARNINGS block below the summary); 2 for an error a user can
+fix (an unknown name, a bad option, an output path that cannot take the run), printed on one
+line; 130 (:data:`EXIT_INTERRUPTED`) for a run stopped by Ctrl-C, whose draws so far are
+reported and, with ``--output``, saved for ``hamiltonia resume``.
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import sys
+import textwrap
+import warnings
 
 __all__ = ["main"]
 
@@ -131,39 +139,53 @@ def _cmd_sample(args, out) -> int:
         if value is not None:
             options[key] = value
     target = hm.targets.get(args.target, **_parse_options(args.target_option))
-    result = hm.sample(
-        target,
-        sampler=args.sampler,
-        chains=args.chains,
-        warmup=args.warmup,
-        draws=args.draws,
-        seed=args.seed,
-        progress=not args.no_progress,
-        output=args.output,
-        overwrite=args.overwrite,
-        **options,
-    )
+    with _quiet_run_warnings():
+        result = hm.sample(
+            target,
+            sampler=args.sampler,
+            chains=args.chains,
+            warmup=args.warmup,
+            draws=args.draws,
+            seed=args.seed,
+            progress=not args.no_progress,
+            output=args.output,
+            overwrite=args.overwrite,
+            **options,
+        )
     return _report(result, target, args.output, out)
 
 
 def _cmd_resume(args, out) -> int:
     import hamiltonia as hm
 
-    result = hm.resume(args.path, progress=not args.no_progress)
+    with _quiet_run_warnings():
+        result = hm.resume(args.path, progress=not args.no_progress)
     return _report(result, result.get_target(), args.path, out)
+
+
+@contextlib.contextmanager
+def _quiet_run_warnings():
+    """The run's problems and an interruption are printed in the report's own block."""
+    from hamiltonia.diagnose import SamplingWarning
+    from hamiltonia.run import InterruptedRunWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SamplingWarning)
+        warnings.simplefilter("ignore", InterruptedRunWarning)
+        yield
 
 
 def _report(result, target, output, out) -> int:
     import numpy as np
     import pandas as pd
 
-    import hamiltonia as hm
+    from hamiltonia.diagnose import diagnose
 
+    summary = result.summary()
     with pd.option_context("display.max_rows", 200, "display.width", 120):
-        print(result.summary().round(4).to_string(), file=out)
+        print(summary.round(4).to_string(), file=out)
     exact = target.exact_moments
     if exact is not None:
-        summary = result.summary()
         z = (summary["mean"] - exact.mean) / summary["mcse"]
         check = pd.DataFrame(
             {"mean": summary["mean"], "exact": exact.mean, "mcse": summary["mcse"], "z": z}
@@ -198,12 +220,18 @@ def _report(result, target, output, out) -> int:
     )
     print(f"divergences          {result.n_divergent}", file=out)
     print(f"gradient evaluations {result.n_grad}", file=out)
-    print(f"max r_hat            {np.max(hm.diagnostics.rhat(result.draws)):.4f}", file=out)
+    print(f"max r_hat            {np.max(summary['r_hat']):.4f}", file=out)
     print(
         f"seconds              {result.warmup_seconds:.3g} warm-up (with any compiling), "
         f"{result.sampling_seconds:.3g} sampling",
         file=out,
     )
+    problems = diagnose(result, summary)
+    if problems:
+        print(f"\nWARNINGS ({len(problems)}): the draws may not represent the posterior", file=out)
+        for problem in problems:
+            print(textwrap.fill(problem.message, 100, initial_indent="  - ",
+                                subsequent_indent="    "), file=out)  # fmt: skip
     if not result.attrs.get("complete", True):
         where = f"; continue with `hamiltonia resume {output}`" if output else ""
         print(f"\nINTERRUPTED after {result.n_draws} draws per chain{where}", file=out)
@@ -232,6 +260,11 @@ def main(argv=None) -> int:
             return bench.main(args.bench_args)
         parser.print_help()
         return 2
+    except KeyboardInterrupt:
+        # Before the first draw there is nothing to return or save (after it, sample()
+        # returns the draws so far and the report says INTERRUPTED).
+        print("hamiltonia: interrupted before the first draw; nothing was saved", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except (_UsageError, ValueError, TypeError, KeyError, OSError) as err:
         message = str(err.args[0]) if isinstance(err, KeyError) and err.args else str(err)
         print(f"hamiltonia: error: {message}", file=sys.stderr)

@@ -54,6 +54,7 @@ class Result:
     sampling_seconds: float = 0.0
     attrs: dict = field(default_factory=dict)
     _target: object = field(default=None, repr=False, compare=False)
+    _summary: tuple = field(default=None, repr=False, compare=False)
 
     @property
     def n_chains(self) -> int:
@@ -116,6 +117,14 @@ class Result:
         """Posterior mean of each parameter (importance weights applied)."""
         return weighted_mean(self.draws, self.log_weights)
 
+    def diagnose(self) -> list:
+        """The problems of this run (divergences, :math:`\\hat R`, low ESS, E-BFMI, a
+        collapsed step size, frozen chains) as :class:`hamiltonia.diagnose.Problem` records;
+        empty for a healthy run. :func:`hamiltonia.sample` warns with the same messages."""
+        from hamiltonia.diagnose import diagnose
+
+        return diagnose(self, self.summary())
+
     def summary(self):
         """A table (pandas DataFrame) with one row per parameter.
 
@@ -124,7 +133,21 @@ class Result:
         ``ess_tail`` and ``r_hat``. With importance weights the mean and sd are weighted,
         ESS values are multiplied by the Kish factor :math:`\\text{ESS}_{\\text{IMP}}/N`, and
         the MCSE is the weighted sd over the square root of the weighted ESS of the mean.
+
+        The table is computed once per set of draws (the rank normalisation of the ESS and
+        :math:`\\hat R` sorts every parameter's draws) and a copy is returned.
         """
+        key = (id(self.draws), self.draws.shape, id(self.log_weights))
+        if self._summary is None or self._summary[0] != key:
+            with warnings.catch_warnings():
+                # Chains that never moved have no variance: ArviZ divides by zero and gives
+                # nan or inf, which the table shows and diagnose() reports.
+                warnings.filterwarnings("ignore", "divide by zero", RuntimeWarning)
+                warnings.filterwarnings("ignore", "invalid value", RuntimeWarning)
+                self._summary = (key, self._compute_summary())
+        return self._summary[1].copy()
+
+    def _compute_summary(self):
         import pandas as pd
 
         mean = self.mean()

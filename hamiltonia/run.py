@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 import warnings
 from pathlib import Path
@@ -9,11 +10,12 @@ from pathlib import Path
 import numpy as np
 
 from hamiltonia import backend as array_backend
+from hamiltonia import diagnose, resume_state
 from hamiltonia._validation import check_int
 from hamiltonia.results import Result
-from hamiltonia.runfile import RunFile, partial_dir
+from hamiltonia.runfile import RunFile, RunFileError, partial_dir
 from hamiltonia.samplers.base import Sampler
-from hamiltonia.state import ChainState, ModelError, PhaseState, check_reject_on, rejecting
+from hamiltonia.state import ChainState, ModelError, check_reject_on, rejecting
 from hamiltonia.targets.base import Target
 
 __all__ = ["FallbackWarning", "InterruptedRunWarning", "make_rngs", "resume", "sample"]
@@ -93,7 +95,13 @@ def _init(sampler: Sampler, q) -> ChainState:
 def _initial_state(sampler: Sampler, target: Target, initial, rngs) -> ChainState:
     chains, dim = len(rngs), target.dim
     if initial is not None:
-        q = np.asarray(initial, dtype=float)
+        try:
+            q = np.asarray(initial, dtype=float)
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"initial must be an array of numbers of shape ({dim},) or ({chains}, {dim}), "
+                f"got {initial!r:.80}"
+            ) from None
         if q.shape == (dim,):
             q = np.broadcast_to(q, (chains, dim)).copy()
         if q.shape != (chains, dim):
@@ -375,72 +383,23 @@ def _json_safe(value):
     return json.loads(json.dumps(value, default=str))
 
 
-def _json_ready(value) -> bool:
-    import json
-
+def _physical_memory() -> int | None:
     try:
-        json.dumps(value)
-    except TypeError:
-        return False
-    return True
-
-
-def _resume_info(target, sampler, options, state, rngs, smp):
-    """What :func:`resume` needs to continue a run exactly where it stopped, or ``None`` when
-    the run was not built from registered names with plain options."""
-    names = isinstance(target, str) or hasattr(target, "registered_name")
-    if not (names and isinstance(sampler, str) and _json_ready(options)):
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
         return None
-    metric = getattr(getattr(smp, "hamiltonian", None), "metric", None)
-    metric_info = None
-    if metric is not None:
-        inverse_mass = getattr(metric, "inverse_mass", None)
-        metric_info = {
-            "kind": type(metric).__name__,
-            "inverse_mass": None if inverse_mass is None else np.asarray(inverse_mass).tolist(),
-        }
-    host = array_backend.to_numpy
-    phase = state.phase
-    return {
-        "sampler": sampler,
-        "options": options,
-        "rng_states": [rng.bit_generator.state for rng in rngs],
-        # The whole chain state, as the kernel left it: resume restores it instead of
-        # recomputing it, so the continuation is bit-exact on any machine.
-        "q": host(phase.q).tolist(),
-        "p": host(phase.p).tolist(),
-        "log_prob": host(phase.log_prob).tolist(),
-        "grad": None if phase.grad is None else host(phase.grad).tolist(),
-        "aux": {k: host(v).tolist() for k, v in phase.aux.items()},
-        "step_size": np.asarray(state.step_size).tolist(),
-        "metric": metric_info,
-        "sampler_state": smp.extra_state(),
-    }
 
 
-def _restored_phase(info) -> PhaseState:
-    """The chain state saved by :func:`_resume_info`, exactly."""
-    asarray = array_backend.asarray
-
-    def floats(values):
-        return asarray(np.asarray(values, dtype=np.float64))
-
-    return PhaseState(
-        floats(info["q"]),
-        floats(info["p"]),
-        floats(info["log_prob"]),
-        None if info["grad"] is None else floats(info["grad"]),
-        {k: floats(v) for k, v in info.get("aux", {}).items()},
-    )
-
-
-def _restore_metric(smp, info) -> None:
-    from hamiltonia.hamiltonians import metrics
-
-    if info is None or info["inverse_mass"] is None:
-        return
-    cls = getattr(metrics, info["kind"])
-    smp.hamiltonian.metric = cls(np.asarray(info["inverse_mass"]))
+def _check_memory(chains: int, draws: int, dim: int, n_stats: int) -> None:
+    """Refuse, before any work, a run whose draws cannot fit in this machine's memory."""
+    needed = 8 * chains * draws * (dim + n_stats + 1)
+    available = _physical_memory()
+    if available is not None and needed > available:
+        raise ValueError(
+            f"chains={chains} x draws={draws} x {dim} parameters need {needed / 2**30:.3g} GiB "
+            f"for the draws and statistics, more than this machine's {available / 2**30:.3g} "
+            "GiB: lower draws or chains"
+        )
 
 
 def _sample(target, sampler, *, chains, warmup, draws, seed, initial, progress, compiled,
@@ -465,6 +424,7 @@ def _sample(target, sampler, *, chains, warmup, draws, seed, initial, progress, 
     if not isinstance(overwrite, bool):
         raise ValueError(f"overwrite must be True or False, got {overwrite!r}")
     smp = _resolve_sampler(sampler, target, options)
+    _check_memory(chains, draws, target.dim, len(smp.stats()))
     plan = _choose_plan(smp, compiled)
     rngs, seq = make_rngs(seed, chains)
     # The output is checked, and locked, before any work: a run is never lost at its end.
@@ -503,10 +463,10 @@ def _run(target, smp, plan, rngs, seq, requested, options, run_file, *, chains, 
         previous, info = resume_from
         for rng, rng_state in zip(rngs, info["rng_states"], strict=True):
             rng.bit_generator.state = rng_state
-        _restore_metric(smp, info["metric"])
+        resume_state.restore_metric(smp, info.get("metric"))
         state = smp.init(np.asarray(info["q"]))
         if "log_prob" in info:
-            state.phase = _restored_phase(info)
+            state.phase = resume_state.restore_phase(info)
         state.step_size = np.asarray(info["step_size"], dtype=float)
         smp.restore_extra_state(info.get("sampler_state", {}))
         start = previous.n_draws
@@ -561,7 +521,7 @@ def _run(target, smp, plan, rngs, seq, requested, options, run_file, *, chains, 
         if run_file is None:
             return
         # The state after the last stored iteration, from which resume() continues exactly.
-        times["resume"] = _resume_info(*requested, options, current, rngs, smp)
+        times["resume"] = resume_state.capture(*requested, options, current, rngs, smp)
         if time.perf_counter() - times["saved"] >= checkpoint_seconds:
             persist()
 
@@ -577,6 +537,10 @@ def _run(target, smp, plan, rngs, seq, requested, options, run_file, *, chains, 
                     tuner.start(smp, state, warmup, rngs)
             except ModelError as err:
                 raise err.during("in the step-size search before warm-up") from err.__cause__
+            # Where warm-up started from: diagnose() reports a step size that collapsed.
+            attrs["step_size_initial"] = np.broadcast_to(
+                np.asarray(state.step_size, dtype=float), (chains,)
+            ).tolist()
         run_warmup = warmup if resume_from is None else 0
         if plan is None:
             state, times["t1"] = _run_numpy(
@@ -611,6 +575,8 @@ def _run(target, smp, plan, rngs, seq, requested, options, run_file, *, chains, 
     result = build_result(complete=True)
     if run_file is not None:
         run_file.finish(result.save)
+    # After the file is safe: a user who turns warnings into errors still has the run.
+    diagnose.warn(result.diagnose(), stacklevel=4)
     return result
 
 
@@ -638,6 +604,14 @@ def resume(path, *, progress: bool = True, output=None, checkpoint_seconds: floa
             f"{path} cannot be resumed: the run was not built from registered target and "
             "sampler names with plain options"
         )
+    info = resume_state.validate(info, previous, path)
+    try:
+        target = previous.get_target()
+        # The options go through the sampler's own validation, as in sample().
+        _resolve_sampler(info["sampler"], target, dict(info["options"]))
+    except (KeyError, TypeError, ValueError) as err:
+        message = err.args[0] if isinstance(err, KeyError) and err.args else err
+        raise RunFileError(f"{path} cannot be resumed: {message}") from None
     reject_on = check_reject_on(reject_on)
     target_path = Path(path if output is None else output)
     # Appending to the unfinished run in place; to another output, or from a file of an
@@ -645,7 +619,7 @@ def resume(path, *, progress: bool = True, output=None, checkpoint_seconds: floa
     continuing = target_path == Path(path) and partial_dir(path).exists()
     with array_backend.using(backend), rejecting(reject_on):
         return _sample(
-            previous.get_target(), info["sampler"], chains=previous.n_chains, warmup=0,
+            target, info["sampler"], chains=previous.n_chains, warmup=0,
             draws=int(previous.attrs["draws"]), seed=None, initial=None, progress=progress,
             compiled=bool(previous.attrs.get("compiled", False)), output=target_path,
             overwrite=overwrite or target_path == Path(path), checkpoint_seconds=checkpoint_seconds,

@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -35,6 +37,7 @@ __all__ = ["RunFile", "RunFileError", "atomic_write", "partial_dir", "read_parti
 #: Version of the manifest layout.
 FORMAT = 1
 _MANIFEST = "manifest.json"
+_BLOCK_NAME = re.compile(r"block-\d{12}\.npz")
 
 
 class RunFileError(OSError):
@@ -129,6 +132,9 @@ class RunFile:
         # what the user must hear about.
         run_file._take_lock()
         try:
+            if partial.is_dir() and not (partial / _MANIFEST).exists():
+                # A run stopped before its first checkpoint left no draws: nothing to keep.
+                _remove_folder(partial)
             if not continuing:
                 if partial.exists() and not overwrite:
                     raise RunFileError(
@@ -210,7 +216,10 @@ class RunFile:
         self.release()
 
     def close(self) -> None:
-        """Leave the unfinished run where it is and give the lock back."""
+        """Leave the unfinished run where it is (a folder without draws is removed) and give
+        the lock back."""
+        if self._locked and self.folder.is_dir() and not (self.folder / _MANIFEST).exists():
+            _remove_folder(self.folder)
         self.release()
 
 
@@ -244,6 +253,9 @@ def read_partial(path) -> tuple[dict, np.ndarray, dict, np.ndarray | None]:
     expected = 0
     try:
         for first, n, name in manifest["blocks"]:
+            # Only the folder's own block files are read, whatever the manifest says.
+            if not (isinstance(name, str) and _BLOCK_NAME.fullmatch(name)):
+                raise ValueError(f"block name {name!r} is not one of this folder's blocks")
             if first != expected:
                 raise ValueError(f"block {name} starts at draw {first}, expected {expected}")
             with np.load(folder / name, allow_pickle=False) as block:
@@ -256,7 +268,7 @@ def read_partial(path) -> tuple[dict, np.ndarray, dict, np.ndarray | None]:
                 if "log_weights" in block.files:
                     weights.append(block["log_weights"])
             expected += n
-    except (OSError, ValueError, KeyError, TypeError) as err:
+    except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as err:
         raise RunFileError(f"the unfinished run in {folder} cannot be read: {err}") from None
     if not qs:
         raise RunFileError(f"the unfinished run in {folder} holds no draws yet")

@@ -110,6 +110,7 @@ def test_sampler_object_and_options_together_is_an_error():
         ({"metric": -np.ones(2)}, ValueError, "inverse_mass"),
         ({"bogus": 1}, ValueError, "bogus"),
         ({"initial": np.zeros(3)}, ValueError, "initial"),
+        ({"initial": "abc"}, ValueError, r"initial must be an array of numbers .*'abc'"),
         ({"initial": np.array([np.nan, 0.0])}, ValueError, "initial"),
         ({"sampler": "hmcc"}, UnknownNameError, "did you mean 'hmc'"),
     ],

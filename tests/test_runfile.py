@@ -76,9 +76,28 @@ def test_an_existing_file_is_kept_unless_overwrite(tmp_path, counting):
 
 def test_an_unfinished_run_points_to_resume(tmp_path):
     path = tmp_path / "run.nc"
-    partial_dir(path).mkdir()
+    run_file = RunFile.open(path)
+    run_file.append(np.zeros((2, 3, 2)), {"lp": np.zeros((2, 3))}, None, {"names": ["a", "b"]})
+    run_file.close()
     with pytest.raises(RunFileError, match=r"unfinished run.*hamiltonia.resume"):
         hm.sample("banana", output=path, **SHORT)
+
+
+def test_a_run_stopped_before_its_first_checkpoint_leaves_nothing_in_the_way(tmp_path):
+    """No draws were saved (killed in warm-up): the empty folder does not block a new run."""
+    path = tmp_path / "run.nc"
+    partial_dir(path).mkdir()
+    (partial_dir(path) / ".block-000000000000.npz.x.tmp").write_bytes(b"half")
+    hm.sample("banana", output=path, **SHORT)
+    assert hm.load(path).attrs["complete"] is True and not partial_dir(path).exists()
+
+
+def test_an_error_before_the_first_draw_leaves_no_unfinished_run(tmp_path):
+    path = tmp_path / "run.nc"
+    with pytest.raises(hm.ModelError):
+        hm.sample(hm.Target.from_logp(lambda x: undefined_name, dim=2), output=path,  # noqa: F821
+                  compiled=False, **SHORT)  # fmt: skip
+    assert not partial_dir(path).exists() and not path.with_name("run.nc.lock").exists()
 
 
 def test_a_second_writer_is_refused_at_the_start(tmp_path, counting):

@@ -174,9 +174,11 @@ class CompiledPlan:
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, exc_type, exc, tb):
         if self._pool is not None:
-            self._pool.shutdown()
+            # On Ctrl-C or an error the chains not yet started are dropped; a running chunk
+            # cannot be stopped from outside numba and is waited for.
+            self._pool.shutdown(wait=True, cancel_futures=exc_type is not None)
             self._pool = None
 
     def layout(self) -> Layout:

@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from hamiltonia._validation import check_int
+from hamiltonia._validation import check_flag, check_int
 from hamiltonia.hamiltonians.euclidean import EuclideanHamiltonian
 from hamiltonia.hamiltonians.metrics import DenseMetric, DiagonalMetric
 from hamiltonia.integrators import make_integrator
@@ -31,12 +31,21 @@ __all__ = ["hmc", "mala", "rwmh"]
 
 ADAPTED_METRICS = ("diagonal", "dense")
 
+#: Most leapfrog steps per trajectory a recipe accepts: far beyond any useful trajectory
+#: (NUTS at its default depth 10 takes at most 1023), a guard against a typo that would hang.
+MAX_STEPS = 1_000_000
+
 
 def _metric_and_tuner(metric, dim: int):
     """A metric option: 'identity' (or None), 'diagonal' / 'dense' (adapted during warm-up on
     Stan's windows, starting from the identity written as a diagonal or dense metric, so
     that the compiled composition does not change when the first window ends), or an
     inverse-mass array (fixed)."""
+    if isinstance(metric, str) and metric not in ("identity", *ADAPTED_METRICS):
+        raise ValueError(
+            "metric must be 'identity', 'diagonal' or 'dense' (adapted in warm-up), an "
+            f"inverse-mass array or a Metric, got {metric!r}"
+        )
     if isinstance(metric, str) and metric in ADAPTED_METRICS:
         start = DiagonalMetric(np.ones(dim)) if metric == "diagonal" else DenseMetric(np.eye(dim))
         return start, [WindowedMetric(metric)]
@@ -53,7 +62,7 @@ def _refresh(rho):
 def _trajectory(n_steps, n_steps_jitter, step_size_jitter) -> MetropolisTrajectory:
     """``n_steps`` steps, or with ``n_steps_jitter`` :math:`j \\in (0, 1]` a number drawn per
     chain and iteration uniformly on :math:`\\{\\max(1, \\lceil (1 - j) L\\rceil), \\dots, L\\}`."""
-    longest = check_int(n_steps, "n_steps", minimum=1)
+    longest = check_int(n_steps, "n_steps", minimum=1, maximum=MAX_STEPS)
     if isinstance(n_steps_jitter, bool) or not isinstance(n_steps_jitter, int | float):
         raise ValueError(f"n_steps_jitter must be a number in [0, 1], got {n_steps_jitter!r}")
     if not 0.0 <= n_steps_jitter <= 1.0:
@@ -63,7 +72,8 @@ def _trajectory(n_steps, n_steps_jitter, step_size_jitter) -> MetropolisTrajecto
 
 
 def _step_size_tuners(step_size, adapt_step_size, target_accept):
-    adapt = step_size is None if adapt_step_size is None else bool(adapt_step_size)
+    adapt_step_size = check_flag(adapt_step_size, "adapt_step_size", allow_none=True)
+    adapt = step_size is None if adapt_step_size is None else adapt_step_size
     if not adapt:
         if step_size is None:
             raise ValueError("step_size must be given when adapt_step_size=False")

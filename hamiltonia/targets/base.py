@@ -104,8 +104,16 @@ class Target:
         return self.log_prob_and_grad(x)[0]
 
     def log_prob_and_grad(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Log density and its gradient at ``x`` of shape ``(..., dim)``."""
-        raise NotImplementedError
+        """Log density and its gradient at ``x`` of shape ``(..., dim)``.
+
+        A subclass defines this method, or both :meth:`log_prob` and :meth:`grad_log_prob`
+        (then called one after the other here)."""
+        cls = type(self)
+        if cls.log_prob is not Target.log_prob and cls.grad_log_prob is not Target.grad_log_prob:
+            return self.log_prob(x), self.grad_log_prob(x)
+        raise NotImplementedError(
+            f"{cls.__name__} must define log_prob_and_grad, or both log_prob and grad_log_prob"
+        )
 
     def grad_log_prob(self, x: np.ndarray) -> np.ndarray:
         """Gradient of the log density at ``x``."""

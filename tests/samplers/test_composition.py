@@ -70,6 +70,9 @@ def test_integrator_that_ignores_a_non_canonical_structure_is_refused():
         ({"n_steps_jitter": "x"}, r"n_steps_jitter must be a number in \[0, 1\]"),
         ({"integrator": "four-stage"}, r"integrator must be one of 'leapfrog', 'three-stage'"),
         ({"step_size_jitter": 1.0}, r"step_size_jitter must lie in \[0, 1\)"),
+        ({"metric": "diag"}, r"metric must be 'identity', 'diagonal' or 'dense' .*got 'diag'"),
+        ({"adapt_step_size": "no"}, r"adapt_step_size must be True, False or None, got 'no'"),
+        ({"n_steps": 10**9}, r"n_steps must be an integer in \[1, 1000000\]"),
     ],
 )
 def test_bad_options_name_the_parameter_and_range(options, message):

@@ -1,0 +1,198 @@
+"""The problems of a run: each check fires on the case it names and stays quiet on iid draws;
+sample() warns after the file is safe; the CLI prints a WARNINGS block."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import warnings
+
+import numpy as np
+import pytest
+from arviz_stats.base import array_stats
+
+import hamiltonia as hm
+from hamiltonia.cli import EXIT_INTERRUPTED, main
+from hamiltonia.diagnose import SamplingWarning, diagnose, e_bfmi
+
+CHAINS, N = 4, 1000
+
+
+def _healthy(dim=3, seed=0) -> hm.Result:
+    """iid standard normal draws and energies, no divergence, a steady step size."""
+    rng = np.random.default_rng(seed)
+    stats = {
+        "diverging": np.zeros((CHAINS, N), dtype=bool),
+        "energy": rng.normal(size=(CHAINS, N)),
+        "step_size": np.full((CHAINS, N), 0.5),
+        "n_grad": np.full((CHAINS, N), 10),
+        "acceptance_rate": np.full((CHAINS, N), 0.8),
+    }
+    return hm.Result(
+        draws=rng.normal(size=(CHAINS, N, dim)),
+        stats=stats,
+        names=tuple(f"x{i}" for i in range(dim)),
+        attrs={"step_size_initial": [0.5] * CHAINS},
+    )
+
+
+def _checks(result):
+    return [p.check for p in diagnose(result)]
+
+
+def test_iid_draws_have_no_problem():
+    assert diagnose(_healthy()) == []
+
+
+def test_divergences_are_counted_with_their_share_and_chains():
+    result = _healthy()
+    result.stats["diverging"][1, 5] = result.stats["diverging"][2, 7] = True
+    (problem,) = diagnose(result)
+    assert (problem.check, problem.value) == ("divergences", 2.0)
+    assert problem.where == ("chain 1", "chain 2")
+    assert "2 divergent transitions" in problem.message and "(0.1% of 4000" in problem.message
+
+
+def test_r_hat_names_the_parameters_whose_chains_disagree():
+    result = _healthy()
+    result.draws[0, :, 1] += 1.0  # one chain elsewhere, for x1 only
+    problems = {p.check: p for p in diagnose(result)}
+    assert problems["r_hat"].where == ("x1",)
+    assert problems["r_hat"].value == pytest.approx(np.max(hm.diagnostics.rhat(result.draws)))
+
+
+def test_low_bulk_and_tail_ess_per_chain():
+    """An AR(1) chain with phi = 0.99 has an ESS of n (1 - phi) / (1 + phi) = 5 per 1000."""
+    result = _healthy(dim=2)
+    rng = np.random.default_rng(1)
+    x = np.empty((CHAINS, N))
+    x[:, 0] = rng.normal(size=CHAINS)
+    for t in range(1, N):
+        x[:, t] = 0.99 * x[:, t - 1] + np.sqrt(1 - 0.99**2) * rng.normal(size=CHAINS)
+    result.draws[..., 0] = x
+    problems = {p.check: p for p in diagnose(result)}
+    assert problems["ess_bulk"].where == ("x0",) and problems["ess_tail"].where == ("x0",)
+    assert problems["ess_bulk"].value < 100
+    assert problems["ess_bulk"].value == pytest.approx(hm.diagnostics.ess(x)[()] / CHAINS)
+
+
+def test_e_bfmi_is_arviz_s_and_flags_a_slow_energy():
+    energy = np.cumsum(np.random.default_rng(2).normal(size=(CHAINS, N)), axis=1)
+    np.testing.assert_allclose(e_bfmi(energy), array_stats.bfmi(energy), rtol=1e-12)
+    # Scaled near the float limit, the ratio is the same (no overflow in the squares).
+    np.testing.assert_allclose(e_bfmi(energy * 1e300), e_bfmi(energy), rtol=1e-12)
+    result = _healthy()
+    result.stats["energy"] = energy
+    assert _checks(result) == ["e_bfmi"]
+
+
+def test_a_random_walk_has_no_energy_to_judge():
+    result = _healthy()
+    result.stats["energy"] = np.cumsum(result.stats["energy"], axis=1)
+    result.stats["n_grad"][:] = 0
+    assert "e_bfmi" not in _checks(result)
+
+
+def test_a_collapsed_step_size_is_reported_for_its_chain_only():
+    result = _healthy()
+    result.stats["step_size"][1, -1] = 0.5e-4  # 10^4 below the start
+    result.stats["step_size"][2, -1] = 0.5e-2  # 10^2: an ordinary adaptation
+    (problem,) = diagnose(result)
+    assert (problem.check, problem.where) == ("step_size", ("chain 1",))
+    assert problem.value == pytest.approx(1e4)
+
+
+def test_a_chain_that_never_moved_is_frozen():
+    result = _healthy()
+    result.draws[3] = result.draws[3, 0]
+    problems = {p.check: p for p in diagnose(result)}
+    assert problems["frozen"].where == ("chain 3",)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_a_few_draws_give_no_spurious_error(n):
+    result = _healthy()
+    result.draws = result.draws[:, :n]
+    result.stats = {k: v[:, :n] for k, v in result.stats.items()}
+    problems = diagnose(result)
+    assert {p.check for p in problems} <= {"e_bfmi", "frozen"}
+
+
+def test_sample_warns_after_the_file_is_safe(tmp_path):
+    """A 100 % divergent run of frozen chains (step_size 10^6): the warnings name both, and a
+    user who turns them into errors still has the finished file."""
+    path = tmp_path / "run.nc"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SamplingWarning)
+        with pytest.raises(SamplingWarning, match="1200 divergent transitions"):
+            hm.sample("banana", chains=4, warmup=50, draws=300, seed=1, progress=False,
+                      step_size=1e6, adapt_step_size=False, output=path)  # fmt: skip
+    saved = hm.load(path)
+    assert saved.attrs["complete"] is True
+    checks = {p.check for p in saved.diagnose()}
+    assert {"divergences", "frozen"} <= checks
+
+
+def test_the_warning_points_at_the_user_s_line():
+    with pytest.warns(SamplingWarning) as record:
+        hm.sample("banana", chains=2, warmup=50, draws=100, seed=1, progress=False,
+                  step_size=1e6, adapt_step_size=False)  # fmt: skip
+    assert {os.path.basename(w.filename) for w in record} == {os.path.basename(__file__)}
+
+
+def test_a_log_density_of_extreme_scale_reports_the_collapse():
+    class Extreme(hm.Target):
+        def log_prob(self, q):
+            return -1e300 * 0.5 * np.sum(q**2, axis=-1)
+
+        def grad_log_prob(self, q):
+            return -1e300 * q
+
+    with pytest.warns(SamplingWarning, match="step size collapsed"):
+        result = hm.sample(Extreme(dim=2), chains=2, warmup=100, draws=100, seed=3,
+                           progress=False, compiled=False)  # fmt: skip
+    assert np.all(np.isfinite(result.draws))
+
+
+def test_summary_is_computed_once_per_set_of_draws(monkeypatch):
+    result = _healthy()
+    calls = []
+    original = hm.Result._compute_summary
+    monkeypatch.setattr(
+        hm.Result, "_compute_summary", lambda self: calls.append(1) or original(self)
+    )
+    first = result.summary()
+    first.loc["x0", "mean"] = 99.0  # a copy: the cached table is not changed
+    second = result.summary()
+    assert second.loc["x0", "mean"] != 99.0
+    result.diagnose()
+    assert len(calls) == 1
+    result.draws = result.draws[:, :500]
+    result.summary()
+    assert len(calls) == 2
+
+
+def test_the_cli_prints_a_warnings_block(capsys):
+    args = ["sample", "banana", "--chains", "2", "--warmup", "50", "--draws", "100", "--seed",
+            "1", "--no-progress", "--step-size", "1e6", "-O", "adapt_step_size=False"]  # fmt: skip
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    block = out[out.index("WARNINGS") :]
+    assert "200 divergent transitions" in block and "never moved" in block
+
+
+@pytest.mark.skipif(os.name != "posix", reason="SIGINT")
+def test_ctrl_c_during_warm_up_exits_130_without_a_traceback():
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hamiltonia.cli", "sample", "gaussian-d100", "--sampler", "rwmh",
+         "--warmup", "10000000", "--draws", "10", "--no-progress"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    time.sleep(6.0)  # past the imports, into warm-up
+    assert proc.poll() is None
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == EXIT_INTERRUPTED
+    assert "interrupted before the first draw" in err
+    assert "Traceback" not in err
