@@ -39,11 +39,20 @@ def check_flag(value, name: str, *, allow_none: bool = False) -> bool | None:
     raise ValueError(f"{name} must be {allowed}, got {value!r}")
 
 
+def as_float(value, name: str, expected: str) -> float:
+    """``float(value)``, or ``ValueError`` naming ``name`` and what was ``expected`` (also
+    for an integer too large for a float, which Python reports as ``OverflowError``)."""
+    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
+        raise ValueError(f"{name} must be {expected}, got {value!r:.80}")
+    try:
+        return float(value)
+    except (OverflowError, TypeError, ValueError):
+        raise ValueError(f"{name} must be {expected}, got {value!r:.80}") from None
+
+
 def check_positive(value, name: str) -> float:
     """A finite real number ``> 0``."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ValueError(f"{name} must be a positive number, got {value!r}")
-    value = float(value)
+    value = as_float(value, name, "a positive number")
     if not np.isfinite(value) or value <= 0:
         raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
     return value
@@ -51,9 +60,7 @@ def check_positive(value, name: str) -> float:
 
 def check_probability(value, name: str, *, open_interval: bool = True) -> float:
     """A number in (0, 1) (or [0, 1] when ``open_interval`` is false)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ValueError(f"{name} must be a number in (0, 1), got {value!r}")
-    value = float(value)
+    value = as_float(value, name, "a number in (0, 1)" if open_interval else "a number in [0, 1]")
     ok = 0 < value < 1 if open_interval else 0 <= value <= 1
     if not ok:
         interval = "(0, 1)" if open_interval else "[0, 1]"

@@ -108,7 +108,7 @@ class PartialRefresh(MomentumRefresh):
     def __init__(self, rho: float):
         try:
             value = float(rho) if not isinstance(rho, bool | str) else np.nan
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             value = np.nan
         if not np.isfinite(value) or not 0.0 <= value < 1.0:
             extra = (

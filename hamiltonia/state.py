@@ -150,6 +150,17 @@ class ModelError(RuntimeError):
         self.chain = chain
         self.position = position
 
+    def renumbered(self, chains) -> ModelError:
+        """The same error for a batch that held only the chains ``chains`` (row ``i`` of the
+        batch is chain ``chains[i]``): the chain named is the run's."""
+        if self.chain is None:
+            return self
+        chain = int(chains[self.chain])
+        message = self.args[0].replace(f"(chain {self.chain},", f"(chain {chain},", 1)
+        error = ModelError(message, chain, self.position)
+        error.__cause__ = self.__cause__
+        return error
+
     def during(self, where: str) -> ModelError:
         """The same error with ``where`` (e.g. "iteration 12 of warm-up") in the message."""
         error = ModelError(f"{self.args[0]}, {where}", self.chain, self.position)
@@ -204,9 +215,9 @@ def _evaluate_rows(target, q, with_grad: bool):
     for i, row in enumerate(flat):
         try:
             if with_grad:
-                lp, g = target.log_prob_and_grad(backend.asarray(row))
+                out = target.log_prob_and_grad(backend.asarray(row))
             else:
-                lp, g = target.log_prob(backend.asarray(row)), None
+                out = target.log_prob(backend.asarray(row)), None
         except reject_on:
             continue  # declared "outside the support": a rejected proposal
         except Exception as err:
@@ -216,18 +227,26 @@ def _evaluate_rows(target, q, with_grad: bool):
                 chain=i,
                 position=np.array(row),
             ) from err
-        _checked_returns(target, what, lp, g)
-        lp = np.asarray(backend.to_numpy(lp), dtype=float)
-        if lp.size != 1 or lp.ndim > 1:
-            raise ValueError(
-                f"{type(target).__name__}.{what} returned a log density of shape "
-                f"{lp.shape} for one point; expected a scalar"
-            )
-        lps[i] = lp.reshape(-1)[0]
+        lps[i], g = one_point(target, what, out, flat.shape[1], with_grad)
         if with_grad:
-            grads[i] = _one_gradient(target, what, g, flat.shape[1])
+            grads[i] = g
     lps = backend.asarray(lps.reshape(q.shape[:-1]))
     return lps, None if grads is None else backend.asarray(grads.reshape(q.shape))
+
+
+def one_point(target, what: str, out, dim: int, with_grad: bool = True):
+    """The log density (a float) and gradient (``(dim,)`` or ``None``) that ``target.what``
+    returned as ``out`` for one point, or ``TypeError``/``ValueError`` saying what is wrong
+    with them (a pair of numbers of the right shapes is expected)."""
+    lp, g = _pair(target, what, out)
+    _checked_returns(target, what, lp, g, with_grad)
+    lp = np.asarray(backend.to_numpy(lp), dtype=float)
+    if lp.size != 1 or lp.ndim > 1:
+        raise ValueError(
+            f"{type(target).__name__}.{what} returned a log density of shape "
+            f"{lp.shape} for one point; expected a scalar"
+        )
+    return float(lp.reshape(-1)[0]), _one_gradient(target, what, g, dim) if with_grad else None
 
 
 def _one_gradient(target, what, g, dim):
@@ -243,7 +262,9 @@ def _one_gradient(target, what, g, dim):
 def _is_numeric(value) -> bool:
     """Whether ``value`` is a real number or an array of them; cheap for device arrays (it
     reads the dtype, never copies)."""
-    if value is None or isinstance(value, str | bytes | bool | np.bool_):
+    if value is None or isinstance(value, str | bytes | bool | np.bool_ | complex):
+        return False
+    if isinstance(value, np.complexfloating):
         return False
     if isinstance(value, int | float | np.number):
         return True
@@ -259,7 +280,19 @@ def _is_numeric(value) -> bool:
         return "bool" not in str(dtype)
 
 
-def _checked_returns(target, what, lp, g) -> None:
+def _pair(target, what, out):
+    """The (log density, gradient) pair a target returned, or ``TypeError`` saying what came
+    back instead (checked outside the call: a bad return is not the model raising)."""
+    if isinstance(out, tuple | list) and len(out) == 2:
+        return out
+    size = f" of length {len(out)}" if isinstance(out, tuple | list) else ""
+    raise TypeError(
+        f"{type(target).__name__}.{what} returned {type(out).__name__}{size}; expected a pair "
+        "(log density, gradient)"
+    )
+
+
+def _checked_returns(target, what, lp, g, with_grad: bool = False) -> None:
     """``TypeError`` naming what the target returned where it should have returned numbers
     (``None``, a string, an object)."""
     if not _is_numeric(lp):
@@ -267,7 +300,7 @@ def _checked_returns(target, what, lp, g) -> None:
             f"{type(target).__name__}.{what} returned {type(lp).__name__} for the log density; "
             "expected a float (one point) or a float array of shape (...,) (a batch)"
         )
-    if g is not None and not _is_numeric(g):
+    if (with_grad or g is not None) and not _is_numeric(g):
         raise TypeError(
             f"{type(target).__name__}.{what} returned {type(g).__name__} for the gradient; "
             "expected a float array of the position's shape"
@@ -314,14 +347,15 @@ def evaluate_target(target, q, with_grad: bool = True):
         else:
             try:
                 if with_grad:
-                    lp, g = target.log_prob_and_grad(q)
+                    out = target.log_prob_and_grad(q)
                 else:
-                    lp, g = target.log_prob(q), None
+                    out = target.log_prob(q), None
             except Exception:
                 # Row by row: rows raising a declared type are rejected, the first other
                 # exception raises ModelError naming its chain and position.
-                lp, g = _evaluate_rows(target, q, with_grad)
-            _checked_returns(target, what, lp, g)
+                out = _evaluate_rows(target, q, with_grad)
+            lp, g = _pair(target, what, out)
+            _checked_returns(target, what, lp, g, with_grad)
             if not _shapes_fit(xp, lp, g, q) and q.ndim > 1:
                 # A target written for one point at a time: evaluate rows from now on.
                 warnings.warn(

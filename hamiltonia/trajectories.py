@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from hamiltonia import backend
-from hamiltonia._validation import check_int
+from hamiltonia._validation import as_float, check_int
 from hamiltonia.compiled.parts import PartKernels
 from hamiltonia.compiled.roles import REFRESH, TRAJECTORY, energy, integrate
 from hamiltonia.state import PhaseState
@@ -216,9 +216,10 @@ class MetropolisTrajectory(TrajectoryPolicy):
         jitter = step_size_jitter
         if isinstance(jitter, bool) or not isinstance(jitter, int | float | np.floating):
             raise ValueError(f"step_size_jitter must be a number in [0, 1), got {jitter!r}")
-        if not 0.0 <= float(jitter) < 1.0:
+        jitter = as_float(jitter, "step_size_jitter", "a number in [0, 1)")
+        if not 0.0 <= jitter < 1.0:
             raise ValueError(f"step_size_jitter must lie in [0, 1), got {step_size_jitter!r}")
-        self.step_size_jitter = float(jitter)
+        self.step_size_jitter = jitter
 
     def n_steps(self, rngs) -> np.ndarray:
         """The number of steps of each chain this iteration."""

@@ -13,7 +13,7 @@ from hamiltonia import backend
 from hamiltonia._validation import check_int, check_positive, check_probability
 from hamiltonia.compiled.parts import PartKernels
 from hamiltonia.compiled.roles import TUNER
-from hamiltonia.state import ChainState
+from hamiltonia.state import ChainState, ModelError
 
 __all__ = [
     "DualAveraging",
@@ -120,7 +120,10 @@ def find_initial_step_size(sampler, chain: ChainState, rngs, step_size=1.0, max_
 
     def probe(rows):
         sub = ChainState(chain.phase.take(rows), chain.step_size[rows])
-        return sampler.probe_acceptance(sub, eps[rows], [rngs[i] for i in rows])
+        try:
+            return sampler.probe_acceptance(sub, eps[rows], [rngs[i] for i in rows])
+        except ModelError as err:
+            raise err.renumbered(rows) from err.__cause__
 
     everyone = np.arange(n)
     prob = probe(everyone)

@@ -121,7 +121,7 @@ def test_a_model_returning_no_number_is_named_not_retried(mode):
 
 
 def test_reject_on_samples_the_truncated_support_and_counts_the_rejections():
-    result = hm.sample(Model("domain-above-1"), chains=2, warmup=200, draws=300, seed=3,
+    result = hm.sample(Model("domain-above-1"), "hmc", chains=2, warmup=200, draws=300, seed=3,
                        progress=False, compiled=False, reject_on=FloatingPointError)  # fmt: skip
     assert result.draws[..., 0].max() <= 1.0
     assert result.n_divergent > 0  # the rejections are recorded, not hidden

@@ -264,7 +264,13 @@ def make_metric(metric, dim: int) -> Metric:
         raise ValueError(
             f"metric must be 'identity', an inverse-mass array or a Metric, got {metric!r}"
         )
-    arr = np.asarray(metric, dtype=float)
+    try:
+        arr = np.asarray(metric, dtype=float)
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(
+            "metric must be 'identity', an inverse-mass array of numbers or a Metric, got "
+            f"{metric!r:.80}"
+        ) from None
     if arr.ndim == 1:
         if arr.size != dim:
             raise ValueError(f"metric diagonal must have length dim={dim}, got {arr.size}")

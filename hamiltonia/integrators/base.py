@@ -82,11 +82,18 @@ class Integrator:
     def integrate(self, hamiltonian, state: PhaseState, step_size: np.ndarray, n_steps):
         lengths = per_chain_lengths(n_steps, state.q.shape[0])
         n_grad = np.zeros(state.q.shape[0], dtype=np.int64)
+        finite = np.ones(state.q.shape[0], dtype=bool)
         for i in range(int(lengths.max(initial=0))):
-            running = i < lengths
+            # A chain stops at its first non-finite state, which it keeps (the proposal is
+            # then rejected as divergent), as the compiled kernels stop: integrating on from
+            # nan could come back to finite numbers and be accepted.
+            running = (i < lengths) & finite
+            if not running.any():
+                break
             moved = self.step(hamiltonian, state, step_size)
             state = moved if running.all() else moved.select(backend.asmask(running), state)
             n_grad += self.n_grad_per_step * running
+            finite &= backend.to_numpy(state.finite)
         return state, n_grad
 
     def compiled(self, dim: int):

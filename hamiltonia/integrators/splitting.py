@@ -146,7 +146,7 @@ class Splitting(Integrator):
                     new = hamiltonian.evaluate(q)
                     lp, grad = new.log_prob, new.grad
                     n_grad += running & alive
-                    alive &= backend.to_numpy(new.finite)
+                    alive &= backend.to_numpy(new.finite) | ~running
                     last = step < longest - 1 if same_length else continues
                     b = merged_kick(self.kicks, s, last)
                     h = b * eps if np.ndim(b) == 0 else backend.asarray(b)[:, None] * eps
@@ -157,6 +157,11 @@ class Splitting(Integrator):
                     )
                     q, p, grad, lp = keep.q, keep.p, keep.grad, keep.log_prob
         n_grad *= hamiltonian.n_grad_per_evaluation
+        if not alive.all():
+            # A chain that met a non-finite state ends there, as the compiled kernel does:
+            # integrating on from nan may come back to finite numbers, never to be accepted.
+            xp = backend.xp()
+            lp = xp.where(backend.asmask(alive), lp, xp.asarray(np.nan))
         end = PhaseState(q, p, lp, grad, dict(aux))
         if not np.all(lengths > 0):  # no step, not even the opening kick
             end = end.select(backend.asmask(lengths > 0), state)

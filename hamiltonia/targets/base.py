@@ -268,15 +268,17 @@ class FunctionTarget(Target):
     def log_prob_and_grad(self, x):
         x = check_positions(x, self.dim)
         if self.vectorized or x.ndim == 1:
-            lp, g = self._log_prob_and_grad(x)
-            return np.asarray(lp, dtype=float), np.asarray(g, dtype=float)
+            # Returned as they come: hamiltonia.state checks them (a None made a float would
+            # be a silent nan).
+            return self._log_prob_and_grad(x)
+        from hamiltonia.state import one_point
+
         flat = x.reshape(-1, self.dim)
         lps = np.empty(flat.shape[0])
         grads = np.empty_like(flat)
         for i, row in enumerate(flat):
-            lp, g = self._log_prob_and_grad(row)
-            lps[i] = lp
-            grads[i] = g
+            lps[i], grads[i] = one_point(self, "log_prob_and_grad", self._log_prob_and_grad(row),
+                                         self.dim)  # fmt: skip
         return lps.reshape(x.shape[:-1]), grads.reshape(x.shape)
 
     def hvp(self, x, v):
