@@ -60,7 +60,7 @@ def _build_parser() -> argparse.ArgumentParser:
     sub.add_parser("datasets", help="list the data sets: mirrored, cached or missing")
     sp = sub.add_parser("sample", help="run chains on a target and print a summary")
     sp.add_argument("target", help="registered target name (see 'hamiltonia list')")
-    sp.add_argument("--sampler", default="hmc", help="registered sampler name (default hmc)")
+    sp.add_argument("--sampler", default="nuts", help="registered sampler name (default nuts)")
     sp.add_argument("--chains", type=int, default=4)
     sp.add_argument("--warmup", type=int, default=1000)
     sp.add_argument("--draws", type=int, default=1000)
@@ -73,7 +73,8 @@ def _build_parser() -> argparse.ArgumentParser:
         "-O",
         action="append",
         metavar="KEY=VALUE",
-        help="any other sampler option, e.g. -O rho=0.9 (repeatable)",
+        help="any other sampler option, e.g. -O max_tree_depth=12, or -O rho=0.9 with "
+        "--sampler hmc (repeatable)",
     )
     sp.add_argument(
         "--target-option",
@@ -219,6 +220,9 @@ def _report(result, target, output, out) -> int:
         f"step size (per chain) {np.array2string(stats['step_size'][:, -1], precision=4)}", file=out
     )
     print(f"divergences          {result.n_divergent}", file=out)
+    if "tree_depth" in stats:
+        depth = stats["tree_depth"]
+        print(f"tree depth           mean {np.mean(depth):.2f}, max {int(np.max(depth))}", file=out)
     print(f"gradient evaluations {result.n_grad}", file=out)
     print(f"max r_hat            {np.max(summary['r_hat']):.4f}", file=out)
     print(

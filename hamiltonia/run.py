@@ -11,7 +11,7 @@ import numpy as np
 
 from hamiltonia import backend as array_backend
 from hamiltonia import diagnose, resume_state
-from hamiltonia._validation import check_int
+from hamiltonia._validation import as_float, check_flag, check_int
 from hamiltonia.results import Result
 from hamiltonia.runfile import RunFile, RunFileError, partial_dir
 from hamiltonia.samplers.base import Sampler
@@ -19,6 +19,11 @@ from hamiltonia.state import ChainState, ModelError, check_reject_on, rejecting
 from hamiltonia.targets.base import Target
 
 __all__ = ["FallbackWarning", "InterruptedRunWarning", "make_rngs", "resume", "sample"]
+
+
+#: Most warm-up iterations a run accepts: far beyond any adaptation schedule, a guard against
+#: a typo (``warmup=10**12``) that would run for ever. Draws are bounded by memory instead.
+MAX_WARMUP = 10**9
 
 
 class InterruptedRunWarning(RuntimeWarning):
@@ -97,7 +102,7 @@ def _initial_state(sampler: Sampler, target: Target, initial, rngs) -> ChainStat
     if initial is not None:
         try:
             q = np.asarray(initial, dtype=float)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             raise ValueError(
                 f"initial must be an array of numbers of shape ({dim},) or ({chains}, {dim}), "
                 f"got {initial!r:.80}"
@@ -288,7 +293,7 @@ def _choose_plan(smp, compiled):
 
 def sample(
     target,
-    sampler="hmc",
+    sampler="nuts",
     *,
     chains: int = 4,
     warmup: int = 1000,
@@ -312,11 +317,13 @@ def sample(
         The target, or the name of a registered one.
     sampler : str or Sampler
         A registered sampler name (see :func:`hamiltonia.samplers.names`) built with
-        ``options``, or a ready :class:`~hamiltonia.samplers.Sampler`.
+        ``options``, or a ready :class:`~hamiltonia.samplers.Sampler`. Default ``"nuts"``
+        (the no-U-turn sampler with a diagonal metric adapted in warm-up, as Stan and
+        NumPyro); the fixed-length ``"hmc"`` of the research protocols is one name away.
     chains : int
         Number of chains (>= 1).
     warmup : int
-        Warm-up (adaptation) iterations per chain (>= 0), discarded.
+        Warm-up (adaptation) iterations per chain, in ``[0, 10**9]``, discarded.
     draws : int
         Retained iterations per chain (>= 1).
     seed : int, SeedSequence or None
@@ -396,7 +403,7 @@ def _check_memory(chains: int, draws: int, dim: int, n_stats: int) -> None:
     available = _physical_memory()
     if available is not None and needed > available:
         raise ValueError(
-            f"chains={chains} x draws={draws} x {dim} parameters need {needed / 2**30:.3g} GiB "
+            f"chains={chains} x draws={draws} x {dim} parameters need {needed // 2**30:,} GiB "
             f"for the draws and statistics, more than this machine's {available / 2**30:.3g} "
             "GiB: lower draws or chains"
         )
@@ -406,11 +413,11 @@ def _sample(target, sampler, *, chains, warmup, draws, seed, initial, progress, 
             output, checkpoint_seconds, options, overwrite=False, resume_from=None,
             continuing=False):  # fmt: skip
     chains = check_int(chains, "chains", minimum=1)
-    warmup = check_int(warmup, "warmup", minimum=0)
+    warmup = check_int(warmup, "warmup", minimum=0, maximum=MAX_WARMUP)
     draws = check_int(draws, "draws", minimum=1)
-    if compiled not in (None, True, False):
-        raise ValueError(f"compiled must be None, True or False, got {compiled!r}")
-    checkpoint_seconds = float(checkpoint_seconds)
+    if compiled is not None:
+        compiled = check_flag(compiled, "compiled", allow_none=True)
+    checkpoint_seconds = as_float(checkpoint_seconds, "checkpoint_seconds", "a number >= 0")
     if not checkpoint_seconds >= 0:
         raise ValueError(f"checkpoint_seconds must be >= 0, got {checkpoint_seconds!r}")
     requested = (target, sampler)

@@ -142,10 +142,10 @@ def test_sample_prints_test_metrics_and_relevance(capsys):
         pytest.skip("data sets not available (set HAMILTONIA_DATA)")
     short = ["--chains", "2", "--warmup", "100", "--draws", "100", "--seed", "0",
              "--no-progress", "--n-steps", "10"]  # fmt: skip
-    assert main(["sample", "blr-pima", *short]) == 0
+    assert main(["sample", "blr-pima", "--sampler", "hmc", *short]) == 0
     out = capsys.readouterr().out
     assert "test-set metrics" in out and "roc_auc" in out
-    assert main(["sample", "blr-ard-audit", *short]) == 0
+    assert main(["sample", "blr-ard-audit", "--sampler", "hmc", *short]) == 0
     out = capsys.readouterr().out
     assert "feature relevance" in out and " 1. " in out
 

@@ -29,7 +29,7 @@ def unfinished(tmp_path, monkeypatch):
     monkeypatch.setattr(run_module._Recorder, "record", interrupt)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", hm.InterruptedRunWarning)
-        hm.sample("banana", chains=2, warmup=40, draws=200, seed=3, progress=False,
+        hm.sample("banana", "hmc", chains=2, warmup=40, draws=200, seed=3, progress=False,
                   compiled=False, metric="diagonal", output=path)  # fmt: skip
     monkeypatch.setattr(run_module._Recorder, "record", original)
     assert hm.load(path).attrs["complete"] is False

@@ -21,7 +21,8 @@ __all__ = ["CHAIN_STATS", "N_CHAIN_STATS", "SCRATCH_ROWS", "no_tuning_kernel", "
 #: The chain kernel's own statistics, first in every row.
 CHAIN_STATS = (("lp", "float64"), ("step_size", "float64"))
 N_CHAIN_STATS = 2
-#: Rows of the ``scratch`` array handed to the ``transition`` role.
+#: Rows of the ``scratch`` array handed to the ``transition`` role, at least (a part asks for
+#: more with :attr:`~hamiltonia.compiled.parts.PartKernels.scratch_rows`).
 SCRATCH_ROWS = 4
 
 
@@ -31,16 +32,17 @@ def no_tuning_kernel(eps, state, stats, PF, PI):
 
 def run_chain(
     q, p, grad, lp, eps, aux, rng, n_iter, adapt, tune_state, PF, PI, logp, fdata, idata,
-    out_q, out_stats,
+    out_q, out_stats, n_scratch,
 ):  # fmt: skip
     """Run ``n_iter`` iterations of one chain in place: ``q``, ``p``, ``grad`` (dim,),
     ``lp`` and ``eps`` (1,) and ``aux`` hold the chain's state and are updated; draw ``i``
-    goes to ``out_q[i]`` and its statistics to ``out_stats[i]``."""
+    goes to ``out_q[i]`` and its statistics to ``out_stats[i]``; the transition gets
+    ``n_scratch`` rows of scratch space (the most any part declared)."""
     d = q.shape[0]
     # Rows padded to whole 64-byte lines, so that scratch[k, :d] is as aligned as a fresh
     # array: the trajectory runs in these rows, and an unaligned position made the BLR
     # gradient 4 % slower.
-    scratch = np.empty((SCRATCH_ROWS, (d + 7) // 8 * 8))
+    scratch = np.empty((n_scratch, (d + 7) // 8 * 8))
     for it in range(n_iter):
         row = out_stats[it]
         refresh(rng, q, p, grad, lp[0], eps[0], aux, PF, PI)

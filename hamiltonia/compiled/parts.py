@@ -41,6 +41,9 @@ class PartKernels:
     aux : tuple of (name, size)
         Per-chain auxiliary variables (``state.aux[name]``, ``size`` values a chain) the
         kernels use, laid out in ``aux`` from ``PI[slot][1]``.
+    scratch_rows : int
+        Rows of the ``scratch`` array the part's ``transition`` kernel needs (at least
+        :data:`~hamiltonia.compiled.chain.SCRATCH_ROWS` are always there).
     """
 
     functions: dict[str, Callable] = field(default_factory=dict)
@@ -49,6 +52,7 @@ class PartKernels:
     stats: tuple[tuple[str, str], ...] = ()
     reads: tuple[str, ...] = ()
     aux: tuple[tuple[str, int], ...] = ()
+    scratch_rows: int = 0
 
     def __post_init__(self):
         self.fparams = _floats(self.fparams)

@@ -37,10 +37,11 @@ class Layout:
     aux: tuple  # (name, offset, size) per auxiliary variable
     n_aux: int
     tuner: object  # the step-size tuner whose state the kernel updates, or None
+    scratch_rows: int  # rows of the chain kernel's scratch array
 
 
 def _layout(sampler, parts, kernels: dict) -> Layout:
-    from hamiltonia.compiled.chain import CHAIN_STATS, no_tuning_kernel, run_chain
+    from hamiltonia.compiled.chain import CHAIN_STATS, SCRATCH_ROWS, no_tuning_kernel, run_chain
 
     functions = {"tune": no_tuning_kernel}
     owner = {}
@@ -86,7 +87,8 @@ def _layout(sampler, parts, kernels: dict) -> Layout:
         PI.append(np.array([*offsets[slot], *reads, *k.iparams], dtype=np.int64))
     tuner = parts[TUNER][0] if TUNER in kernels and "tune" in kernels[TUNER].functions else None
     functions["run_chain"] = run_chain
-    return Layout(functions, tuple(PF), tuple(PI), tuple(stats), tuple(aux), n_aux, tuner)
+    rows = max([SCRATCH_ROWS, *(int(k.scratch_rows) for k in kernels.values())])
+    return Layout(functions, tuple(PF), tuple(PI), tuple(stats), tuple(aux), n_aux, tuner, rows)
 
 
 def _counterparts(sampler) -> tuple[dict, dict]:
@@ -219,13 +221,13 @@ class CompiledPlan:
         state = getattr(tuner, "state", None)
         tune_state = own(state) if state is not None else np.zeros((n_chains, 1))
         fn, fdata, idata = self.kernel.function, self.kernel.fdata, self.kernel.idata
-        chain_kernel, PF, PI = self.chain_kernel, layout.PF, layout.PI
+        chain_kernel, PF, PI, rows = self.chain_kernel, layout.PF, layout.PI, layout.scratch_rows
 
         def one(c):
             chain_kernel(
                 q[c], p[c], grad[c], lp[c : c + 1], eps[c : c + 1], aux[c], rngs[c], n_iter,
                 tuner is not None, tune_state[c], PF, PI, fn, fdata, idata,
-                out_q[c], out_stats[c],
+                out_q[c], out_stats[c], rows,
             )  # fmt: skip
 
         if n_chains == 1 or self.workers == 1:

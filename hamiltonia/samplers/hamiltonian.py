@@ -95,6 +95,13 @@ class HamiltonianSampler(Sampler):
                 "exp(-H~), so its draws need importance weights; give a reducer that supplies "
                 f"them (reducer {type(reducer).__name__} gives none)"
             )
+        if getattr(self.trajectory, "needs_full_refresh", False) and not isinstance(
+            self.refresh, FullRefresh
+        ):
+            raise ValueError(
+                f"trajectory {type(self.trajectory).__name__} weighs its states against a "
+                f"freshly drawn momentum: it needs FullRefresh, not {type(self.refresh).__name__}"
+            )
         if getattr(ham, "needs_momentum_test", False) and not getattr(
             self.refresh, "momentum_test", False
         ):

@@ -21,6 +21,7 @@ from hamiltonia.hamiltonians.euclidean import EuclideanHamiltonian
 from hamiltonia.hamiltonians.metrics import DenseMetric, DiagonalMetric
 from hamiltonia.integrators import make_integrator
 from hamiltonia.momentum import FullRefresh, PartialRefresh
+from hamiltonia.no_u_turn import DEFAULT_MAX_TREE_DEPTH, NoUTurn
 from hamiltonia.samplers.hamiltonian import HamiltonianSampler
 from hamiltonia.samplers.random_walk import RandomWalkMetropolis
 from hamiltonia.trajectories import MetropolisTrajectory
@@ -145,6 +146,52 @@ def hmc(
         step_size=step_size,
     )
     sampler.name = "hmc"
+    return sampler
+
+
+def nuts(
+    target,
+    *,
+    max_tree_depth: int = DEFAULT_MAX_TREE_DEPTH,
+    step_size: float | None = None,
+    target_accept: float = 0.8,
+    adapt_step_size: bool | None = None,
+    metric="diagonal",
+    integrator="leapfrog",
+) -> HamiltonianSampler:
+    """The no-U-turn sampler (multinomial NUTS, generalised criterion), as in Stan and NumPyro.
+
+    The trajectory policy is :class:`~hamiltonia.no_u_turn.NoUTurn`.
+
+    Defaults as Stan's: a diagonal metric adapted on Stan's warm-up windows, dual averaging of
+    the step size towards an acceptance statistic of 0.8, trees of depth at most 10.
+
+    Parameters
+    ----------
+    target : Target
+    max_tree_depth : int in [1, 20]
+        Most doublings of a trajectory (default 10: at most 1023 steps).
+    step_size, target_accept, adapt_step_size, integrator
+        As in :func:`hmc`.
+    metric : str, array or Metric
+        ``"diagonal"`` (default) or ``"dense"``, adapted during warm-up; ``"identity"``; or a
+        fixed inverse mass matrix, as in :func:`hmc`.
+
+    References
+    ----------
+    Hoffman and Gelman (2014), *The No-U-Turn Sampler*, JMLR 15; Betancourt (2017), *A
+    Conceptual Introduction to Hamiltonian Monte Carlo*, arXiv:1701.02434;
+    spec/seed002_ch1-3.md §2.7.
+    """
+    fixed_metric, metric_tuners = _metric_and_tuner(metric, target.dim)
+    sampler = HamiltonianSampler(
+        hamiltonian=EuclideanHamiltonian(target, fixed_metric),
+        integrator=make_integrator(integrator),
+        trajectory=NoUTurn(max_tree_depth),
+        tuners=_step_size_tuners(step_size, adapt_step_size, target_accept) + metric_tuners,
+        step_size=step_size,
+    )
+    sampler.name = "nuts"
     return sampler
 
 

@@ -1,0 +1,513 @@
+"""The no-U-turn trajectory policy (NUTS) over any integrator, on both paths.
+
+:class:`NoUTurn` grows a trajectory by doubling, in a random direction each time, until the
+trajectory starts to turn back on itself, and samples the next state from it with
+multinomial weights (Hoffman and Gelman 2014, *The No-U-Turn Sampler*, JMLR 15; Betancourt
+2017, *A Conceptual Introduction to Hamiltonian Monte Carlo*, §A.3-A.4; the variant of Stan
+2.2x). For a trajectory of states :math:`z_i = (q_i, p_i)` from the start :math:`z_0`, with
+energies :math:`H_i`:
+
+* each state weighs :math:`w_i = e^{H_0 - H_i}`; within a subtree the state is drawn in
+  proportion to the weights (multinomial sampling); when a new subtree of weight
+  :math:`W_\\text{new}` joins the tree of weight :math:`W_\\text{old}`, its state replaces the
+  current sample with probability :math:`\\min(1, W_\\text{new}/W_\\text{old})` (biased
+  progressive sampling, which favours later states and keeps the right distribution);
+* the *generalised* no-U-turn criterion: a (sub)trajectory from :math:`z_-` to :math:`z_+`
+  with momentum sum :math:`\\rho = \\sum_i p_i` continues while
+
+  .. math::
+
+      p_-^\\sharp \\cdot \\rho > 0 \\quad\\text{and}\\quad p_+^\\sharp \\cdot \\rho > 0,
+      \\qquad p^\\sharp = \\partial H / \\partial p = M^{-1} p;
+
+* every merge of two adjacent (sub)trees :math:`A` (earlier in time) and :math:`B` checks the
+  criterion on :math:`A \\cup B`, and also on :math:`A` extended by the first state of
+  :math:`B` and on :math:`B` extended by the last state of :math:`A` (Stan's extra checks,
+  which catch U-turns that fall between the two halves);
+* a state whose energy error :math:`H_i - H_0` exceeds
+  :data:`~hamiltonia.trajectories.MAX_ENERGY_ERROR` (or is not finite) is a divergence: the
+  subtree being built is abandoned and the trajectory stops;
+* the tree stops doubling at ``max_tree_depth`` (a trajectory of at most
+  :math:`2^{\\text{depth}} - 1` steps).
+
+The acceptance statistic (what dual averaging targets) is the mean over every state built of
+:math:`\\min(1, e^{H_0 - H_i})`.
+
+Each chain draws from its own generator, in the same order on both paths: one uniform for
+the direction of each doubling, one at each merge inside a subtree (after its checks pass),
+and one at each merge into the tree. The NumPy path builds the trees of all chains in
+lockstep (every chain's subtree of depth :math:`j` has :math:`2^j` states, so the merges
+coincide), a chain that has stopped being masked; the compiled kernel builds one chain's
+tree iteratively, with a stack of one summary per level of the subtree being built.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hamiltonia import backend
+from hamiltonia._validation import check_int
+from hamiltonia.compiled.parts import PartKernels
+from hamiltonia.compiled.roles import TRAJECTORY, energy, integrate, velocity
+from hamiltonia.trajectories import TrajectoryPolicy, is_divergent, metropolis_probability
+
+__all__ = [
+    "DEFAULT_MAX_TREE_DEPTH",
+    "MAX_TREE_DEPTH_LIMIT",
+    "NUTS_STATS",
+    "NoUTurn",
+    "continues",
+    "progressive_probability",
+    "subtree_probability",
+]
+
+#: Stan's and NumPyro's default.
+DEFAULT_MAX_TREE_DEPTH = 10
+#: Deepest tree accepted: 2^20 - 1 steps a transition is far beyond any useful trajectory.
+MAX_TREE_DEPTH_LIMIT = 20
+
+#: The statistics of a no-U-turn transition, in the column order of its kernel.
+NUTS_STATS = (
+    ("accepted", "bool"),
+    ("acceptance_rate", "float64"),
+    ("diverging", "bool"),
+    ("energy", "float64"),
+    ("n_steps", "int64"),
+    ("n_grad", "int64"),
+    ("tree_depth", "int64"),
+)
+
+
+def continues(dot_minus, dot_plus):
+    """The generalised no-U-turn criterion from its two dot products
+    :math:`p_-^\\sharp\\cdot\\rho` and :math:`p_+^\\sharp\\cdot\\rho`: true while the
+    trajectory has not turned back at either end."""
+    return (dot_minus > 0.0) & (dot_plus > 0.0)
+
+
+def subtree_probability(log_weight_new, log_weight_old):
+    """Probability that the sample of a subtree is the newer half's (multinomial sampling
+    within a subtree): :math:`W_\\text{new} / (W_\\text{old} + W_\\text{new})`."""
+    return np.exp(log_weight_new - np.logaddexp(log_weight_old, log_weight_new))
+
+
+def progressive_probability(log_weight_new, log_weight_old):
+    """Probability that a new subtree's sample replaces the tree's (biased progressive
+    sampling): :math:`\\min(1, W_\\text{new} / W_\\text{old})`."""
+    return metropolis_probability(log_weight_old - log_weight_new)
+
+
+# ---------------------------------------------------------------------------------- compiled
+# Rows of the kernel's scratch: the integration state, the velocity, the tree's two edges,
+# then summaries of (sub)trees, each SUMMARY_ROWS rows: momentum sum, momenta and velocities
+# at the left and right ends, the sample (q, p, grad), and a row whose first entries hold
+# the log weight, the sample's log density and energy (rows are at least 8 wide).
+_ZQ, _ZP, _ZG, _V, _LQ, _LP, _LG, _RQ, _RP, _RG = range(10)
+_TREE = 10
+SUMMARY_ROWS = 9
+_RHO, _PL, _PR, _SL, _SR, _SQ, _SP, _SG, _SC = range(SUMMARY_ROWS)
+
+
+def scratch_rows(max_tree_depth: int) -> int:
+    """Scratch rows the kernel needs: fixed rows, the tree, the new summary and a stack of
+    one summary per level of the deepest subtree."""
+    return _TREE + SUMMARY_ROWS * (max_tree_depth + 2)
+
+
+def _dot(a, b, d):
+    s = 0.0
+    for i in range(d):
+        s += a[i] * b[i]
+    return s
+
+
+def _copy(dst, src, d):
+    for i in range(d):
+        dst[i] = src[i]
+
+
+def _copy_rows(w, dst, src, first, n, d):
+    for r in range(first, first + n):
+        for i in range(d):
+            w[dst + r, i] = w[src + r, i]
+
+
+def _copy_summary(w, dst, src, d):
+    _copy_rows(w, dst, src, 0, SUMMARY_ROWS - 1, d)
+    for i in range(3):
+        w[dst + _SC, i] = w[src + _SC, i]
+
+
+def _leaf(w, c, d, aux, PF, PI):
+    """Summary ``c`` of the one-state subtree at the integration state."""
+    v = velocity(w[_ZQ, :d], w[_ZP, :d], w[_V, :d], aux, PF, PI)
+    for i in range(d):
+        w[c + _RHO, i] = w[_ZP, i]
+        w[c + _PL, i] = w[_ZP, i]
+        w[c + _PR, i] = w[_ZP, i]
+        w[c + _SL, i] = v[i]
+        w[c + _SR, i] = v[i]
+        w[c + _SQ, i] = w[_ZQ, i]
+        w[c + _SP, i] = w[_ZP, i]
+        w[c + _SG, i] = w[_ZG, i]
+
+
+def _merge_ok(w, old, new, forward, d):
+    """The three no-U-turn checks of merging summary ``old`` with the adjacent ``new``
+    (``new`` later in time when ``forward``)."""
+    left = old if forward else new
+    right = new if forward else old
+    # A u B
+    dm = _dot(w[left + _SL], w[left + _RHO], d) + _dot(w[left + _SL], w[right + _RHO], d)
+    dp = _dot(w[right + _SR], w[left + _RHO], d) + _dot(w[right + _SR], w[right + _RHO], d)
+    ok = continues(dm, dp)
+    # A extended by the first state of B
+    dm = _dot(w[left + _SL], w[left + _RHO], d) + _dot(w[left + _SL], w[right + _PL], d)
+    dp = _dot(w[right + _SL], w[left + _RHO], d) + _dot(w[right + _SL], w[right + _PL], d)
+    ok = ok and continues(dm, dp)
+    # B extended by the last state of A
+    dm = _dot(w[left + _SR], w[right + _RHO], d) + _dot(w[left + _SR], w[left + _PR], d)
+    dp = _dot(w[right + _SR], w[right + _RHO], d) + _dot(w[right + _SR], w[left + _PR], d)
+    return ok and continues(dm, dp)
+
+
+def _absorb(w, old, new, forward, d):
+    """Summary ``new`` becomes the merge of ``old`` and ``new`` (the sample is chosen by the
+    caller): momentum sum added, the outer ends taken from ``old`` on its side."""
+    for i in range(d):
+        w[new + _RHO, i] += w[old + _RHO, i]
+    if forward:
+        _copy_rows(w, new, old, _PL, 1, d)
+        _copy_rows(w, new, old, _SL, 1, d)
+    else:
+        _copy_rows(w, new, old, _PR, 1, d)
+        _copy_rows(w, new, old, _SR, 1, d)
+
+
+def no_u_turn_transition_kernel(
+    rng, q, p, grad, lp, eps, aux, scratch, stats, PF, PI, logp, fdata, idata
+):
+    """Kernel of :meth:`NoUTurn.transition` for one chain (role ``transition``), the tree
+    built iteratively. ``PI[TRAJECTORY][2]`` = maximum tree depth."""
+    column = PI[TRAJECTORY][0]
+    max_depth = PI[TRAJECTORY][2]
+    d = q.shape[0]
+    w = scratch
+    tree = _TREE
+    new = _TREE + SUMMARY_ROWS
+    stack = new + SUMMARY_ROWS
+    h0 = energy(q, p, lp, grad, w[_V, :d], eps, aux, PF, PI)
+    # The tree is the start state alone: both edges, the sample, the summary.
+    _copy(w[_ZQ], q, d)
+    _copy(w[_ZP], p, d)
+    _copy(w[_ZG], grad, d)
+    _leaf(w, tree, d, aux, PF, PI)
+    w[tree + _SC, 0] = 0.0
+    w[tree + _SC, 1] = lp
+    w[tree + _SC, 2] = h0
+    for r in range(3):
+        _copy(w[_LQ + r], w[_ZQ + r], d)
+        _copy(w[_RQ + r], w[_ZQ + r], d)
+    lp_left = lp
+    lp_right = lp
+    n_leapfrog = 0
+    n_grad = 0
+    sum_prob = 0.0
+    diverging = False
+    depth = 0
+    while depth < max_depth:
+        forward = rng.random() >= 0.5
+        step = eps if forward else -eps
+        edge = _RQ if forward else _LQ
+        for r in range(3):
+            _copy(w[_ZQ + r], w[edge + r], d)
+        lp_z = lp_right if forward else lp_left
+        # The subtree of depth `depth`, one state at a time; levels[k] holds the completed
+        # summary of 2^k states waiting for its partner.
+        valid = True
+        n_stacked = 0
+        for leaf in range(2**depth):
+            lp_z, used = integrate(
+                w[_ZQ, :d], w[_ZP, :d], w[_ZG, :d], lp_z, step, 1, w[_V, :d], aux, PF, PI,
+                logp, fdata, idata,
+            )  # fmt: skip
+            n_grad += used
+            n_leapfrog += 1
+            h = np.inf
+            if np.isfinite(lp_z):
+                h = energy(w[_ZQ, :d], w[_ZP, :d], lp_z, w[_ZG, :d], w[_V, :d], eps, aux, PF, PI)
+                if not np.isfinite(h):
+                    h = np.inf
+            delta = h - h0
+            sum_prob += metropolis_probability(delta) if np.isfinite(delta) else 0.0
+            if is_divergent(delta):
+                diverging = True
+                valid = False
+                break
+            _leaf(w, new, d, aux, PF, PI)
+            w[new + _SC, 0] = h0 - h
+            w[new + _SC, 1] = lp_z
+            w[new + _SC, 2] = h
+            # Merge with the waiting summaries of equal size (a binary counter).
+            k = leaf
+            while k & 1:
+                n_stacked -= 1
+                old = stack + n_stacked * SUMMARY_ROWS
+                if not _merge_ok(w, old, new, forward, d):
+                    valid = False
+                    break
+                lw_old = w[old + _SC, 0]
+                lw_new = w[new + _SC, 0]
+                if not rng.random() < subtree_probability(lw_new, lw_old):
+                    _copy_rows(w, new, old, _SQ, 3, d)
+                    w[new + _SC, 1] = w[old + _SC, 1]
+                    w[new + _SC, 2] = w[old + _SC, 2]
+                w[new + _SC, 0] = np.logaddexp(lw_old, lw_new)
+                _absorb(w, old, new, forward, d)
+                k >>= 1
+            if not valid:
+                break
+            if leaf < 2**depth - 1:
+                _copy_summary(w, stack + n_stacked * SUMMARY_ROWS, new, d)
+                n_stacked += 1
+        if not valid:
+            break
+        # The new subtree joins the tree: its edge, the progressive sample, the checks.
+        for r in range(3):
+            _copy(w[edge + r], w[_ZQ + r], d)
+        if forward:
+            lp_right = lp_z
+        else:
+            lp_left = lp_z
+        depth += 1
+        lw_tree = w[tree + _SC, 0]
+        lw_new = w[new + _SC, 0]
+        if rng.random() < progressive_probability(lw_new, lw_tree):
+            _copy_rows(w, tree, new, _SQ, 3, d)
+            w[tree + _SC, 1] = w[new + _SC, 1]
+            w[tree + _SC, 2] = w[new + _SC, 2]
+        w[tree + _SC, 0] = np.logaddexp(lw_tree, lw_new)
+        turned = not _merge_ok(w, tree, new, forward, d)
+        # The tree's summary becomes the merged one (rho and outer ends).
+        for i in range(d):
+            w[tree + _RHO, i] += w[new + _RHO, i]
+        if forward:
+            _copy_rows(w, tree, new, _PR, 1, d)
+            _copy_rows(w, tree, new, _SR, 1, d)
+        else:
+            _copy_rows(w, tree, new, _PL, 1, d)
+            _copy_rows(w, tree, new, _SL, 1, d)
+        if turned:
+            break
+    moved = False
+    for i in range(d):
+        if w[tree + _SQ, i] != q[i]:
+            moved = True
+        q[i] = w[tree + _SQ, i]
+        p[i] = w[tree + _SP, i]
+        grad[i] = w[tree + _SG, i]
+    stats[column] = 1.0 if moved else 0.0
+    stats[column + 1] = sum_prob / n_leapfrog if n_leapfrog > 0 else 0.0
+    stats[column + 2] = 1.0 if diverging else 0.0
+    stats[column + 3] = w[tree + _SC, 2]
+    stats[column + 4] = n_leapfrog
+    stats[column + 5] = n_grad
+    stats[column + 6] = depth
+    return w[tree + _SC, 1]
+
+
+# ------------------------------------------------------------------------------- NumPy path
+class _Summary:
+    """A batch of (sub)tree summaries, one row per chain (see the module docstring)."""
+
+    def __init__(self, rho, p_left, p_right, sharp_left, sharp_right, sample, log_weight, h):
+        self.rho, self.p_left, self.p_right = rho, p_left, p_right
+        self.sharp_left, self.sharp_right = sharp_left, sharp_right
+        self.sample, self.log_weight, self.h = sample, log_weight, h
+
+    @classmethod
+    def leaf(cls, hamiltonian, state, log_weight, h):
+        sharp = hamiltonian.velocity(state.p, state.aux)
+        return cls(state.p, state.p, state.p, sharp, sharp, state, log_weight, h)
+
+
+def _dots(a, b):
+    xp = backend.xp()
+    return backend.to_numpy(xp.sum(a * b, axis=-1))
+
+
+def _batch_merge_ok(old: _Summary, new: _Summary, forward: np.ndarray) -> np.ndarray:
+    """The three checks of the compiled ``_merge_ok`` for every chain; ``forward`` says per
+    chain whether ``new`` is later in time."""
+    fw = backend.asmask(forward)[:, None]
+    xp = backend.xp()
+
+    def pick(a, b):  # the earlier (left) and later (right) summaries' fields
+        return xp.where(fw, a, b), xp.where(fw, b, a)
+
+    rho_l, rho_r = pick(old.rho, new.rho)
+    sl_l, sl_r = pick(old.sharp_left, new.sharp_left)
+    sr_l, sr_r = pick(old.sharp_right, new.sharp_right)
+    pl_r = pick(old.p_left, new.p_left)[1]  # the first momentum of the later half
+    pr_l = pick(old.p_right, new.p_right)[0]  # the last of the earlier one
+    rho = rho_l + rho_r
+    ok = continues(_dots(sl_l, rho), _dots(sr_r, rho))
+    first = rho_l + pl_r
+    ok &= continues(_dots(sl_l, first), _dots(sl_r, first))
+    last = rho_r + pr_l
+    return ok & continues(_dots(sr_l, last), _dots(sr_r, last))
+
+
+def _batch_absorb(old: _Summary, new: _Summary, forward, take_new) -> _Summary:
+    """The merge of ``old`` and ``new``: the sample is ``new``'s where ``take_new``."""
+    xp = backend.xp()
+    fw = backend.asmask(forward)[:, None]
+    take = backend.asmask(take_new)
+    return _Summary(
+        old.rho + new.rho,
+        xp.where(fw, old.p_left, new.p_left),
+        xp.where(fw, new.p_right, old.p_right),
+        xp.where(fw, old.sharp_left, new.sharp_left),
+        xp.where(fw, new.sharp_right, old.sharp_right),
+        new.sample.select(take, old.sample),
+        np.logaddexp(old.log_weight, new.log_weight),
+        np.where(take_new, new.h, old.h),
+    )
+
+
+def _uniforms(rngs, mask) -> np.ndarray:
+    """One uniform from each chain's generator where ``mask`` (``nan`` elsewhere)."""
+    return np.array([rng.random() if m else np.nan for rng, m in zip(rngs, mask, strict=True)])
+
+
+class NoUTurn(TrajectoryPolicy):
+    """The no-U-turn trajectory policy (see the module docstring).
+
+    Parameters
+    ----------
+    max_tree_depth : int
+        Most doublings of the trajectory (default 10, Stan's: at most 1023 steps), in
+        ``[1, 20]``.
+
+    Notes
+    -----
+    Needs a full momentum refreshment each iteration (the trajectory's states are weighed
+    against the refreshed start) and a reversible integrator (the tree is integrated
+    backward with :math:`-\\varepsilon`).
+    """
+
+    numeric_methods = ("transition",)
+    needs_full_refresh = True
+
+    def __init__(self, max_tree_depth: int = DEFAULT_MAX_TREE_DEPTH):
+        self.max_tree_depth = check_int(
+            max_tree_depth, "max_tree_depth", minimum=1, maximum=MAX_TREE_DEPTH_LIMIT
+        )
+
+    def stats(self):
+        return NUTS_STATS
+
+    def transition(self, sampler, state, step_size, rngs):
+        # Chains that stopped ride along masked, with infinite energies and nan sums that no
+        # result reads: the warnings they raise say nothing.
+        with np.errstate(all="ignore"):
+            return self._transition(sampler, state, step_size, rngs)
+
+    def _transition(self, sampler, state, step_size, rngs):
+        ham, integrator = sampler.hamiltonian, sampler.integrator
+        host = backend.to_numpy
+        n = state.q.shape[0]
+        eps = np.broadcast_to(np.asarray(step_size, dtype=float), (n,))
+        h0 = host(ham.energy(state, backend.asarray(eps)))
+        tree = _Summary.leaf(ham, state, np.zeros(n), h0)
+        left = right = state
+        active = np.ones(n, dtype=bool)
+        depth = np.zeros(n, dtype=np.int64)
+        n_leapfrog = np.zeros(n, dtype=np.int64)
+        n_grad = np.zeros(n, dtype=np.int64)
+        sum_prob = np.zeros(n)
+        diverging = np.zeros(n, dtype=bool)
+        for j in range(self.max_tree_depth):
+            if not active.any():
+                break
+            forward = _uniforms(rngs, active) >= 0.5
+            signed = backend.asarray(np.where(forward, eps, -eps))
+            z = right.select(backend.asmask(forward), left)
+            valid = active.copy()
+            stack: list[_Summary] = []
+            new = None
+            for leaf in range(2**j):
+                moved, used = integrator.integrate(ham, z, signed, 1)
+                n_grad += np.where(valid, host(used), 0)
+                n_leapfrog += valid
+                h = host(ham.energy(moved, backend.asarray(eps)))
+                h = np.where(host(moved.finite) & np.isfinite(h), h, np.inf)
+                delta = h - h0
+                sum_prob += np.where(valid, metropolis_probability(delta), 0.0)
+                bad = valid & is_divergent(delta)
+                diverging |= bad
+                valid &= ~bad
+                z = moved.select(backend.asmask(valid), z)
+                new = _Summary.leaf(ham, moved, h0 - h, h)
+                k = leaf
+                while k & 1:
+                    old = stack.pop()
+                    valid &= _batch_merge_ok(old, new, forward)
+                    take = _uniforms(rngs, valid) < subtree_probability(
+                        new.log_weight, old.log_weight
+                    )
+                    new = _batch_absorb(old, new, forward, take)
+                    k >>= 1
+                if leaf < 2**j - 1:
+                    stack.append(new)
+            # Chains whose subtree is valid join it to their tree; the others stop.
+            joined = active & valid
+            active = joined
+            if not joined.any():
+                break
+            jm = backend.asmask(joined)
+            right = z.select(jm & backend.asmask(forward), right)
+            left = z.select(jm & backend.asmask(~forward), left)
+            depth += joined
+            take = _uniforms(rngs, joined) < progressive_probability(
+                new.log_weight, tree.log_weight
+            )
+            turned = ~_batch_merge_ok(tree, new, forward)
+            tree = _select_summary(joined, _batch_absorb(tree, new, forward, take), tree)
+            active &= ~turned
+        sample = tree.sample
+        info = {
+            "accepted": np.any(host(sample.q) != host(state.q), axis=-1),
+            "acceptance_rate": np.where(n_leapfrog > 0, sum_prob / np.maximum(n_leapfrog, 1), 0.0),
+            "diverging": diverging,
+            "energy": tree.h,
+            "n_steps": n_leapfrog,
+            "n_grad": n_grad,
+            "tree_depth": depth,
+        }
+        return sample, info
+
+    def compiled(self, dim):
+        return PartKernels(
+            {"transition": no_u_turn_transition_kernel},
+            iparams=[self.max_tree_depth],
+            stats=self.stats(),
+            scratch_rows=scratch_rows(self.max_tree_depth),
+        )
+
+    def __repr__(self):
+        return f"NoUTurn(max_tree_depth={self.max_tree_depth})"
+
+
+def _select_summary(mask, a: _Summary, b: _Summary) -> _Summary:
+    xp = backend.xp()
+    m = backend.asmask(mask)
+    return _Summary(
+        *(xp.where(m[:, None], x, y) for x, y in (
+            (a.rho, b.rho), (a.p_left, b.p_left), (a.p_right, b.p_right),
+            (a.sharp_left, b.sharp_left), (a.sharp_right, b.sharp_right),
+        )),
+        a.sample.select(m, b.sample),
+        np.where(mask, a.log_weight, b.log_weight),
+        np.where(mask, a.h, b.h),
+    )  # fmt: skip

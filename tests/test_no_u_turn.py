@@ -1,0 +1,102 @@
+"""The no-U-turn policy: both paths agree, the tree is reversible, options are checked.
+
+Moment recovery (Gaussians, banana, a 100-d Gaussian whose scales span three orders of
+magnitude, the funnel) is in tests/statistical/test_recovery.py.
+"""
+
+import numpy as np
+import pytest
+
+import hamiltonia as hm
+from hamiltonia.no_u_turn import NoUTurn
+
+
+class Constant:
+    """A stand-in generator whose every uniform is ``u``: with ``u = 0`` each doubling goes
+    backward and every merge takes the newer half's sample."""
+
+    def __init__(self, u):
+        self.u = u
+
+    def random(self):
+        return self.u
+
+
+FIXED = {"step_size": 0.2, "adapt_step_size": False, "metric": "identity"}
+
+
+@pytest.mark.parametrize(
+    ("name", "options", "draws"),
+    [("gaussian-d10", {}, 300), ("funnel-d25", {"max_tree_depth": 6}, 300), ("banana", {}, 100)],
+)
+def test_both_paths_make_the_same_draws(name, options, draws):
+    """Same seed, step size and metric: the same trees, the same draws, up to rounding (the
+    compiled kernel sums in another order; on the banana a rounding difference flips a
+    U-turn decision after about 120 draws, so it is compared over 100)."""
+    runs = [
+        hm.sample(
+            name,
+            "nuts",
+            chains=2,
+            warmup=0,
+            draws=draws,
+            seed=4,
+            progress=False,
+            compiled=compiled,
+            **FIXED,
+            **options,
+        )
+        for compiled in (False, True)
+    ]
+    numpy_run, compiled_run = runs
+    assert compiled_run.attrs["compiled"] and not numpy_run.attrs["compiled"]
+    np.testing.assert_allclose(compiled_run.draws, numpy_run.draws, rtol=0, atol=1e-9)
+    for stat in ("tree_depth", "n_steps", "n_grad", "diverging", "accepted"):
+        np.testing.assert_array_equal(compiled_run.stats[stat], numpy_run.stats[stat])
+    np.testing.assert_allclose(
+        compiled_run.stats["acceptance_rate"], numpy_run.stats["acceptance_rate"], atol=1e-9
+    )
+
+
+def test_the_tree_is_the_same_from_its_far_end():
+    """Built backward from z0 with every merge taking the newer half, the sample is the far
+    end z_e of the trajectory. Built from z_e with the momentum negated (backward from there
+    is forward along the trajectory), the tree covers the same states, stops at the same
+    depth after the same number of steps, and its sample is z0 with the momentum negated."""
+    target = hm.targets.get("correlated-gaussian", dim=3, rho=0.5)
+    smp = hm.samplers.build("nuts", target, step_size=0.1, metric="identity")
+    q0 = np.array([[0.3, -0.2, 0.5]])
+    p0 = np.array([[1.0, 0.4, -0.7]])
+    start = smp.hamiltonian.evaluate(q0, p0)
+    end, info = smp.trajectory.transition(smp, start, np.array([0.1]), [Constant(0.0)])
+    assert not info["diverging"][0] and info["tree_depth"][0] >= 2
+    back = smp.hamiltonian.evaluate(end.q, -end.p)
+    again, info_back = smp.trajectory.transition(smp, back, np.array([0.1]), [Constant(0.0)])
+    for stat in ("tree_depth", "n_steps"):
+        assert info_back[stat][0] == info[stat][0]
+    np.testing.assert_allclose(again.q, q0, atol=1e-12)
+    np.testing.assert_allclose(again.p, -p0, atol=1e-12)
+
+
+def test_statistics_follow_the_tree():
+    result = hm.sample("gaussian-d10", "nuts", chains=2, warmup=200, draws=200, seed=1,
+                       progress=False, max_tree_depth=4)  # fmt: skip
+    depth, steps = result.stats["tree_depth"], result.stats["n_steps"]
+    assert depth.max() <= 4 and depth.min() >= 0
+    # A tree of depth j has 2^j - 1 steps, plus those of an abandoned last subtree.
+    assert np.all(steps >= 2**depth - 1) and np.all(steps <= 2 ** (depth + 1) - 1)
+    np.testing.assert_array_equal(result.stats["n_grad"], steps)  # one gradient a leapfrog step
+
+
+@pytest.mark.parametrize("depth", [0, 21, 2.5, "10"])
+def test_max_tree_depth_is_checked(depth):
+    with pytest.raises(ValueError, match=r"max_tree_depth must be an integer"):
+        hm.samplers.build("nuts", hm.targets.get("banana"), max_tree_depth=depth)
+
+
+def test_a_no_u_turn_tree_needs_a_full_refresh():
+    target = hm.targets.get("banana")
+    with pytest.raises(ValueError, match=r"NoUTurn .* needs FullRefresh, not PartialRefresh"):
+        hm.HamiltonianSampler(
+            hm.EuclideanHamiltonian(target), NoUTurn(), refresh=hm.PartialRefresh(0.5)
+        )
