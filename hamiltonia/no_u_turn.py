@@ -63,6 +63,8 @@ __all__ = [
 
 #: Stan's and NumPyro's default.
 DEFAULT_MAX_TREE_DEPTH = 10
+#: The no-U-turn criteria (see :class:`NoUTurn`).
+CRITERIA = ("stan", "numpyro")
 #: Deepest tree accepted: 2^20 - 1 steps a transition is far beyond any useful trajectory.
 MAX_TREE_DEPTH_LIMIT = 20
 
@@ -152,14 +154,20 @@ def _leaf(w, c, d, aux, PF, PI):
         w[c + _SG, i] = w[_ZG, i]
 
 
-def _merge_ok(w, old, new, forward, d):
+def _merge_ok(w, old, new, forward, d, trapezoid):
     """The three no-U-turn checks of merging summary ``old`` with the adjacent ``new``
-    (``new`` later in time when ``forward``)."""
+    (``new`` later in time when ``forward``); with ``trapezoid``, NumPyro's single check."""
     left = old if forward else new
     right = new if forward else old
     # A u B
     dm = _dot(w[left + _SL], w[left + _RHO], d) + _dot(w[left + _SL], w[right + _RHO], d)
     dp = _dot(w[right + _SR], w[left + _RHO], d) + _dot(w[right + _SR], w[right + _RHO], d)
+    if trapezoid:
+        dm -= 0.5 * (_dot(w[left + _SL], w[left + _PL], d) + _dot(w[left + _SL], w[right + _PR], d))
+        dp -= 0.5 * (
+            _dot(w[right + _SR], w[left + _PL], d) + _dot(w[right + _SR], w[right + _PR], d)
+        )
+        return continues(dm, dp)
     ok = continues(dm, dp)
     # A extended by the first state of B
     dm = _dot(w[left + _SL], w[left + _RHO], d) + _dot(w[left + _SL], w[right + _PL], d)
@@ -188,9 +196,11 @@ def no_u_turn_transition_kernel(
     rng, q, p, grad, lp, eps, aux, scratch, stats, PF, PI, logp, fdata, idata
 ):
     """Kernel of :meth:`NoUTurn.transition` for one chain (role ``transition``), the tree
-    built iteratively. ``PI[TRAJECTORY][2]`` = maximum tree depth."""
+    built iteratively. ``PI[TRAJECTORY][2:]`` = (maximum tree depth, criterion: 0 Stan's, 1
+    NumPyro's)."""
     column = PI[TRAJECTORY][0]
     max_depth = PI[TRAJECTORY][2]
+    trapezoid = PI[TRAJECTORY][3] == 1
     d = q.shape[0]
     w = scratch
     tree = _TREE
@@ -253,7 +263,7 @@ def no_u_turn_transition_kernel(
             while k & 1:
                 n_stacked -= 1
                 old = stack + n_stacked * SUMMARY_ROWS
-                if not _merge_ok(w, old, new, forward, d):
+                if not _merge_ok(w, old, new, forward, d, trapezoid):
                     valid = False
                     break
                 lw_old = w[old + _SC, 0]
@@ -287,7 +297,7 @@ def no_u_turn_transition_kernel(
             w[tree + _SC, 1] = w[new + _SC, 1]
             w[tree + _SC, 2] = w[new + _SC, 2]
         w[tree + _SC, 0] = np.logaddexp(lw_tree, lw_new)
-        turned = not _merge_ok(w, tree, new, forward, d)
+        turned = not _merge_ok(w, tree, new, forward, d, trapezoid)
         # The tree's summary becomes the merged one (rho and outer ends).
         for i in range(d):
             w[tree + _RHO, i] += w[new + _RHO, i]
@@ -336,9 +346,9 @@ def _dots(a, b):
     return backend.to_numpy(xp.sum(a * b, axis=-1))
 
 
-def _batch_merge_ok(old: _Summary, new: _Summary, forward: np.ndarray) -> np.ndarray:
-    """The three checks of the compiled ``_merge_ok`` for every chain; ``forward`` says per
-    chain whether ``new`` is later in time."""
+def _batch_merge_ok(old: _Summary, new: _Summary, forward: np.ndarray, trapezoid: bool):
+    """The checks of the compiled ``_merge_ok`` for every chain; ``forward`` says per chain
+    whether ``new`` is later in time."""
     fw = backend.asmask(forward)[:, None]
     xp = backend.xp()
 
@@ -351,6 +361,11 @@ def _batch_merge_ok(old: _Summary, new: _Summary, forward: np.ndarray) -> np.nda
     pl_r = pick(old.p_left, new.p_left)[1]  # the first momentum of the later half
     pr_l = pick(old.p_right, new.p_right)[0]  # the last of the earlier one
     rho = rho_l + rho_r
+    if trapezoid:
+        pl_l = pick(old.p_left, new.p_left)[0]
+        pr_r = pick(old.p_right, new.p_right)[1]
+        rho = rho - 0.5 * (pl_l + pr_r)
+        return continues(_dots(sl_l, rho), _dots(sr_r, rho))
     ok = continues(_dots(sl_l, rho), _dots(sr_r, rho))
     first = rho_l + pl_r
     ok &= continues(_dots(sl_l, first), _dots(sl_r, first))
@@ -388,6 +403,12 @@ class NoUTurn(TrajectoryPolicy):
     max_tree_depth : int
         Most doublings of the trajectory (default 10, Stan's: at most 1023 steps), in
         ``[1, 20]``.
+    criterion : {"stan", "numpyro"}
+        ``"stan"`` (default): the criterion above with Stan's extra checks between the two
+        halves of every merge. ``"numpyro"``: NumPyro's and BlackJAX's form, a single check
+        per merge with the momentum sum corrected by half of each end's momentum,
+        :math:`\rho - (p_- + p_+)/2` (Betancourt 2017, §A.4.2), for comparing with those
+        libraries tree for tree.
 
     Notes
     -----
@@ -399,10 +420,15 @@ class NoUTurn(TrajectoryPolicy):
     numeric_methods = ("transition",)
     needs_full_refresh = True
 
-    def __init__(self, max_tree_depth: int = DEFAULT_MAX_TREE_DEPTH):
+    def __init__(self, max_tree_depth: int = DEFAULT_MAX_TREE_DEPTH, criterion: str = "stan"):
         self.max_tree_depth = check_int(
             max_tree_depth, "max_tree_depth", minimum=1, maximum=MAX_TREE_DEPTH_LIMIT
         )
+        if criterion not in CRITERIA:
+            raise ValueError(
+                f"criterion must be one of {', '.join(map(repr, CRITERIA))}, got {criterion!r:.80}"
+            )
+        self.criterion = criterion
 
     def stats(self):
         return NUTS_STATS
@@ -415,6 +441,7 @@ class NoUTurn(TrajectoryPolicy):
 
     def _transition(self, sampler, state, step_size, rngs):
         ham, integrator = sampler.hamiltonian, sampler.integrator
+        trapezoid = self.criterion == "numpyro"
         host = backend.to_numpy
         n = state.q.shape[0]
         eps = np.broadcast_to(np.asarray(step_size, dtype=float), (n,))
@@ -452,7 +479,7 @@ class NoUTurn(TrajectoryPolicy):
                 k = leaf
                 while k & 1:
                     old = stack.pop()
-                    valid &= _batch_merge_ok(old, new, forward)
+                    valid &= _batch_merge_ok(old, new, forward, trapezoid)
                     take = _uniforms(rngs, valid) < subtree_probability(
                         new.log_weight, old.log_weight
                     )
@@ -472,7 +499,7 @@ class NoUTurn(TrajectoryPolicy):
             take = _uniforms(rngs, joined) < progressive_probability(
                 new.log_weight, tree.log_weight
             )
-            turned = ~_batch_merge_ok(tree, new, forward)
+            turned = ~_batch_merge_ok(tree, new, forward, trapezoid)
             tree = _select_summary(joined, _batch_absorb(tree, new, forward, take), tree)
             active &= ~turned
         sample = tree.sample
@@ -490,13 +517,13 @@ class NoUTurn(TrajectoryPolicy):
     def compiled(self, dim):
         return PartKernels(
             {"transition": no_u_turn_transition_kernel},
-            iparams=[self.max_tree_depth],
+            iparams=[self.max_tree_depth, CRITERIA.index(self.criterion)],
             stats=self.stats(),
             scratch_rows=scratch_rows(self.max_tree_depth),
         )
 
     def __repr__(self):
-        return f"NoUTurn(max_tree_depth={self.max_tree_depth})"
+        return f"NoUTurn(max_tree_depth={self.max_tree_depth}, criterion={self.criterion!r})"
 
 
 def _select_summary(mask, a: _Summary, b: _Summary) -> _Summary:

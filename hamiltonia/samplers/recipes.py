@@ -153,6 +153,7 @@ def nuts(
     target,
     *,
     max_tree_depth: int = DEFAULT_MAX_TREE_DEPTH,
+    criterion: str = "stan",
     step_size: float | None = None,
     target_accept: float = 0.8,
     adapt_step_size: bool | None = None,
@@ -171,6 +172,9 @@ def nuts(
     target : Target
     max_tree_depth : int in [1, 20]
         Most doublings of a trajectory (default 10: at most 1023 steps).
+    criterion : {"stan", "numpyro"}
+        The no-U-turn criterion: Stan's (default) or NumPyro's and BlackJAX's
+        (:class:`~hamiltonia.no_u_turn.NoUTurn`).
     step_size, target_accept, adapt_step_size, integrator
         As in :func:`hmc`.
     metric : str, array or Metric
@@ -187,7 +191,7 @@ def nuts(
     sampler = HamiltonianSampler(
         hamiltonian=EuclideanHamiltonian(target, fixed_metric),
         integrator=make_integrator(integrator),
-        trajectory=NoUTurn(max_tree_depth),
+        trajectory=NoUTurn(max_tree_depth, criterion),
         tuners=_step_size_tuners(step_size, adapt_step_size, target_accept) + metric_tuners,
         step_size=step_size,
     )
