@@ -93,6 +93,12 @@ def test_statistics_follow_the_tree():
     np.testing.assert_array_equal(result.stats["n_grad"], steps)  # one gradient a leapfrog step
 
 
+def test_the_warm_up_windows_are_set_by_name():
+    sampler = hm.samplers.build("nuts", hm.targets.get("banana"), adapt_windows=(30, 10, 20))
+    (windows,) = [t for t in sampler.tuners if type(t).__name__ == "WindowedMetric"]
+    assert (windows.initial_buffer, windows.window, windows.terminal_buffer) == (30, 10, 20)
+
+
 def test_the_criterion_is_checked():
     with pytest.raises(ValueError, match=r"criterion must be one of 'stan', 'numpyro'"):
         hm.samplers.build("nuts", hm.targets.get("banana"), criterion="pyro")

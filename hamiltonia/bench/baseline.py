@@ -127,8 +127,8 @@ def compare_checkouts(
             log(f"baseline: round {r + 1}/{rounds}, {label}")
             timed = _time_in(root, spec)
             info[label] = timed["file"]
-            for key, seconds in timed["rows"].items():
-                best[label][key] = min(best[label].get(key, np.inf), seconds)
+            for key, per_grad in timed["rows"].items():
+                best[label][key] = min(best[label].get(key, np.inf), per_grad)
     for row in rows:
         key = f"{row['target']}/{row['metric']}"
         row["current_s"] = best["current"][key]

@@ -37,7 +37,26 @@ ADAPTED_METRICS = ("diagonal", "dense")
 MAX_STEPS = 1_000_000
 
 
-def _metric_and_tuner(metric, dim: int):
+def _windows(adapt_windows) -> dict:
+    """Stan's warm-up windows ``(initial buffer, first window, terminal buffer)``."""
+    if (
+        not isinstance(adapt_windows, tuple | list)
+        or len(adapt_windows) != 3
+        or any(isinstance(v, bool) or not isinstance(v, int | np.integer) for v in adapt_windows)
+    ):
+        raise ValueError(
+            "adapt_windows must be three integers (initial buffer, first window, terminal "
+            f"buffer), such as Stan's (75, 25, 50); got {adapt_windows!r:.80}"
+        )
+    first, window, last = (int(v) for v in adapt_windows)
+    if first < 0 or window < 1 or last < 0:
+        raise ValueError(
+            f"adapt_windows must be (>= 0, >= 1, >= 0) iterations, got {tuple(adapt_windows)}"
+        )
+    return {"initial_buffer": first, "window": window, "terminal_buffer": last}
+
+
+def _metric_and_tuner(metric, dim: int, adapt_windows=(75, 25, 50)):
     """A metric option: 'identity' (or None), 'diagonal' / 'dense' (adapted during warm-up on
     Stan's windows, starting from the identity written as a diagonal or dense metric, so
     that the compiled composition does not change when the first window ends), or an
@@ -49,7 +68,7 @@ def _metric_and_tuner(metric, dim: int):
         )
     if isinstance(metric, str) and metric in ADAPTED_METRICS:
         start = DiagonalMetric(np.ones(dim)) if metric == "diagonal" else DenseMetric(np.eye(dim))
-        return start, [WindowedMetric(metric)]
+        return start, [WindowedMetric(metric, **_windows(adapt_windows))]
     return metric, []
 
 
@@ -94,6 +113,7 @@ def hmc(
     n_steps_jitter: float = 0.0,
     integrator="leapfrog",
     rho: float = 0.0,
+    adapt_windows=(75, 25, 50),
 ) -> HamiltonianSampler:
     """Hamiltonian Monte Carlo with a static number of leapfrog steps.
 
@@ -118,6 +138,10 @@ def hmc(
         ``"dense"`` to adapt the inverse mass matrix during warm-up on Stan's windows
         (:class:`~hamiltonia.tuners.WindowedMetric`); or a fixed inverse mass matrix (1-D
         diagonal, 2-D dense, or a :class:`~hamiltonia.hamiltonians.Metric`).
+    adapt_windows : (int, int, int)
+        Stan's warm-up schedule for an adapted metric: the initial buffer (step size only),
+        the first metric window (each next one twice as long), and the terminal buffer
+        (default ``(75, 25, 50)``, Stan's; scaled down as Stan does when warm-up is short).
     step_size_jitter : float in [0, 1)
         Draw each trajectory's step size uniformly within this relative distance of the
         adapted one (default 0, as in the thesis); breaks resonances of a fixed trajectory
@@ -136,7 +160,7 @@ def hmc(
         momentum kept between iterations and negated on rejection (default 0: a full
         refresh); see :class:`~hamiltonia.momentum.PartialRefresh`.
     """
-    fixed_metric, metric_tuners = _metric_and_tuner(metric, target.dim)
+    fixed_metric, metric_tuners = _metric_and_tuner(metric, target.dim, adapt_windows)
     sampler = HamiltonianSampler(
         hamiltonian=EuclideanHamiltonian(target, fixed_metric),
         integrator=make_integrator(integrator),
@@ -159,6 +183,7 @@ def nuts(
     adapt_step_size: bool | None = None,
     metric="diagonal",
     integrator="leapfrog",
+    adapt_windows=(75, 25, 50),
 ) -> HamiltonianSampler:
     """The no-U-turn sampler (multinomial NUTS, generalised criterion), as in Stan and NumPyro.
 
@@ -180,6 +205,8 @@ def nuts(
     metric : str, array or Metric
         ``"diagonal"`` (default) or ``"dense"``, adapted during warm-up; ``"identity"``; or a
         fixed inverse mass matrix, as in :func:`hmc`.
+    adapt_windows : (int, int, int)
+        Stan's warm-up windows, as in :func:`hmc`.
 
     References
     ----------
@@ -187,7 +214,7 @@ def nuts(
     Conceptual Introduction to Hamiltonian Monte Carlo*, arXiv:1701.02434;
     spec/seed002_ch1-3.md §2.7.
     """
-    fixed_metric, metric_tuners = _metric_and_tuner(metric, target.dim)
+    fixed_metric, metric_tuners = _metric_and_tuner(metric, target.dim, adapt_windows)
     sampler = HamiltonianSampler(
         hamiltonian=EuclideanHamiltonian(target, fixed_metric),
         integrator=make_integrator(integrator),

@@ -73,6 +73,8 @@ def test_integrator_that_ignores_a_non_canonical_structure_is_refused():
         ({"metric": "diag"}, r"metric must be 'identity', 'diagonal' or 'dense' .*got 'diag'"),
         ({"adapt_step_size": "no"}, r"adapt_step_size must be True, False or None, got 'no'"),
         ({"n_steps": 10**9}, r"n_steps must be an integer in \[1, 1000000\]"),
+        ({"metric": "diagonal", "adapt_windows": (75, 25)}, r"adapt_windows must be three"),
+        ({"metric": "diagonal", "adapt_windows": (75, 0, 50)}, r"adapt_windows must be \(>= 0"),
     ],
 )
 def test_bad_options_name_the_parameter_and_range(options, message):
