@@ -407,7 +407,7 @@ class NoUTurn(TrajectoryPolicy):
         ``"stan"`` (default): the criterion above with Stan's extra checks between the two
         halves of every merge. ``"numpyro"``: NumPyro's and BlackJAX's form, a single check
         per merge with the momentum sum corrected by half of each end's momentum,
-        :math:`\rho - (p_- + p_+)/2` (Betancourt 2017, §A.4.2), for comparing with those
+        :math:`\\rho - (p_- + p_+)/2` (Betancourt 2017, §A.4.2), for comparing with those
         libraries tree for tree.
 
     Notes
