@@ -298,15 +298,9 @@ def no_u_turn_transition_kernel(
             w[tree + _SC, 2] = w[new + _SC, 2]
         w[tree + _SC, 0] = np.logaddexp(lw_tree, lw_new)
         turned = not _merge_ok(w, tree, new, forward, d, trapezoid)
-        # The tree's summary becomes the merged one (rho and outer ends).
-        for i in range(d):
-            w[tree + _RHO, i] += w[new + _RHO, i]
-        if forward:
-            _copy_rows(w, tree, new, _PR, 1, d)
-            _copy_rows(w, tree, new, _SR, 1, d)
-        else:
-            _copy_rows(w, tree, new, _PL, 1, d)
-            _copy_rows(w, tree, new, _SL, 1, d)
+        # The tree's summary becomes the merged one (rho and outer ends): the tree absorbs
+        # the new subtree, which lies on the tree's forward side when `forward`.
+        _absorb(w, new, tree, not forward, d)
         if turned:
             break
     moved = False
