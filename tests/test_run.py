@@ -471,7 +471,7 @@ def _interrupted(monkeypatch, after_records: int, run):
 
 def _fixed_chunks(chunker_class):
     """Chunks of 7 iterations whatever the clock says, so interruption points repeat."""
-    return lambda: chunker_class(first=7, largest=7)
+    return lambda **_: chunker_class(first=7, largest=7)
 
 
 @pytest.mark.parametrize("compiled", [False, True], ids=["numpy", "compiled"])
