@@ -301,6 +301,46 @@ def _compile_table(rows: list[dict]) -> list[str]:
     return _table(header, body)
 
 
+#: Targets of the NUTS speed goal (issue 9): ESS/s at least twice NumPyro's sequential NUTS.
+NUTS_SPEED_TARGETS = ("banana", "gaussian-d100", "blr-pima", "blr-german")
+
+
+def nuts_goals(records: list[dict]) -> list[list]:
+    """The NUTS goals against NumPyro's NUTS, side by side in this run: ESS per gradient
+    within +-20 % (the same algorithm; the trees agree at a fixed step size and metric, so a
+    gap is the warm-up's), and min-bulk ESS/s at least 2x NumPyro's sequential variant."""
+    ok = [r for r in records if "error" not in r and r.get("sampler") == "nuts"]
+
+    def pick(target, library, variant):
+        return next(
+            (r for r in ok if r["target"] == target and r["library"] == library
+             and r["variant"].startswith(variant) and not r.get("cpus")),
+            None,
+        )  # fmt: skip
+
+    targets = list(dict.fromkeys(r["target"] for r in ok))
+    pairs = [(t, pick(t, "hamiltonia", "diag"), pick(t, "numpyro", "sequential")) for t in targets]
+    pairs = [(t, h, n) for t, h, n in pairs if h is not None and n is not None]
+    if not pairs:
+        return [["(5) NUTS against NumPyro's NUTS", None, "NumPyro's NUTS did not run"]]
+    out = []
+    ratios = {t: h["ess_per_grad"] / n["ess_per_grad"] for t, h, n in pairs}
+    out.append(
+        ["(5) NUTS ESS/grad within +-20 % of NumPyro's (sequential)",
+         all(0.8 <= v <= 1.2 for v in ratios.values()),
+         "; ".join(f"{t} {v:.2f}x" for t, v in ratios.items())]
+    )  # fmt: skip
+    speed = {t: h["ess_per_s"] / n["ess_per_s"] for t, h, n in pairs if t in NUTS_SPEED_TARGETS}
+    if speed:
+        missing = [t for t in NUTS_SPEED_TARGETS if t not in speed]
+        numbers = "; ".join(f"{t} {v:.2f}x" for t, v in speed.items())
+        if missing:
+            numbers += f" (not measured: {', '.join(missing)})"
+        out.append(["(6) NUTS min-bulk ESS/s >= 2 x NumPyro's sequential NUTS",
+                    not missing and all(v >= 2 for v in speed.values()), numbers])  # fmt: skip
+    return out
+
+
 def goals(report: dict) -> list[list]:
     """The issue's four performance goals, evaluated on this run: (goal, met, numbers)."""
     out = []
@@ -332,6 +372,7 @@ def goals(report: dict) -> list[list]:
                     numbers])  # fmt: skip
     else:
         out.append(["(2) ESS/s >= best peer", None, "no peer ran"])
+    out.extend(nuts_goals(report.get("records", [])))
     chains = report.get("chains", [])
     for path in ("compiled", "numpy"):
         rows = {r["chains"]: r for r in chains if r["path"] == path}

@@ -171,3 +171,25 @@ def test_baseline_refuses_a_folder_without_the_package(tmp_path, capsys):
     assert core.main(["--baseline", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "baseline must be a checkout holding hamiltonia/__init__.py" in err
+
+
+def test_nuts_goals_compare_with_numpyro_side_by_side():
+    from hamiltonia.bench.core import nuts_goals
+
+    def rec(target, library, variant, per_grad, per_s):
+        return {"target": target, "sampler": "nuts", "library": library, "variant": variant,
+                "ess_per_grad": per_grad, "ess_per_s": per_s}  # fmt: skip
+
+    records = [
+        rec("banana", "hamiltonia", "diagonal, compiled", 0.011, 300.0),
+        rec("banana", "numpyro", "sequential", 0.010, 100.0),
+        rec("blr-pima", "hamiltonia", "diagonal, compiled", 0.10, 150.0),
+        rec("blr-pima", "numpyro", "sequential", 0.12, 100.0),
+    ]
+    per_grad, speed = nuts_goals(records)
+    assert per_grad[1] is True and "banana 1.10x; blr-pima 0.83x" in per_grad[2]
+    assert speed[1] is False and "blr-pima 1.50x" in speed[2]
+    assert "not measured: gaussian-d100, blr-german" in speed[2]
+    records[3]["ess_per_grad"] = 0.2
+    assert nuts_goals(records)[0][1] is False
+    assert nuts_goals([])[0][1] is None
