@@ -46,8 +46,9 @@ Signatures (one chain; ``q``, ``p``, ``grad``, ``v`` of shape ``(dim,)``):
 ``transition(rng, q, p, grad, lp, eps, aux, scratch, stats, PF, PI, logp, fdata, idata)``
     One transition from the refreshed state, in place; returns the new log density and
     writes the part's statistics into ``stats``. ``scratch`` has
-    :data:`~hamiltonia.compiled.chain.SCRATCH_ROWS` rows of at least ``dim`` entries, each
-    starting on a 64-byte line: use ``scratch[k, :dim]``. [trajectory policy]
+    :data:`~hamiltonia.compiled.chain.SCRATCH_ROWS` rows (or the part's
+    ``PartKernels.scratch_rows``) of at least ``dim`` and at least 8 entries, each starting on
+    a 64-byte line: use ``scratch[k, :dim]``. [trajectory policy]
 ``tune(eps, state, stats, PF, PI)``
     One warm-up update of the step size ``eps`` (shape ``(1,)``) from this iteration's
     statistics. [step-size tuner]
