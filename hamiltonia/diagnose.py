@@ -101,15 +101,15 @@ def e_bfmi(energy: np.ndarray) -> np.ndarray:
         raise ValueError(f"energy must have shape (chains, draws), got {e.shape}")
     if e.shape[1] < 2:
         return np.full(e.shape[0], np.nan)
+    from arviz_stats.base import array_stats
+
     centred = e - e.mean(axis=1, keepdims=True)
-    # Scaled per chain first: energies of a log density near the float limit must not
-    # overflow when squared (the ratio does not change).
+    # ArviZ's estimate of energies scaled per chain first: those of a log density near the
+    # float limit must not overflow when squared (the ratio does not change).
     scale = np.max(np.abs(centred), axis=1, keepdims=True)
     with np.errstate(invalid="ignore", divide="ignore"):
-        centred = centred / np.where(scale > 0, scale, 1.0)
-        num = np.sum(np.diff(centred, axis=1) ** 2, axis=1)
-        den = np.sum(centred**2, axis=1)
-        return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
+        bfmi = np.asarray(array_stats.bfmi(centred / np.where(scale > 0, scale, 1.0)))
+    return np.where(scale[:, 0] > 0, bfmi, np.nan)
 
 
 def _list(names) -> str:

@@ -159,24 +159,28 @@ def _merge_ok(w, old, new, forward, d, trapezoid):
     (``new`` later in time when ``forward``); with ``trapezoid``, NumPyro's single check."""
     left = old if forward else new
     right = new if forward else old
-    # A u B
-    dm = _dot(w[left + _SL], w[left + _RHO], d) + _dot(w[left + _SL], w[right + _RHO], d)
-    dp = _dot(w[right + _SR], w[left + _RHO], d) + _dot(w[right + _SR], w[right + _RHO], d)
+    # A u B (the dot products with A's and B's own sums serve the extended checks too)
+    sl_rho_l = _dot(w[left + _SL], w[left + _RHO], d)
+    sr_rho_r = _dot(w[right + _SR], w[right + _RHO], d)
+    dm = sl_rho_l + _dot(w[left + _SL], w[right + _RHO], d)
+    dp = _dot(w[right + _SR], w[left + _RHO], d) + sr_rho_r
     if trapezoid:
         dm -= 0.5 * (_dot(w[left + _SL], w[left + _PL], d) + _dot(w[left + _SL], w[right + _PR], d))
         dp -= 0.5 * (
             _dot(w[right + _SR], w[left + _PL], d) + _dot(w[right + _SR], w[right + _PR], d)
         )
         return continues(dm, dp)
-    ok = continues(dm, dp)
+    if not continues(dm, dp):
+        return False
     # A extended by the first state of B
-    dm = _dot(w[left + _SL], w[left + _RHO], d) + _dot(w[left + _SL], w[right + _PL], d)
+    dm = sl_rho_l + _dot(w[left + _SL], w[right + _PL], d)
     dp = _dot(w[right + _SL], w[left + _RHO], d) + _dot(w[right + _SL], w[right + _PL], d)
-    ok = ok and continues(dm, dp)
+    if not continues(dm, dp):
+        return False
     # B extended by the last state of A
     dm = _dot(w[left + _SR], w[right + _RHO], d) + _dot(w[left + _SR], w[left + _PR], d)
-    dp = _dot(w[right + _SR], w[right + _RHO], d) + _dot(w[right + _SR], w[left + _PR], d)
-    return ok and continues(dm, dp)
+    dp = sr_rho_r + _dot(w[right + _SR], w[left + _PR], d)
+    return continues(dm, dp)
 
 
 def _absorb(w, old, new, forward, d):

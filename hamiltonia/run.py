@@ -518,7 +518,6 @@ def _run(target, smp, plan, rngs, seq, requested, options, run_file, *, chains, 
 
     def persist() -> None:
         """Append the draws made since the last checkpoint to the unfinished run."""
-        q, stats, weights = rec.truncated()
         partial = build_result(complete=False)
         meta = {
             "names": list(partial.names),
@@ -528,7 +527,7 @@ def _run(target, smp, plan, rngs, seq, requested, options, run_file, *, chains, 
             "sampling_seconds": partial.sampling_seconds,
             "attrs": _json_safe(partial.attrs),
         }
-        run_file.append(q, stats, weights, meta)
+        run_file.append(partial.draws, partial.stats, partial.log_weights, meta)
         times["saved"] = time.perf_counter()
 
     def checkpoint(current):

@@ -12,26 +12,18 @@ from hamiltonia import run as run_module
 from hamiltonia.cli import main
 from hamiltonia.runfile import RunFileError, partial_dir
 
+from .interrupting import interrupted
+
 
 @pytest.fixture
 def unfinished(tmp_path, monkeypatch):
     """An unfinished run (Ctrl-C after two stored blocks) with a diagonal metric."""
-    original = run_module._Recorder.record
-    calls = {"n": 0}
-
-    def interrupt(self, *args, **kw):
-        original(self, *args, **kw)
-        calls["n"] += 1
-        if calls["n"] == 2:
-            raise KeyboardInterrupt
-
     path = tmp_path / "run.nc"
-    monkeypatch.setattr(run_module._Recorder, "record", interrupt)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", hm.InterruptedRunWarning)
-        hm.sample("banana", "hmc", chains=2, warmup=40, draws=200, seed=3, progress=False,
-                  compiled=False, metric="diagonal", output=path)  # fmt: skip
-    monkeypatch.setattr(run_module._Recorder, "record", original)
+        interrupted(monkeypatch, 2, lambda: hm.sample(
+            "banana", "hmc", chains=2, warmup=40, draws=200, seed=3, progress=False,
+            compiled=False, metric="diagonal", output=path))  # fmt: skip
     assert hm.load(path).attrs["complete"] is False
     return path
 

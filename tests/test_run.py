@@ -7,6 +7,8 @@ import hamiltonia as hm
 from hamiltonia.registry import UnknownNameError
 from hamiltonia.targets.banana import Banana
 
+from .interrupting import interrupted
+
 SHORT = {"warmup": 100, "draws": 50, "progress": False}
 
 
@@ -330,25 +332,14 @@ def test_resume_refuses_what_it_cannot_rebuild(tmp_path):
 
 
 def test_resume_continues_exactly_on_the_compiled_path(tmp_path, monkeypatch):
-    from hamiltonia import run as run_module
 
     kwargs = dict(chains=2, warmup=200, draws=3000, seed=6, progress=False, n_steps=5)
     full = hm.sample("banana", "hmc", **kwargs)
     assert full.attrs["compiled"]
-    original = run_module._Recorder.record
-    calls = {"n": 0}
-
-    def interrupt_after_two_blocks(self, *args, **kw):
-        original(self, *args, **kw)
-        calls["n"] += 1
-        if calls["n"] == 2:
-            raise KeyboardInterrupt
-
-    monkeypatch.setattr(run_module._Recorder, "record", interrupt_after_two_blocks)
     path = tmp_path / "run.nc"
     with pytest.warns(RuntimeWarning, match="interrupted"):
-        part = hm.sample("banana", "hmc", output=path, checkpoint_seconds=0.0, **kwargs)
-    monkeypatch.setattr(run_module._Recorder, "record", original)
+        part = interrupted(monkeypatch, 2, lambda: hm.sample(
+            "banana", "hmc", output=path, checkpoint_seconds=0.0, **kwargs))  # fmt: skip
     assert 0 < part.n_draws < 3000
     resumed = hm.resume(path, progress=False)
     np.testing.assert_array_equal(resumed.draws, full.draws)
@@ -448,27 +439,6 @@ def test_unvectorised_target_is_evaluated_row_by_row_with_a_warning():
     assert_moments_recovered(run, ExactMoments(np.zeros(2), np.ones(2)))
 
 
-def _interrupted(monkeypatch, after_records: int, run):
-    """Call ``run()`` with the recorder raising KeyboardInterrupt (as Ctrl-C would) after
-    ``after_records`` stored blocks, then restore the recorder; returns ``run()``'s result."""
-    from hamiltonia import run as run_module
-
-    original = run_module._Recorder.record
-    calls = {"n": 0}
-
-    def interrupt(self, *args, **kw):
-        original(self, *args, **kw)
-        calls["n"] += 1
-        if calls["n"] == after_records:
-            raise KeyboardInterrupt
-
-    monkeypatch.setattr(run_module._Recorder, "record", interrupt)
-    try:
-        return run()
-    finally:
-        monkeypatch.setattr(run_module._Recorder, "record", original)
-
-
 def _fixed_chunks(chunker_class):
     """Chunks of 7 iterations whatever the clock says, so interruption points repeat."""
     return lambda **_: chunker_class(first=7, largest=7)
@@ -490,7 +460,7 @@ def test_resume_is_bit_exact_with_momentum_kept(tmp_path, monkeypatch, compiled,
     full = hm.sample("banana", "hmc", **kwargs)
     path = tmp_path / "run.nc"
     with pytest.warns(RuntimeWarning, match="interrupted"):
-        part = _interrupted(
+        part = interrupted(
             monkeypatch,
             stop_after * (1 if compiled else 7),
             lambda: hm.sample("banana", "hmc", output=path, checkpoint_seconds=0.0, **kwargs),
