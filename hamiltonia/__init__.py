@@ -6,8 +6,14 @@
 """
 
 from hamiltonia import diagnostics, integrators, samplers, targets
-from hamiltonia.hamiltonians import EuclideanHamiltonian, Hamiltonian, ShadowHamiltonian
+from hamiltonia.hamiltonians import (
+    EuclideanHamiltonian,
+    Hamiltonian,
+    RandomMassHamiltonian,
+    ShadowHamiltonian,
+)
 from hamiltonia.integrators import Integrator, Leapfrog, Splitting, ThreeStage, TwoStage
+from hamiltonia.magnetic import MagneticStructure, random_field, research_field
 from hamiltonia.momentum import FullRefresh, MomentumRefresh, PartialRefresh
 from hamiltonia.poisson import CanonicalStructure, PoissonStructure
 from hamiltonia.reducers import VarianceReducer
@@ -38,12 +44,14 @@ __all__ = [
     "Integrator",
     "InterruptedRunWarning",
     "Leapfrog",
+    "MagneticStructure",
     "MetropolisTrajectory",
     "ModelError",
     "MomentumRefresh",
     "PartialRefresh",
     "PoissonStructure",
     "RandomLength",
+    "RandomMassHamiltonian",
     "RandomWalkMetropolis",
     "Result",
     "RunFileError",
@@ -61,6 +69,8 @@ __all__ = [
     "diagnostics",
     "integrators",
     "load",
+    "random_field",
+    "research_field",
     "resume",
     "sample",
     "samplers",

@@ -411,8 +411,21 @@ class NoUTurn(TrajectoryPolicy):
     Notes
     -----
     Needs a full momentum refreshment each iteration (the trajectory's states are weighed
-    against the refreshed start) and a reversible integrator (the tree is integrated
-    backward with :math:`-\\varepsilon`).
+    against the refreshed start) and an integrator whose step with :math:`-\\varepsilon` is
+    the inverse of its step with :math:`\\varepsilon` (the tree is integrated backward so).
+
+    Over a non-canonical flow. The tree's invariance argument (Hoffman and Gelman 2014,
+    §3.1; Betancourt 2017, App. A) uses only that the steps are volume preserving, that the
+    backward step is the inverse of the forward one, so that building from any state of
+    the final orbit in random directions gives the same orbit with the same probability,
+    and that the criterion and the weights depend on the orbit's states alone; it never
+    uses the momentum flip :math:`p \\to -p`. The magnetic leapfrog with a fixed field
+    (:class:`~hamiltonia.magnetic.MagneticStructure`) is a symmetric composition of exact
+    flows, so its step with :math:`-\\varepsilon` is its inverse and it preserves volume:
+    no-U-turn sampling over it (the research's "adaptive MHMC") leaves
+    :math:`\\pi(q)\\,\\mathcal N(p; 0, M)` invariant with the field's sign left as it is
+    (a tree has no rejection to flip it on), and the sampler composes it. Likewise a
+    random mass is drawn once per tree.
     """
 
     numeric_methods = ("transition",)

@@ -17,9 +17,10 @@ gives Hamilton's equations :math:`\\dot q = \\partial H/\\partial p`,
 :math:`J_G = \\begin{pmatrix} 0 & I \\\\ -I & G \\end{pmatrix}` (Tripuraneni et al. 2017,
 spec/seed002_ch1-3.md §2.4) bend trajectories while keeping volume and energy.
 
-An :class:`~hamiltonia.integrators.Integrator` declares the structure it integrates; samplers
-that flip a structure as an auxiliary variable (magnetic HMC flips :math:`G \\to -G`) call
-:meth:`PoissonStructure.flipped`.
+An :class:`~hamiltonia.integrators.Integrator` declares the structure it integrates. A
+structure with an auxiliary variable (the sign of the magnetic field,
+:class:`~hamiltonia.magnetic.MagneticStructure`) reverses it in :meth:`PoissonStructure.reverse`,
+which a rejected proposal calls together with the momentum negation.
 """
 
 from __future__ import annotations
@@ -61,16 +62,21 @@ class PoissonStructure:
     * ``matrix(dim)`` returns the antisymmetric ``(2 dim, 2 dim)`` matrix :math:`J`.
     * ``vector_field(dH_dq, dH_dp)`` returns :math:`(\\dot q, \\dot p) = J \\nabla H`, batched
       over leading axes.
-    * ``flipped()`` returns the structure a reversible sampler uses after negating its
-      auxiliary variables (the structure itself when there are none).
+    * ``reverse(state)`` returns the state with the structure's auxiliary variables
+      negated: with the momentum negated too, the time reversal of the flow
+      (:math:`(q, p, s) \\to (q, -p, -s)` for a magnetic field's sign :math:`s`). A
+      rejected proposal calls it. The state itself when there are none.
     * ``kick(hamiltonian, q, p, grad, h, aux)`` and ``drift(hamiltonian, q, p, h, aux)``
       return ``(q, p)`` after the flows of the potential and of the kinetic energy for a
       time ``h`` (shape ``(chains, 1)``): the pieces a splitting integrator composes.
-      ``compiled(dim)`` hands out their kernels (roles ``kick`` and ``drift``).
+    * ``check(hamiltonian)`` raises ``ValueError`` for a Hamiltonian the structure cannot
+      integrate.
+    * ``compiled(dim, hamiltonian)`` hands out the kernels (roles ``kick``, ``drift`` and
+      optionally ``prepare`` and ``reverse_structure``) for the sampler's Hamiltonian.
     """
 
     is_canonical: bool = False
-    numeric_methods = ("kick", "drift", "vector_field")
+    numeric_methods = ("kick", "drift", "vector_field", "reverse")
 
     def kick(self, hamiltonian, q, p, grad, h, aux=None):
         raise NotImplementedError
@@ -78,8 +84,14 @@ class PoissonStructure:
     def drift(self, hamiltonian, q, p, h, aux=None):
         raise NotImplementedError
 
-    def compiled(self, dim: int):
+    def compiled(self, dim: int, hamiltonian=None):
         return None
+
+    def check(self, hamiltonian) -> None:
+        """Nothing to refuse by default."""
+
+    def reverse(self, state):
+        return state
 
     def matrix(self, dim: int) -> np.ndarray:
         raise NotImplementedError
@@ -88,9 +100,6 @@ class PoissonStructure:
         dim = dH_dq.shape[-1]
         flow = np.concatenate([dH_dq, dH_dp], axis=-1) @ self.matrix(dim).T
         return flow[..., :dim], flow[..., dim:]
-
-    def flipped(self) -> PoissonStructure:
-        return self
 
 
 class CanonicalStructure(PoissonStructure):
@@ -112,7 +121,7 @@ class CanonicalStructure(PoissonStructure):
     def drift(self, hamiltonian, q, p, h, aux=None):
         return q + h * hamiltonian.velocity(p, aux), p
 
-    def compiled(self, dim):
+    def compiled(self, dim, hamiltonian=None):
         return PartKernels({"kick": canonical_kick_kernel, "drift": canonical_drift_kernel})
 
     def __repr__(self):

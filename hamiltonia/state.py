@@ -87,12 +87,18 @@ class PhaseState:
             m = xp.reshape(mask, mask.shape + (1,) * (a.ndim - 1))
             return xp.where(m, a, b)
 
+        def pick_aux(name):
+            # A variable one side has not set yet is zero there (the parts' convention).
+            a, b = self.aux.get(name), other.aux.get(name)
+            a = xp.zeros_like(b) if a is None else a
+            return pick(a, xp.zeros_like(a) if b is None else b)
+
         return PhaseState(
             pick(self.q, other.q),
             pick(self.p, other.p),
             pick(self.log_prob, other.log_prob),
             pick(self.grad, other.grad),
-            {k: pick(v, other.aux[k]) for k, v in self.aux.items()},
+            {k: pick_aux(k) for k in {**self.aux, **other.aux}},
         )
 
     def take(self, rows) -> PhaseState:

@@ -19,7 +19,7 @@ import numpy as np
 from hamiltonia import backend
 from hamiltonia._validation import as_float, check_int
 from hamiltonia.compiled.parts import PartKernels
-from hamiltonia.compiled.roles import REFRESH, TRAJECTORY, energy, integrate
+from hamiltonia.compiled.roles import REFRESH, TRAJECTORY, energy, integrate, reverse_structure
 from hamiltonia.state import PhaseState
 
 __all__ = [
@@ -89,6 +89,7 @@ def metropolis_select(
     rngs: Sequence[np.random.Generator],
     *,
     flip_on_reject: bool = False,
+    reverse=None,
 ):
     """Metropolis test between ``current`` and ``proposal`` with energies ``h0``, ``h1``.
 
@@ -98,7 +99,10 @@ def metropolis_select(
 
     The proposal's momentum is not negated: negation followed by the next refreshment's
     negation cancel, so accepting keeps :math:`p'` and rejecting keeps :math:`p` (or
-    :math:`-p` when ``flip_on_reject``, as partial refreshment requires).
+    :math:`-p` when ``flip_on_reject``, as partial refreshment requires). ``reverse``
+    (the structure's :meth:`~hamiltonia.poisson.PoissonStructure.reverse`) is applied to a
+    rejected chain: the proposal map with its time reversal is an involution only with the
+    structure's auxiliary variables negated too (the magnetic field's sign, Algorithm 3).
 
     Returns
     -------
@@ -113,6 +117,8 @@ def metropolis_select(
     u = np.array([rng.random() for rng in rngs])
     accepted = ok & (u < accept_prob)
     stay = current.with_momentum(-current.p) if flip_on_reject else current
+    if reverse is not None:
+        stay = reverse(stay)
     return proposal.select(backend.asmask(accepted), stay), accepted, accept_prob, diverging
 
 
@@ -133,7 +139,8 @@ def metropolis_transition_kernel(
     """Kernel of :meth:`MetropolisTrajectory.transition` for one chain (role
     ``transition``). ``PF[TRAJECTORY]`` = (step-size jitter,); ``PI[TRAJECTORY][2:]`` =
     (fewest steps, most steps); ``PI[REFRESH][2]`` says whether a rejection negates the
-    momentum (the refresh's ``flip_on_reject``)."""
+    momentum (the refresh's ``flip_on_reject``). A rejection also reverses the structure's
+    auxiliary variables (role ``reverse_structure``; nothing for the canonical one)."""
     column = PI[TRAJECTORY][0]
     lo = PI[TRAJECTORY][2]
     hi = PI[TRAJECTORY][3]
@@ -173,9 +180,11 @@ def metropolis_transition_kernel(
             p[i] = p1[i]
             grad[i] = g1[i]
         lp = lp1
-    elif flip:
-        for i in range(d):
-            p[i] = -p[i]
+    else:
+        if flip:
+            for i in range(d):
+                p[i] = -p[i]
+        reverse_structure(aux, PF, PI)
     stats[column] = 1.0 if accepted else 0.0
     stats[column + 1] = prob
     stats[column + 2] = 1.0 if diverging else 0.0
@@ -246,7 +255,13 @@ class MetropolisTrajectory(TrajectoryPolicy):
             h0 = ham.energy(state, eps)
             h1 = ham.energy(proposal, eps)
         nxt, accepted, prob, diverging = metropolis_select(
-            state, proposal, h0, h1, rngs, flip_on_reject=sampler.refresh.flip_on_reject
+            state,
+            proposal,
+            h0,
+            h1,
+            rngs,
+            flip_on_reject=sampler.refresh.flip_on_reject,
+            reverse=sampler.integrator.structure.reverse,
         )
         host = backend.to_numpy
         info = {

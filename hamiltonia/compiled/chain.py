@@ -14,9 +14,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from hamiltonia.compiled.roles import refresh, transition, tune
+from hamiltonia.compiled.roles import prepare, refresh, transition, tune, update_auxiliary
 
-__all__ = ["CHAIN_STATS", "N_CHAIN_STATS", "SCRATCH_ROWS", "no_tuning_kernel", "run_chain"]
+__all__ = [
+    "CHAIN_STATS",
+    "N_CHAIN_STATS",
+    "SCRATCH_ROWS",
+    "no_op_kernels",
+    "no_tuning_kernel",
+    "run_chain",
+]
 
 #: The chain kernel's own statistics, first in every row.
 CHAIN_STATS = (("lp", "float64"), ("step_size", "float64"))
@@ -30,12 +37,36 @@ def no_tuning_kernel(eps, state, stats, PF, PI):
     """The ``tune`` role of a sampler with no step-size tuner: nothing to do."""
 
 
+def no_auxiliary_update_kernel(rng, q, p, aux, PF, PI):
+    """The ``update_auxiliary`` role of a Hamiltonian with no auxiliary variables."""
+
+
+def no_prepare_kernel(q, aux, PF, PI):
+    """The ``prepare`` role of a structure that derives nothing from the chain's state."""
+
+
+def no_reverse_kernel(aux, PF, PI):
+    """The ``reverse_structure`` role of a structure with no auxiliary variables."""
+
+
+def no_op_kernels() -> dict:
+    """The kernels of the roles a composition may leave unfilled (each does nothing)."""
+    return {
+        "tune": no_tuning_kernel,
+        "update_auxiliary": no_auxiliary_update_kernel,
+        "prepare": no_prepare_kernel,
+        "reverse_structure": no_reverse_kernel,
+    }
+
+
 def run_chain(
     q, p, grad, lp, eps, aux, rng, n_iter, adapt, tune_state, PF, PI, logp, fdata, idata,
     out_q, out_stats, n_scratch,
 ):  # fmt: skip
-    """Run ``n_iter`` iterations of one chain in place: ``q``, ``p``, ``grad`` (dim,),
-    ``lp`` and ``eps`` (1,) and ``aux`` hold the chain's state and are updated; draw ``i``
+    """Run ``n_iter`` iterations of one chain in place (each: the Hamiltonian's auxiliary
+    update, the structure's preparation, the refresh, the transition, the tuner): ``q``,
+    ``p``, ``grad`` (dim,), ``lp`` and ``eps`` (1,) and ``aux`` hold the chain's state and
+    are updated; draw ``i``
     goes to ``out_q[i]`` and its statistics to ``out_stats[i]``; the transition gets
     ``n_scratch`` rows of scratch space (the most any part declared)."""
     d = q.shape[0]
@@ -45,6 +76,8 @@ def run_chain(
     scratch = np.empty((n_scratch, (d + 7) // 8 * 8))
     for it in range(n_iter):
         row = out_stats[it]
+        update_auxiliary(rng, q, p, aux, PF, PI)
+        prepare(q, aux, PF, PI)
         refresh(rng, q, p, grad, lp[0], eps[0], aux, PF, PI)
         lp[0] = transition(
             rng, q, p, grad, lp[0], eps[0], aux, scratch, row, PF, PI, logp, fdata, idata

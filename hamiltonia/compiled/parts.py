@@ -41,6 +41,11 @@ class PartKernels:
     aux : tuple of (name, size)
         Per-chain auxiliary variables (``state.aux[name]``, ``size`` values a chain) the
         kernels use, laid out in ``aux`` from ``PI[slot][1]``.
+    workspace : tuple of (name, size)
+        Per-chain working storage the kernels keep between calls within one compiled run
+        (a normal form derived from an auxiliary variable), laid out in ``aux`` right after
+        the part's auxiliary variables. It starts at zero in every run and is neither
+        returned to the chain state nor saved: kernels recompute it before reading it.
     scratch_rows : int
         Rows of the ``scratch`` array the part's ``transition`` kernel needs (at least
         :data:`~hamiltonia.compiled.chain.SCRATCH_ROWS` are always there).
@@ -52,6 +57,7 @@ class PartKernels:
     stats: tuple[tuple[str, str], ...] = ()
     reads: tuple[str, ...] = ()
     aux: tuple[tuple[str, int], ...] = ()
+    workspace: tuple[tuple[str, int], ...] = ()
     scratch_rows: int = 0
 
     def __post_init__(self):
@@ -72,9 +78,10 @@ def overrides_without_kernel(part, numeric: tuple[str, ...]) -> str | None:
     return None
 
 
-def compiled_counterpart(part, dim: int, kind: str) -> PartKernels:
-    """``part.compiled(dim)``, or :class:`~hamiltonia.compiled.NotCompilable` naming the part
-    (``kind`` says which part of the sampler it is)."""
+def compiled_counterpart(part, dim: int, kind: str, **context) -> PartKernels:
+    """``part.compiled(dim, **context)``, or :class:`~hamiltonia.compiled.NotCompilable`
+    naming the part (``kind`` says which part of the sampler it is; ``context`` is what the
+    sampler passes to it, such as the Hamiltonian a structure depends on)."""
     from hamiltonia.compiled.plan import NotCompilable
 
     name = type(part).__name__
@@ -89,7 +96,7 @@ def compiled_counterpart(part, dim: int, kind: str) -> PartKernels:
             f"{kind} {name} has no compiled counterpart ({overridden} overrides the "
             "maths of the compiled parent; define compiled() too)"
         )
-    kernels = method(dim)
+    kernels = method(dim, **context)
     if kernels is None:
         raise NotCompilable(f"{kind} {name} has no compiled counterpart")
     return kernels

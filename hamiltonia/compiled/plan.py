@@ -41,9 +41,14 @@ class Layout:
 
 
 def _layout(sampler, parts, kernels: dict) -> Layout:
-    from hamiltonia.compiled.chain import CHAIN_STATS, SCRATCH_ROWS, no_tuning_kernel, run_chain
+    from hamiltonia.compiled.chain import (
+        CHAIN_STATS,
+        SCRATCH_ROWS,
+        no_op_kernels,
+        run_chain,
+    )
 
-    functions = {"tune": no_tuning_kernel}
+    functions = dict(no_op_kernels())
     owner = {}
     stats = list(CHAIN_STATS)
     aux, n_aux = [], 0
@@ -58,6 +63,9 @@ def _layout(sampler, parts, kernels: dict) -> Layout:
         for name, size in k.aux:
             aux.append((name, n_aux, int(size)))
             n_aux += int(size)
+        # The workspace follows the part's variables in ``aux`` but is not laid out as
+        # state: nothing reads it from, or writes it to, the chains' auxiliary variables.
+        n_aux += sum(int(size) for _, size in k.workspace)
         for role, fn in k.functions.items():
             if ROLE_SLOTS.get(role) != slot:
                 raise NotCompilable(
@@ -99,9 +107,9 @@ def _counterparts(sampler) -> tuple[dict, dict]:
         raise NotCompilable(f"sampler {type(sampler).__name__} has no compiled counterpart")
     dim = sampler.target.dim
     parts, kernels = {}, {}
-    for slot, (part, kind) in listed.items():
+    for slot, (part, kind, *context) in listed.items():
         parts[slot] = (part, kind)
-        kernels[slot] = compiled_counterpart(part, dim, kind)
+        kernels[slot] = compiled_counterpart(part, dim, kind, **(context[0] if context else {}))
     step_tuners = []
     for tuner in sampler.tuners:
         k = compiled_counterpart(tuner, dim, "tuner")

@@ -12,7 +12,8 @@ Every kernel receives the parameters of all parts as two tuples ``PF`` (float64 
 ``PI`` (int64 arrays), indexed by the *slot* of the part that owns them (:data:`HAMILTONIAN`,
 :data:`STRUCTURE`, ...). ``PI[slot][0]`` is the offset of the part's columns in the
 per-iteration statistics row and ``PI[slot][1]`` the offset of its variables in the chain's
-auxiliary vector ``aux``; the part's own integer parameters follow from ``PI[slot][2]`` on.
+auxiliary vector ``aux`` (its workspace follows them there); the part's own integer
+parameters follow from ``PI[slot][2]`` on.
 
 Signatures (one chain; ``q``, ``p``, ``grad``, ``v`` of shape ``(dim,)``):
 
@@ -41,6 +42,20 @@ Signatures (one chain; ``q``, ``p``, ``grad``, ``v`` of shape ``(dim,)``):
 ``integrate(q, p, grad, lp, eps, n_steps, v, aux, PF, PI, logp, fdata, idata)``
     ``n_steps`` steps in place; returns ``(lp, n_grad)``, ``lp`` nan when the trajectory
     stopped being finite. [integrator]
+``update_auxiliary(rng, q, p, aux, PF, PI)``
+    A Gibbs update of the Hamiltonian's own auxiliary variables that keeps the joint
+    distribution invariant, at the start of every iteration (a random mass is redrawn and
+    the momentum rescaled with it); a no-op by default. [Hamiltonian]
+``inverse_mass_diagonal(aux, PF, PI) -> array``
+    The chain's current diagonal inverse mass, for a Hamiltonian whose mass is a per-chain
+    variable (read by a structure that depends on the metric). [Hamiltonian]
+``prepare(q, aux, PF, PI)``
+    Recompute what the structure derives from the Hamiltonian's auxiliary variables, after
+    ``update_auxiliary`` (the magnetic normal form for a random mass); a no-op by default.
+    [Poisson structure]
+``reverse_structure(aux, PF, PI)``
+    Negate the structure's auxiliary variables (the sign of a magnetic field), as a rejected
+    proposal does together with the momentum; a no-op by default. [Poisson structure]
 ``refresh(rng, q, p, grad, lp, eps, aux, PF, PI)``
     The momentum refreshment between trajectories. [momentum refresh]
 ``transition(rng, q, p, grad, lp, eps, aux, scratch, stats, PF, PI, logp, fdata, idata)``
@@ -69,12 +84,16 @@ __all__ = [
     "drift",
     "energy",
     "integrate",
+    "inverse_mass_diagonal",
     "kick",
     "kinetic",
     "position_flow",
+    "prepare",
     "refresh",
+    "reverse_structure",
     "transition",
     "tune",
+    "update_auxiliary",
     "velocity",
 ]
 
@@ -89,8 +108,12 @@ ROLE_SLOTS = {
     "position_flow": HAMILTONIAN,
     "kinetic": HAMILTONIAN,
     "energy": HAMILTONIAN,
+    "update_auxiliary": HAMILTONIAN,
+    "inverse_mass_diagonal": HAMILTONIAN,
     "kick": STRUCTURE,
     "drift": STRUCTURE,
+    "prepare": STRUCTURE,
+    "reverse_structure": STRUCTURE,
     "integrate": INTEGRATOR,
     "refresh": REFRESH,
     "transition": TRAJECTORY,
@@ -121,6 +144,10 @@ kinetic = Role("kinetic")
 energy = Role("energy")
 kick = Role("kick")
 drift = Role("drift")
+update_auxiliary = Role("update_auxiliary")
+inverse_mass_diagonal = Role("inverse_mass_diagonal")
+prepare = Role("prepare")
+reverse_structure = Role("reverse_structure")
 integrate = Role("integrate")
 refresh = Role("refresh")
 transition = Role("transition")

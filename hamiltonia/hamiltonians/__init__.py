@@ -3,6 +3,7 @@
 from hamiltonia.hamiltonians.base import Hamiltonian
 from hamiltonia.hamiltonians.euclidean import EuclideanHamiltonian
 from hamiltonia.hamiltonians.metrics import DenseMetric, DiagonalMetric, IdentityMetric, Metric
+from hamiltonia.hamiltonians.random_mass import RandomMassHamiltonian
 from hamiltonia.hamiltonians.shadow import ShadowHamiltonian
 
 __all__ = [
@@ -12,5 +13,6 @@ __all__ = [
     "Hamiltonian",
     "IdentityMetric",
     "Metric",
+    "RandomMassHamiltonian",
     "ShadowHamiltonian",
 ]

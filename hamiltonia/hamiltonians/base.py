@@ -54,12 +54,18 @@ class Hamiltonian:
     * ``compiled(dim)`` returns the compiled counterpart
       (:class:`~hamiltonia.compiled.parts.PartKernels` for the roles ``velocity``,
       ``kinetic``, ``draw_momentum`` and ``energy``), or ``None``.
+    * ``update_auxiliary(state, rngs)`` is a Gibbs update of the Hamiltonian's own
+      auxiliary variables at the start of an iteration (a random mass is redrawn); the
+      state itself by default. ``per_chain_mass`` says whether the mass is such a variable,
+      and ``inverse_mass_diagonal(aux)`` then returns it, shape ``(chains, dim)`` (``None``
+      for a fixed metric).
     * ``evaluate(q)`` builds a :class:`~hamiltonia.state.PhaseState` at positions ``q`` (with
       zero momenta), evaluating the target once and turning failures into ``nan``.
     * ``n_grad_per_evaluation`` is the number of gradient evaluations ``evaluate`` costs.
     """
 
     n_grad_per_evaluation = 1
+    per_chain_mass = False
 
     def __init__(self, target):
         self.target = target
@@ -87,9 +93,25 @@ class Hamiltonian:
         """:math:`H(q, p)` per chain."""
         return self.potential(state) + self.kinetic(state.p, state.aux)
 
+    def update_auxiliary(self, state: PhaseState, rngs) -> PhaseState:
+        """No auxiliary variables to update: ``state`` itself."""
+        return state
+
+    def inverse_mass_diagonal(self, aux: dict | None):
+        """A fixed metric: ``None``."""
+        return None
+
     #: Methods whose maths the compiled counterpart repeats (see
     #: :func:`hamiltonia.compiled.parts.overrides_without_kernel`).
-    numeric_methods = ("kinetic", "velocity", "sample_momentum", "energy", "potential")
+    numeric_methods = (
+        "kinetic",
+        "velocity",
+        "sample_momentum",
+        "energy",
+        "potential",
+        "update_auxiliary",
+        "inverse_mass_diagonal",
+    )
 
     def compiled(self, dim: int):
         """The compiled counterpart, or ``None`` (the run then uses the NumPy path)."""

@@ -74,6 +74,17 @@ class ConditionalHamiltonian(Hamiltonian):
     def sample_momentum(self, rngs, aux=None):
         return self.base.sample_momentum(rngs, aux) * self._mask()
 
+    @property
+    def per_chain_mass(self):
+        return self.base.per_chain_mass
+
+    def update_auxiliary(self, state, rngs):
+        # A random mass of the base: its rescaling keeps the fixed block's zero momentum.
+        return self.base.update_auxiliary(state, rngs)
+
+    def inverse_mass_diagonal(self, aux):
+        return self.base.inverse_mass_diagonal(aux)
+
     def evaluate(self, q, p=None):
         state = self.base.evaluate(q, p)
         # The force on the fixed block is irrelevant; zero it so that it cannot move them.

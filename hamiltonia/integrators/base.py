@@ -39,8 +39,9 @@ class Integrator:
       :math:`\\varepsilon^{\\text{order}}`.
     * ``structure`` is the :class:`~hamiltonia.poisson.PoissonStructure` integrated; its
       ``kick`` and ``drift`` flows are what an integrator composes.
-    * Reversibility: integrating, negating :math:`p` (and flipping the structure), and
-      integrating again returns to the start. Volume preservation: the map's Jacobian has
+    * Reversibility: integrating, negating :math:`p` (and reversing the structure's
+      auxiliary variables, ``structure.reverse``), and integrating again returns to the
+      start. Volume preservation: the map's Jacobian has
       determinant one. ``tests/integrators`` checks both for every registered integrator.
     * ``compiled(dim)`` returns the compiled counterpart (the ``integrate`` role), or
       ``None``: the run then uses the NumPy path.
@@ -71,13 +72,6 @@ class Integrator:
 
     def step(self, hamiltonian, state: PhaseState, step_size: np.ndarray) -> PhaseState:
         raise NotImplementedError
-
-    def flipped(self) -> Integrator:
-        """The integrator of the time-reversed system: the same map for the canonical
-        structure, the flipped structure otherwise (magnetic HMC integrates back with
-        :math:`-G`). Reversibility means ``flipped().integrate`` from :math:`(q', -p')`
-        returns :math:`(q, -p)`."""
-        return self
 
     def integrate(self, hamiltonian, state: PhaseState, step_size: np.ndarray, n_steps):
         lengths = per_chain_lengths(n_steps, state.q.shape[0])

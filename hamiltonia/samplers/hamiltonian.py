@@ -20,8 +20,9 @@ __all__ = ["HamiltonianSampler"]
 class HamiltonianSampler(Sampler):
     """A Hamiltonian Monte Carlo sampler composed from its parts.
 
-    One iteration refreshes the momentum, lets the trajectory policy integrate (and accept or
-    select), and reports statistics:
+    One iteration updates the Hamiltonian's auxiliary variables (a random mass), refreshes
+    the momentum, lets the trajectory policy integrate (and accept or select), and reports
+    statistics:
 
     .. math::
 
@@ -87,6 +88,7 @@ class HamiltonianSampler(Sampler):
     def _check_composition(self) -> None:
         """Refuse compositions that would sample the wrong distribution, naming the parts."""
         ham, reducer = self.hamiltonian, self.reducer
+        self.integrator.structure.check(ham)
         if isinstance(ham, ShadowHamiltonian) and type(reducer).log_weights is (
             VarianceReducer.log_weights
         ):
@@ -127,7 +129,12 @@ class HamiltonianSampler(Sampler):
 
         return {
             roles.HAMILTONIAN: (self.hamiltonian, "hamiltonian"),
-            roles.STRUCTURE: (self.integrator.structure, "structure"),
+            # The structure's flow may depend on the kinetic energy (the magnetic one does).
+            roles.STRUCTURE: (
+                self.integrator.structure,
+                "structure",
+                {"hamiltonian": self.hamiltonian},
+            ),
             roles.INTEGRATOR: (self.integrator, "integrator"),
             roles.REFRESH: (self.refresh, "refresh"),
             roles.TRAJECTORY: (self.trajectory, "trajectory"),
@@ -138,7 +145,8 @@ class HamiltonianSampler(Sampler):
         return ChainState(phase, self._initial_step_sizes(positions.shape[0]))
 
     def step(self, chain, rngs):
-        state = self.refresh.refresh(self.hamiltonian, chain.phase, rngs, chain.step_size)
+        state = self.hamiltonian.update_auxiliary(chain.phase, rngs)
+        state = self.refresh.refresh(self.hamiltonian, state, rngs, chain.step_size)
         nxt, info = self.trajectory.transition(self, state, chain.step_size, rngs)
         chain.phase = nxt
         return chain, info

@@ -12,6 +12,7 @@ the adaptation.
 
 from __future__ import annotations
 
+import inspect
 import math
 
 import numpy as np
@@ -19,7 +20,15 @@ import numpy as np
 from hamiltonia._validation import check_flag, check_int
 from hamiltonia.hamiltonians.euclidean import EuclideanHamiltonian
 from hamiltonia.hamiltonians.metrics import DenseMetric, DiagonalMetric
-from hamiltonia.integrators import make_integrator
+from hamiltonia.hamiltonians.random_mass import RandomMassHamiltonian, check_mass_volatility
+from hamiltonia.integrators import Integrator, make_integrator
+from hamiltonia.magnetic import (
+    MagneticStructure,
+    check_field,
+    check_field_strength,
+    random_field,
+    research_field,
+)
 from hamiltonia.momentum import FullRefresh, PartialRefresh
 from hamiltonia.no_u_turn import DEFAULT_MAX_TREE_DEPTH, NoUTurn
 from hamiltonia.samplers.hamiltonian import HamiltonianSampler
@@ -27,7 +36,7 @@ from hamiltonia.samplers.random_walk import RandomWalkMetropolis
 from hamiltonia.trajectories import MetropolisTrajectory
 from hamiltonia.tuners import DualAveraging, WindowedMetric
 
-__all__ = ["hmc", "mala", "rwmh"]
+__all__ = ["hmc", "mala", "mhmc", "nuts", "phmc", "pmhmc", "qihmc", "qimhmc", "rwmh"]
 
 
 ADAPTED_METRICS = ("diagonal", "dense")
@@ -91,6 +100,51 @@ def _trajectory(n_steps, n_steps_jitter, step_size_jitter) -> MetropolisTrajecto
     return MetropolisTrajectory(shortest, longest, step_size_jitter=step_size_jitter)
 
 
+def _structure(target, field, g, field_seed):
+    """The Poisson structure of a ``field`` option: ``None`` (canonical), ``"research"``
+    (:func:`~hamiltonia.magnetic.research_field` with strength ``g``), ``"random"``
+    (:func:`~hamiltonia.magnetic.random_field` with entry scale ``g`` and ``field_seed``),
+    or an antisymmetric matrix. ``g=None`` takes the target's research value."""
+    if field is None:
+        if g is not None:
+            raise ValueError("g is the strength of a magnetic field: give field='research' too")
+        return None
+    if isinstance(field, str):
+        strength = target.research_field_strength if g is None else check_field_strength(g)
+        if field == "research":
+            return MagneticStructure(research_field(target.dim, strength))
+        if field == "random":
+            return MagneticStructure(random_field(target.dim, strength, field_seed))
+        raise ValueError(
+            f"field must be None, 'research', 'random' or an antisymmetric (dim, dim) matrix, "
+            f"got {field!r}"
+        )
+    if g is not None:
+        raise ValueError("g applies to field='research' or 'random', not to a given matrix")
+    return MagneticStructure(check_field(field, target.dim))
+
+
+def _integrator(integrator, structure):
+    if structure is None:
+        return make_integrator(integrator)
+    if isinstance(integrator, Integrator):
+        raise ValueError(
+            "give the magnetic field either through field= or inside the Integrator, not both"
+        )
+    return make_integrator(integrator, structure=structure)
+
+
+def _hamiltonian(target, metric, mass_volatility):
+    """Euclidean, or with ``mass_volatility`` > 0 a random mass (``None``: the target's
+    research value)."""
+    if mass_volatility is None:
+        mass_volatility = target.research_mass_volatility
+    beta = check_mass_volatility(mass_volatility)
+    if beta == 0:
+        return EuclideanHamiltonian(target, metric)
+    return RandomMassHamiltonian(target, beta, metric)
+
+
 def _step_size_tuners(step_size, adapt_step_size, target_accept):
     adapt_step_size = check_flag(adapt_step_size, "adapt_step_size", allow_none=True)
     adapt = step_size is None if adapt_step_size is None else adapt_step_size
@@ -104,7 +158,7 @@ def _step_size_tuners(step_size, adapt_step_size, target_accept):
 def hmc(
     target,
     *,
-    n_steps: int = 15,
+    n_steps: int | None = 15,
     step_size: float | None = None,
     target_accept: float = 0.8,
     adapt_step_size: bool | None = None,
@@ -114,6 +168,10 @@ def hmc(
     integrator="leapfrog",
     rho: float = 0.0,
     adapt_windows=(75, 25, 50),
+    field=None,
+    g: float | None = None,
+    field_seed: int = 0,
+    mass_volatility: float | None = 0.0,
 ) -> HamiltonianSampler:
     """Hamiltonian Monte Carlo with a static number of leapfrog steps.
 
@@ -124,9 +182,9 @@ def hmc(
     Parameters
     ----------
     target : Target
-    n_steps : int
+    n_steps : int or None
         Leapfrog steps per trajectory :math:`L` (default 15, the thesis's value for banana and
-        the Gaussians).
+        the Gaussians; ``None``: the target's research value, Table 3.8).
     step_size : float, optional
         Fixed (or initial, see module docs) step size :math:`\\varepsilon`.
     target_accept : float
@@ -159,11 +217,28 @@ def hmc(
         Partial momentum refreshment :math:`p' = \\rho p + \\sqrt{1-\\rho^2}\\, u`, the
         momentum kept between iterations and negated on rejection (default 0: a full
         refresh); see :class:`~hamiltonia.momentum.PartialRefresh`.
+    field : None, "research", "random" or array
+        A magnetic field :math:`G` (magnetic HMC, :mod:`hamiltonia.magnetic`): the
+        research's rank-two field, a random antisymmetric one, or a given antisymmetric
+        ``(dim, dim)`` matrix (default ``None``: the canonical dynamics).
+    g : float >= 0, optional
+        The research field's strength, or the random field's entry scale (default: the
+        target's research value, 0.2 for the logistic regressions and 0.1 otherwise).
+    field_seed : int
+        Seed of the random field (default 0).
+    mass_volatility : float >= 0 or None
+        The vol-of-vol :math:`\\beta` of a random diagonal mass redrawn every iteration,
+        :math:`\\log m_i \\sim \\mathcal N(0, \\beta^2)` (quantum-inspired HMC,
+        :class:`~hamiltonia.hamiltonians.RandomMassHamiltonian`; default 0: a fixed mass;
+        ``None``: the target's research value, 0.1 for banana and Australian credit, 0.3
+        otherwise).
     """
     fixed_metric, metric_tuners = _metric_and_tuner(metric, target.dim, adapt_windows)
+    if n_steps is None:
+        n_steps = target.research_n_steps
     sampler = HamiltonianSampler(
-        hamiltonian=EuclideanHamiltonian(target, fixed_metric),
-        integrator=make_integrator(integrator),
+        hamiltonian=_hamiltonian(target, fixed_metric, mass_volatility),
+        integrator=_integrator(integrator, _structure(target, field, g, field_seed)),
         trajectory=_trajectory(n_steps, n_steps_jitter, step_size_jitter),
         refresh=_refresh(rho),
         tuners=_step_size_tuners(step_size, adapt_step_size, target_accept) + metric_tuners,
@@ -184,6 +259,10 @@ def nuts(
     metric="diagonal",
     integrator="leapfrog",
     adapt_windows=(75, 25, 50),
+    field=None,
+    g: float | None = None,
+    field_seed: int = 0,
+    mass_volatility: float | None = 0.0,
 ) -> HamiltonianSampler:
     """The no-U-turn sampler (multinomial NUTS, generalised criterion), as in Stan and NumPyro.
 
@@ -207,6 +286,10 @@ def nuts(
         fixed inverse mass matrix, as in :func:`hmc`.
     adapt_windows : (int, int, int)
         Stan's warm-up windows, as in :func:`hmc`.
+    field, g, field_seed, mass_volatility
+        A magnetic field and a random mass, as in :func:`hmc`: the tree then follows the
+        magnetic flow of a fixed :math:`G` (valid: see :class:`~hamiltonia.no_u_turn.NoUTurn`),
+        or a mass drawn for each tree.
 
     References
     ----------
@@ -216,8 +299,8 @@ def nuts(
     """
     fixed_metric, metric_tuners = _metric_and_tuner(metric, target.dim, adapt_windows)
     sampler = HamiltonianSampler(
-        hamiltonian=EuclideanHamiltonian(target, fixed_metric),
-        integrator=make_integrator(integrator),
+        hamiltonian=_hamiltonian(target, fixed_metric, mass_volatility),
+        integrator=_integrator(integrator, _structure(target, field, g, field_seed)),
         trajectory=NoUTurn(max_tree_depth, criterion),
         tuners=_step_size_tuners(step_size, adapt_step_size, target_accept) + metric_tuners,
         step_size=step_size,
@@ -285,3 +368,83 @@ def rwmh(
         tuners=_step_size_tuners(step_size, adapt_step_size, target_accept),
     )
     return sampler
+
+
+def _preset(name: str, doc: str, **defaults):
+    """A recipe: :func:`hmc` with other defaults, and the same options (its signature
+    shows the defaults, so ``hamiltonia.samplers.options`` and the docs list them)."""
+
+    def recipe(target, **options):
+        sampler = hmc(target, **{**defaults, **options})
+        sampler.name = name
+        return sampler
+
+    signature = inspect.signature(hmc)
+    recipe.__signature__ = signature.replace(
+        parameters=[
+            p.replace(default=defaults[p.name]) if p.name in defaults else p
+            for p in signature.parameters.values()
+        ]
+    )
+    recipe.__name__ = recipe.__qualname__ = name
+    recipe.__doc__ = doc + _PRESET_FOOTER
+    return recipe
+
+
+_PRESET_FOOTER = """
+
+    Every option of :func:`hmc` is accepted, with the defaults in the signature: ``None``
+    for ``n_steps``, ``g`` and ``mass_volatility`` takes the target's research value
+    (:attr:`~hamiltonia.targets.Target.research_n_steps` and the like; Table 3.8 and the
+    chapters' settings). The step size is adapted by dual averaging towards acceptance 0.8
+    during warm-up, as the research tuned its step sizes, unless ``step_size`` fixes it.
+"""
+
+mhmc = _preset(
+    "mhmc",
+    """Magnetic HMC (Tripuraneni et al. 2017; spec/seed002_ch1-3.md §2.4, Algorithm 3).
+
+    The leapfrog over the magnetic structure with the research's field :math:`G_{1i} = g`,
+    :math:`G_{i1} = -g`; the field's sign is negated with the momentum on rejection
+    (:mod:`hamiltonia.magnetic`).""",
+    n_steps=None,
+    field="research",
+)
+
+phmc = _preset(
+    "phmc",
+    """HMC with partial momentum refreshment (Horowitz 1991; spec/seed002_ch4-10.md §3):
+    :math:`p' = \\rho p + \\sqrt{1 - \\rho^2}\\, u` with :math:`\\rho = 0.7`, the momentum
+    negated on rejection.""",
+    n_steps=None,
+    rho=0.7,
+)
+
+pmhmc = _preset(
+    "pmhmc",
+    """Magnetic HMC with partial momentum refreshment (Mongwe et al. 2021; spec/seed002_ch4-10.md
+    §3, Algorithm 10): :math:`\\rho = 0.7`; a rejection negates the momentum and the
+    field's sign together.""",
+    n_steps=None,
+    field="research",
+    rho=0.7,
+)
+
+qihmc = _preset(
+    "qihmc",
+    """Quantum-inspired HMC (Liu and Zhang 2019; spec/seed002_ch1-3.md §2.5, Algorithm 4): a
+    diagonal mass redrawn every iteration, :math:`\\log m_i \\sim \\mathcal N(0, \\beta^2)`
+    (:class:`~hamiltonia.hamiltonians.RandomMassHamiltonian`).""",
+    n_steps=None,
+    mass_volatility=None,
+)
+
+qimhmc = _preset(
+    "qimhmc",
+    """Quantum-inspired magnetic HMC (Mongwe, Mbuvha and Marwala 2021; spec/seed002_ch4-10.md
+    §2, Algorithm 9): magnetic HMC with a random diagonal mass; the magnetic flow is that of
+    the drawn mass (thesis eq. 4.1).""",
+    n_steps=None,
+    field="research",
+    mass_volatility=None,
+)

@@ -55,6 +55,7 @@ class Banana(Target):
         self._sum_y2 = float(np.sum(self.y**2))
 
     backends = BACKENDS
+    research_mass_volatility = 0.1
 
     def _residual_terms(self, x):
         w1, w2 = x[..., 0], x[..., 1]

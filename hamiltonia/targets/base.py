@@ -61,6 +61,17 @@ class Target:
     #: One line shown by ``hamiltonia list``.
     description: str = ""
 
+    #: The research's settings for this kind of target (spec/seed002_ch1-3.md §4.11 and
+    #: Table 3.8; seed002_ch4-10.md §2.2), used by the recipes of the magnetic and
+    #: quantum-inspired family when an option is left out: the magnetic field strength
+    #: :math:`g` (0.2 for the logistic regressions, 0.1 otherwise), the vol-of-vol
+    #: :math:`\beta` of a random mass (0.1 for banana and Australian credit, 0.3 otherwise)
+    #: and the trajectory length :math:`L` (15; 50 for the funnel and the logistic
+    #: regressions, 25 for the networks). A plugin target may set its own.
+    research_field_strength: float = 0.1
+    research_mass_volatility: float = 0.3
+    research_n_steps: int = 15
+
     #: Array backends the target computes with (see :mod:`hamiltonia.backend`). A target that
     #: takes its namespace from its input (``array_namespace(x)``) and keeps its data on that
     #: backend lists them all; the default is NumPy only.

@@ -162,6 +162,7 @@ class BayesianNeuralNetwork(RegressorTarget, Target):
     """
 
     description = "Bayesian neural network regression, d-5-1 tanh, N(0, 1) prior, sigma = 1/sqrt(2)"
+    research_n_steps = 25
 
     def __init__(
         self,

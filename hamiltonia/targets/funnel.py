@@ -50,6 +50,7 @@ class Funnel(Target):
         super().__init__(self.n_x + 1, ["v"] + [f"x{i + 1}" for i in range(self.n_x)])
 
     backends = BACKENDS
+    research_n_steps = 50
 
     def log_prob(self, x):
         xp = namespace_of(x)

@@ -1,15 +1,17 @@
 """Exact properties every integrator must have, checked once per property.
 
-To check a new integrator, add a case to ``INTEGRATORS``: a name and a factory. Each property
-test then runs on it.
+To check a new integrator, add a case to ``INTEGRATORS``: a name and a factory of the
+target's dimension. Each property test then runs on it, with every kind of kinetic energy
+in ``HAMILTONIANS``.
 """
 
 import numpy as np
 import pytest
 
 import hamiltonia as hm
-from hamiltonia.hamiltonians import EuclideanHamiltonian
-from hamiltonia.integrators import Integrator
+from hamiltonia.hamiltonians import EuclideanHamiltonian, RandomMassHamiltonian
+from hamiltonia.integrators import Integrator, Leapfrog, TwoStage
+from hamiltonia.magnetic import MagneticStructure
 from hamiltonia.state import PhaseState
 
 
@@ -22,46 +24,65 @@ class PlainLeapfrog(Integrator):
     def step(self, hamiltonian, state, step_size):
         eps = np.asarray(step_size)[:, None]
         p = state.p + 0.5 * eps * state.grad
-        q = state.q + eps * hamiltonian.velocity(p)
+        q = state.q + eps * hamiltonian.velocity(p, state.aux)
         new = hamiltonian.evaluate(q)
-        return PhaseState(q, p + 0.5 * eps * new.grad, new.log_prob, new.grad)
+        return PhaseState(q, p + 0.5 * eps * new.grad, new.log_prob, new.grad, dict(state.aux))
 
 
-#: Every registered integrator, plus a plain-Python one written as a user would.
+#: Every registered integrator, the magnetic ones, and a plain-Python one written as a
+#: user would; each built for a target of dimension ``dim``.
 INTEGRATORS = {
-    **{name: (lambda name=name: hm.integrators.make_integrator(name)) for name in
+    **{name: (lambda dim, name=name: hm.integrators.make_integrator(name)) for name in
        hm.integrators.names()},
-    "plain-python-leapfrog": PlainLeapfrog,
+    "plain-python-leapfrog": lambda dim: PlainLeapfrog(),
+    # The research's rank-two field (singular from dim 3 on) and a full-rank random one.
+    "magnetic-leapfrog-research": lambda dim: Leapfrog(
+        structure=MagneticStructure(hm.research_field(dim, 0.6))),
+    "magnetic-leapfrog-random": lambda dim: Leapfrog(
+        structure=MagneticStructure(hm.random_field(dim, 0.5, seed=1))),
+    "magnetic-two-stage-random": lambda dim: TwoStage(
+        structure=MagneticStructure(hm.random_field(dim, 0.5, seed=2))),
 }  # fmt: skip
 
-METRICS = {
-    "identity": lambda dim: None,
-    "diagonal": lambda dim: np.linspace(0.5, 2.0, dim),
-    "dense": lambda dim: np.eye(dim) + 0.3 * np.ones((dim, dim)) / dim,
+#: Kinetic energies: fixed metrics, and a random mass (drawn per chain before the run).
+HAMILTONIANS = {
+    "identity": lambda target: EuclideanHamiltonian(target),
+    "diagonal": lambda target: EuclideanHamiltonian(target, np.linspace(0.5, 2.0, target.dim)),
+    "dense": lambda target: EuclideanHamiltonian(
+        target, np.eye(target.dim) + 0.3 * np.ones((target.dim, target.dim)) / target.dim
+    ),
+    "random-mass": lambda target: RandomMassHamiltonian(target, 0.5),
 }
 
 
 @pytest.fixture(params=sorted(INTEGRATORS), ids=str)
-def integrator(request):
-    return INTEGRATORS[request.param]()
+def make(request):
+    return INTEGRATORS[request.param]
 
 
-@pytest.fixture(params=sorted(METRICS), ids=str)
-def metric(request):
-    return METRICS[request.param]
+@pytest.fixture(params=sorted(HAMILTONIANS), ids=str)
+def hamiltonian(request):
+    return HAMILTONIANS[request.param]
 
 
 def _start(ham, n_chains, seed):
     rng = np.random.default_rng(seed)
     q = rng.normal(size=(n_chains, ham.dim)) * 0.5
     p = rng.normal(size=(n_chains, ham.dim))
-    return ham.evaluate(q, p)
+    # A random mass is drawn per chain, and the field's sign set per chain.
+    state = ham.update_auxiliary(
+        ham.evaluate(q, p), [np.random.default_rng(seed + c) for c in range(n_chains)]
+    )
+    state.aux["field_reversed"] = (np.arange(n_chains) % 2).astype(float)[:, None]
+    return state  # fmt: skip
 
 
-def test_reversible(integrator, metric):
-    """Integrate, negate p, integrate with the flipped integrator: back to the start to 1e-10."""
+def test_reversible(make, hamiltonian):
+    """Integrate, negate p and the structure's auxiliary variables (the field's sign),
+    integrate again: back to the start to 1e-10."""
     target = hm.targets.get("banana")
-    ham = EuclideanHamiltonian(target, metric(target.dim))
+    ham = hamiltonian(target)
+    integrator = make(target.dim)
     start = _start(ham, 5, seed=0)
     eps = np.full(5, 0.02)
     end, n_grad = integrator.integrate(ham, start, eps, 20)
@@ -74,22 +95,27 @@ def test_reversible(integrator, metric):
         alone, _ = integrator.integrate(ham, start.take([c]), eps[[c]], int(n))
         np.testing.assert_allclose(each.q[c], alone.q[0], rtol=0, atol=1e-12)
         np.testing.assert_allclose(each.p[c], alone.p[0], rtol=0, atol=1e-12)
-    back, _ = integrator.flipped().integrate(ham, end.with_momentum(-end.p), eps, 20)
+    reversed_end = integrator.structure.reverse(end.with_momentum(-end.p))
+    back, _ = integrator.integrate(ham, reversed_end, eps, 20)
     np.testing.assert_allclose(back.q, start.q, rtol=0, atol=1e-10)
     np.testing.assert_allclose(-back.p, start.p, rtol=0, atol=1e-10)
     # The map moved: the check is not trivially satisfied.
     assert np.max(np.abs(end.q - start.q)) > 0.1
 
 
-def test_volume_preserving(integrator, metric):
+def test_volume_preserving(make, hamiltonian):
     """On a Gaussian target the map is linear; its Jacobian, from unit perturbations of every
     phase-space coordinate, has determinant one."""
     target = hm.targets.get("correlated-gaussian", dim=4, rho=0.7)
-    ham = EuclideanHamiltonian(target, metric(target.dim))
+    ham = hamiltonian(target)
+    integrator = make(target.dim)
     dim = target.dim
     z0 = np.concatenate([np.full(dim, 0.3), np.full(dim, -0.2)])
     basis = np.vstack([np.zeros(2 * dim), np.eye(2 * dim)]) + z0
     state = ham.evaluate(basis[:, :dim].copy(), basis[:, dim:].copy())
+    # One mass for every perturbed copy: the map is then one linear map.
+    mass = ham.update_auxiliary(state.take([0]), [np.random.default_rng(4)]).aux
+    state.aux.update({k: np.repeat(v, len(basis), axis=0) for k, v in mass.items()})
     end, _ = integrator.integrate(ham, state, np.full(len(basis), 0.15), 7)
     out = np.hstack([end.q, end.p])
     jac = (out[1:] - out[0]).T  # linear map: differences of images are exact columns
@@ -100,10 +126,11 @@ def test_volume_preserving(integrator, metric):
     assert np.max(np.abs(jac - np.eye(2 * dim))) > 0.1
 
 
-def test_energy_error_order(integrator):
+def test_energy_error_order(make, hamiltonian):
     """Over a fixed time, the energy error falls as step_size**order (log-log slope)."""
     target = hm.targets.get("banana")
-    ham = EuclideanHamiltonian(target)
+    ham = hamiltonian(target)
+    integrator = make(target.dim)
     start = _start(ham, 8, seed=3)
     h0 = ham.energy(start)
     total_time = 0.3
@@ -116,9 +143,10 @@ def test_energy_error_order(integrator):
     assert abs(slope - integrator.order) < 0.2, (slope, errors)
 
 
-def test_does_not_modify_input(integrator):
+def test_does_not_modify_input(make):
     target = hm.targets.get("gaussian", dim=3)
     ham = EuclideanHamiltonian(target)
+    integrator = make(target.dim)
     start = _start(ham, 2, seed=1)
     saved = start.copy()
     integrator.integrate(ham, start, np.full(2, 0.1), 3)

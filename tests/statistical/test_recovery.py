@@ -58,6 +58,34 @@ CASES = [
     ),
     ("hmc", "gaussian-d10", {}, {"rho": 0.9, "n_steps": 5, **J}, 1000, 5000, False),
     ("mala", "gaussian", {"dim": 5}, {"rho": 0.9, "integrator": "two-stage"}, 1000, 40000, True),
+    # The magnetic, partial-refresh and quantum-inspired recipes with the research's
+    # defaults (fixed L, so the Gaussians jitter the step size against resonance where the
+    # random mass does not break it already). Banana runs longer: a chain that reaches the
+    # curved tip with the adapted step size sticks there for a while, with every one of
+    # these samplers as with HMC, and the MCSE does not see it in short runs.
+    ("mhmc", "gaussian-d10", {}, J, 1000, 3000, False),
+    ("mhmc", "banana", {}, {}, 1000, 20000, True),
+    ("phmc", "gaussian-d10", {}, J, 1000, 4000, True),
+    ("phmc", "banana", {}, {}, 1000, 20000, True),
+    ("pmhmc", "gaussian-d10", {}, J, 1000, 4000, True),
+    ("pmhmc", "banana", {}, {}, 1000, 20000, True),
+    ("qihmc", "gaussian-d10", {}, {}, 1000, 6000, True),
+    ("qihmc", "banana", {}, {}, 1000, 20000, True),
+    ("qimhmc", "gaussian-d10", {}, {}, 1000, 4000, False),
+    ("qimhmc", "banana", {}, {}, 1000, 20000, True),
+    # A composition no paper ran: quantum-inspired PMHMC with a random field, one line.
+    (
+        "hmc",
+        "banana",
+        {},
+        {"field": "random", "rho": 0.7, "mass_volatility": 0.3},
+        1000,
+        20000,
+        True,
+    ),
+    # NUTS over the magnetic flow (valid: see NoUTurn).
+    ("nuts", "gaussian-d10", {}, {"field": "research", "g": 0.3}, 1000, 2000, True),
+    ("nuts", "banana", {}, {"field": "research"}, 1000, 10000, True),
     # NUTS with its defaults (diagonal metric adapted on Stan's windows).
     ("nuts", "gaussian-d10", {}, {}, 1000, 2000, False),
     ("nuts", "gaussian-d10", {}, {}, 1000, 2000, True),

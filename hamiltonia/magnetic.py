@@ -1,0 +1,496 @@
+"""The magnetic Poisson structure of magnetic HMC, and the fields it is used with.
+
+Magnetic HMC (Tripuraneni et al. 2017) integrates the non-canonical flow
+
+.. math::
+
+    \\dot q = M^{-1} p, \\qquad \\dot p = -\\nabla U(q) + s\\, G M^{-1} p,
+    \\qquad J_G = \\begin{pmatrix} 0 & I \\\\ -I & sG \\end{pmatrix},
+
+with a constant antisymmetric field :math:`G` and its sign :math:`s \\in \\{+1, -1\\}`, an
+auxiliary variable of the chain (the state variable ``field_reversed``,
+:math:`s = 1 - 2\\,\\text{field\\_reversed}`). The flow keeps :math:`H` and phase-space volume,
+and :math:`(q, p, s) \\mapsto (q, -p, -s)` reverses it, so a Metropolis step that negates
+:math:`p` and :math:`s` on rejection keeps :math:`e^{-H}` invariant (spec/seed002_ch1-3.md
+§2.4, Algorithm 3; seed000_004.md §3.3).
+
+A splitting integrator composes the exact flows of the potential (the canonical *kick*) and
+of the kinetic energy (the *drift*, here a rotation of the momentum):
+
+.. math::
+
+    p(h) = e^{h s G M^{-1}} p, \\qquad
+    q(h) = q + M^{-1} \\int_0^h e^{\\sigma s G M^{-1}}\\, d\\sigma\\; p
+         = q + M^{-1} h\\, \\varphi_1(h s G M^{-1})\\, p,
+
+with :math:`\\varphi_1(X) = \\sum_k X^k/(k+1)!`, exact for a singular :math:`G` (the research's
+field has rank two), where the printed :math:`G^{-1}(e^{\\varepsilon G} - I)` is undefined
+(spec/seed000_004.md §1.3 and the errata of seed002_ch1-3.md §2.4).
+
+How it is computed. With :math:`M^{-1} = L L^\\top` and whitened momentum :math:`r = L^\\top
+p`, the drift is the flow of the antisymmetric :math:`\\tilde G = L^\\top G L`. Its real
+normal form :math:`\\tilde G = Q\\, T\\, Q^\\top`, :math:`Q` of shape ``(dim, 2k)`` with
+orthonormal columns and :math:`T` made of :math:`k` blocks
+:math:`\\lambda_j \\bigl(\\begin{smallmatrix} 0 & -1 \\\\ 1 & 0\\end{smallmatrix}\\bigr)`
+(the null space of :math:`\\tilde G` does not rotate), turns the drift into
+
+.. math::
+
+    y = Q^\\top r, \\qquad
+    q \\leftarrow q + h M^{-1} p + L Q\\, (\\Phi_h - h)\\, y, \\qquad
+    p \\leftarrow p + L^{-\\top} Q\\, (R_h - I)\\, y,
+
+where :math:`R_h` and :math:`\\Phi_h` rotate and integrate each pair by the angle
+:math:`\\theta_j = s \\lambda_j h` (:func:`magnetic_pair_update`). The decomposition is computed
+once per metric (per chain and iteration for a random mass, from a factorisation of
+:math:`G` computed once); any step size, stage coefficient, jittered or adapted
+:math:`\\varepsilon` and either sign then costs :math:`k` sines and :math:`O(\\dim \\cdot k)`
+operations, :math:`O(\\dim)` for the research's field.
+
+References
+----------
+Tripuraneni, Rowland, Ghahramani and Turner (2017), *Magnetic Hamiltonian Monte Carlo*,
+ICML; Mongwe, Mbuvha and Marwala (2021), *Quantum-inspired magnetic Hamiltonian Monte
+Carlo*, PLoS One 16(10) (the general-mass integrator, thesis eq. 4.1); Brofos and Lederman
+(2020), *Non-canonical Hamiltonian Monte Carlo* (random antisymmetric fields).
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+import scipy.linalg
+
+from hamiltonia import backend
+from hamiltonia._validation import as_float, check_int
+from hamiltonia.compiled.parts import PartKernels
+from hamiltonia.compiled.roles import STRUCTURE, inverse_mass_diagonal, position_flow
+from hamiltonia.poisson import PoissonStructure, canonical_kick_kernel
+
+__all__ = [
+    "FIELD_AUX",
+    "MagneticStructure",
+    "antisymmetric_blocks",
+    "check_field",
+    "field_basis",
+    "magnetic_pair_update",
+    "random_field",
+    "research_field",
+]
+
+#: The chain's auxiliary variable holding the field's sign: 0 for :math:`+G`, 1 for
+#: :math:`-G` (zero, the value of a variable not set yet, is the field as given).
+FIELD_AUX = "field_reversed"
+
+#: Eigenvalues of :math:`iG` below this fraction of the largest are the null space.
+RANK_TOLERANCE = 1e-12
+
+
+# -- the maths, written once for both paths (plain functions numba also compiles)
+
+
+def magnetic_pair_update(a, b, theta, h):
+    """The change of one rotating pair of whitened momentum coordinates :math:`(a, b)` over
+    a time :math:`h` at angle :math:`\\theta = s\\lambda h`.
+
+    .. math::
+
+        R - I = \\begin{pmatrix} \\cos\\theta - 1 & -\\sin\\theta \\\\
+                                 \\sin\\theta & \\cos\\theta - 1 \\end{pmatrix},
+        \\qquad
+        \\Phi - h = \\begin{pmatrix} h(\\operatorname{sinc}\\theta - 1) & -f \\\\
+                                     f & h(\\operatorname{sinc}\\theta - 1) \\end{pmatrix},
+        \\quad f = h\\,\\frac{1 - \\cos\\theta}{\\theta},
+
+    written with :math:`\\sin(\\theta/2)` so that small angles lose no digits and
+    :math:`\\theta = 0` needs no branch. Returns ``(dq_a, dq_b, dp_a, dp_b)``: the
+    coefficients of the pair's two basis vectors in the position and momentum updates.
+    Scalars or arrays.
+    """
+    half = 0.5 * theta
+    sinc_half = np.sinc(half / np.pi)
+    cos_minus_one = -2.0 * np.sin(half) ** 2
+    sin_theta = np.sin(theta)
+    integral_minus_h = h * (np.sinc(theta / np.pi) - 1.0)
+    f = h * half * sinc_half * sinc_half
+    return (
+        integral_minus_h * a - f * b,
+        f * a + integral_minus_h * b,
+        cos_minus_one * a - sin_theta * b,
+        sin_theta * a + cos_minus_one * b,
+    )
+
+
+def antisymmetric_blocks(K, n_pairs):
+    """The ``n_pairs`` largest rotation planes of a real antisymmetric ``K``.
+
+    The Hermitian :math:`iK` has real eigenvalues in pairs :math:`\\pm\\lambda`; an
+    eigenvector :math:`v = x + iy` of :math:`\\lambda > 0` gives :math:`Kx = \\lambda y`,
+    :math:`Ky = -\\lambda x` with :math:`x \\perp y`, :math:`|x| = |y| = 1/\\sqrt 2`.
+    Returns ``X`` of shape ``(n, 2 n_pairs)`` with orthonormal columns
+    :math:`\\sqrt2 x_j, \\sqrt2 y_j` and the :math:`\\lambda_j` (largest first).
+    """
+    n = K.shape[0]
+    eigenvalues, vectors = np.linalg.eigh(1j * K)
+    X = np.empty((n, 2 * n_pairs))
+    lam = np.empty(n_pairs)
+    root_two = np.sqrt(2.0)
+    for j in range(n_pairs):
+        col = n - 1 - j
+        lam[j] = eigenvalues[col]
+        for i in range(n):
+            X[i, 2 * j] = root_two * vectors[i, col].real
+            X[i, 2 * j + 1] = root_two * vectors[i, col].imag
+    return X, lam
+
+
+def field_basis(C, lam0):
+    """The normal form of :math:`\\tilde G = L^\\top G L` from :math:`C = L^\\top U`.
+
+    With :math:`G = U T(\\lambda^0) U^\\top` (``U`` of shape ``(dim, 2k)``, orthonormal),
+    :math:`\\tilde G = C T C^\\top`; the thin QR factorisation :math:`C = Q_C R` leaves the
+    :math:`2k \\times 2k` antisymmetric :math:`K = R T R^\\top`, whose planes
+    (:func:`antisymmetric_blocks`) give :math:`\\tilde G = (Q_C X) T(\\lambda) (Q_C X)^\\top`.
+    :math:`O(\\dim \\cdot k^2 + k^3)`. Returns ``(Q_C X, lam)``.
+    """
+    r = C.shape[1]
+    k = r // 2
+    QC, R = np.linalg.qr(C)
+    T = np.zeros((r, r))
+    for j in range(k):
+        T[2 * j + 1, 2 * j] = lam0[j]
+        T[2 * j, 2 * j + 1] = -lam0[j]
+    K = np.dot(np.dot(R, T), np.ascontiguousarray(R.T))
+    # Exactly antisymmetric, as eigh reads one triangle only.
+    K = 0.5 * (K - np.ascontiguousarray(K.T))
+    X, lam = antisymmetric_blocks(K, k)
+    return np.dot(QC, X), lam
+
+
+# -- kernels (see hamiltonia.compiled.roles), one chain, in place
+
+
+def _basis_view(aux, PF, PI, d):
+    """``(lam, A, B, y)``: the normal form the drift uses (the metric's, in ``PF``, or the
+    chain's own, in its workspace) and the workspace of the pair coordinates."""
+    k = PI[STRUCTURE][2]
+    r = 2 * k
+    at = PI[STRUCTURE][1] + 1
+    y = aux[at : at + r]
+    if PI[STRUCTURE][3]:
+        basis = aux[at + r : at + r + k + 2 * d * r]
+    else:
+        basis = PF[STRUCTURE][k + d * r :]
+    return basis[:k], basis[k : k + d * r], basis[k + d * r : k + 2 * d * r], y
+
+
+def magnetic_drift_kernel(q, p, v, h, aux, PF, PI):
+    """The exact flow of the kinetic energy under the magnetic structure for a time ``h``
+    (role ``drift``); returns 0 when the new position is finite, nan otherwise.
+    ``PF[STRUCTURE]`` = (:math:`\\lambda^0`, ``U``, :math:`\\lambda`, ``A = LQ``,
+    ``B = L^{-T}Q``), matrices stored by columns; ``PI[STRUCTURE][2:]`` = (k, per-chain
+    basis)."""
+    d = q.shape[0]
+    k = PI[STRUCTURE][2]
+    if k == 0:
+        return position_flow(q, p, v, h, aux, PF, PI)
+    sign = 1.0 - 2.0 * aux[PI[STRUCTURE][1]]
+    lam, A, B, y = _basis_view(aux, PF, PI, d)
+    for j in range(2 * k):
+        s = 0.0
+        for i in range(d):
+            s += A[j * d + i] * p[i]
+        y[j] = s
+    check = position_flow(q, p, v, h, aux, PF, PI)
+    for j in range(k):
+        dqa, dqb, dpa, dpb = magnetic_pair_update(y[2 * j], y[2 * j + 1], sign * lam[j] * h, h)
+        x0 = 2 * j * d
+        x1 = x0 + d
+        for i in range(d):
+            q[i] += A[x0 + i] * dqa + A[x1 + i] * dqb
+            p[i] += B[x0 + i] * dpa + B[x1 + i] * dpb
+    for i in range(d):
+        check += q[i] - q[i]
+    return check
+
+
+def magnetic_prepare_kernel(q, aux, PF, PI):
+    """The chain's own normal form for its current (random) mass (role ``prepare``): the
+    Hamiltonian's ``inverse_mass_diagonal`` gives :math:`L = \\operatorname{diag}(\\sqrt m)`."""
+    d = q.shape[0]
+    k = PI[STRUCTURE][2]
+    if k == 0:
+        return
+    r = 2 * k
+    inverse_mass = inverse_mass_diagonal(aux, PF, PI)
+    lam0 = PF[STRUCTURE][:k]
+    U = PF[STRUCTURE][k : k + d * r]
+    root = np.sqrt(inverse_mass)
+    C = np.empty((d, r))
+    for j in range(r):
+        for i in range(d):
+            C[i, j] = root[i] * U[j * d + i]
+    Q, lam = field_basis(C, lam0)
+    at = PI[STRUCTURE][1] + 1 + r
+    for j in range(k):
+        aux[at + j] = lam[j]
+    a = at + k
+    b = a + d * r
+    for j in range(r):
+        for i in range(d):
+            aux[a + j * d + i] = root[i] * Q[i, j]
+            aux[b + j * d + i] = Q[i, j] / root[i]
+
+
+def magnetic_reverse_kernel(aux, PF, PI):
+    """Negate the field's sign (role ``reverse_structure``)."""
+    at = PI[STRUCTURE][1]
+    aux[at] = 1.0 - aux[at]
+
+
+# -- fields
+
+
+def check_field(field, dim: int | None = None, name: str = "field") -> np.ndarray:
+    """``field`` as a finite antisymmetric float matrix (of shape ``(dim, dim)`` when
+    ``dim`` is given), or ``ValueError`` naming the offending entries."""
+    try:
+        G = np.array(field, dtype=float)
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(f"{name} must be a square matrix of numbers, got {field!r:.80}") from None
+    if G.ndim != 2 or G.shape[0] != G.shape[1] or G.shape[0] < 1:
+        raise ValueError(f"{name} must be a square matrix, got shape {G.shape}")
+    if dim is not None and G.shape != (dim, dim):
+        raise ValueError(f"{name} must have shape ({dim}, {dim}) (the target's dim), got {G.shape}")
+    if not np.all(np.isfinite(G)):
+        bad = np.argwhere(~np.isfinite(G))[0]
+        raise ValueError(f"{name} must be finite, got {name}[{bad[0]}, {bad[1]}] = {G[tuple(bad)]}")
+    scale = float(np.max(np.abs(G), initial=0.0))
+    asym = np.abs(G + G.T) > 1e-12 * max(scale, 1e-300)
+    if asym.any():
+        pairs = [(int(i), int(j)) for i, j in np.argwhere(asym) if i <= j]
+        i, j = pairs[0]
+        more = f" (and {len(pairs) - 1} more)" if len(pairs) > 1 else ""
+        a, b = float(G[i, j]), float(G[j, i])
+        if i == j:
+            detail = f"{name}[{i}, {i}] = {a!r} is not 0"
+        else:
+            detail = f"{name}[{i}, {j}] = {a!r} but {name}[{j}, {i}] = {b!r}"
+        raise ValueError(f"{name} must be antisymmetric ({name}.T == -{name}): {detail}{more}")
+    return G
+
+
+def check_field_strength(g, name: str = "g") -> float:
+    """A finite number :math:`g \\ge 0`."""
+    value = as_float(g, name, "a number >= 0")
+    if not np.isfinite(value) or value < 0:
+        raise ValueError(
+            f"{name} must be a finite number >= 0 (the sign of the field is sampled as an "
+            f"auxiliary variable, so -g is the same sampler), got {g!r}"
+        )
+    return value
+
+
+def research_field(dim: int, g: float) -> np.ndarray:
+    """The research's field: :math:`G_{1i} = g`, :math:`G_{i1} = -g` for :math:`i \\ge 2`,
+    zero elsewhere (spec/seed002_ch1-3.md §4.11; g = 0.2 for the logistic regressions, 0.1
+    otherwise). Rank two, with eigenvalues :math:`\\pm i g \\sqrt{\\dim - 1}`."""
+    dim = check_int(dim, "dim", minimum=1)
+    g = check_field_strength(g)
+    G = np.zeros((dim, dim))
+    G[0, 1:] = g
+    G[1:, 0] = -g
+    return G
+
+
+def random_field(dim: int, scale: float, seed: int = 0) -> np.ndarray:
+    """A random antisymmetric field with independent :math:`\\mathcal N(0, \\text{scale}^2)`
+    entries above the diagonal (Brofos and Lederman's alternative to the research's
+    field), reproducible from ``seed``."""
+    dim = check_int(dim, "dim", minimum=1)
+    scale = check_field_strength(scale, "g")
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise ValueError(f"field_seed must be an integer >= 0, got {seed!r}")
+    upper = np.triu(np.random.default_rng(seed).normal(0.0, scale, (dim, dim)), 1)
+    return upper - upper.T
+
+
+def _rank_pairs(G: np.ndarray) -> int:
+    """The number of rotation planes of ``G`` (half its rank)."""
+    eigenvalues = np.linalg.eigvalsh(1j * G)
+    largest = float(np.max(np.abs(eigenvalues), initial=0.0))
+    if largest == 0.0:
+        return 0
+    return int(np.sum(eigenvalues > RANK_TOLERANCE * largest))
+
+
+class MagneticStructure(PoissonStructure):
+    """The magnetic structure :math:`J_G` with a constant antisymmetric field :math:`G`.
+
+    See the module documentation for the flow and how it is computed. The kick is the
+    canonical one; the drift rotates the momentum exactly. The sign of :math:`G` is the
+    chain's auxiliary variable :data:`FIELD_AUX`, negated by :meth:`reverse` (a Metropolis
+    rejection does so together with the momentum).
+
+    Parameters
+    ----------
+    field : array of shape (dim, dim)
+        The antisymmetric :math:`G` (:func:`research_field`, :func:`random_field`, or
+        any); checked by :func:`check_field`.
+    """
+
+    numeric_methods = ("kick", "drift", "vector_field", "reverse")
+
+    def __init__(self, field):
+        self.field = check_field(field)
+        self._pairs = _rank_pairs(self.field)
+        self._U, self._lam0 = antisymmetric_blocks(self.field, self._pairs)
+        self._bases: dict = {}
+
+    @property
+    def dim(self) -> int:
+        return self.field.shape[0]
+
+    def check(self, hamiltonian) -> None:
+        """Refuse a Hamiltonian this structure cannot integrate, naming why."""
+        from hamiltonia.hamiltonians.euclidean import EuclideanHamiltonian
+
+        if hamiltonian.dim != self.dim:
+            raise ValueError(
+                f"the magnetic field has shape {self.field.shape}, the target has dim "
+                f"{hamiltonian.dim}"
+            )
+        if not isinstance(hamiltonian, EuclideanHamiltonian):
+            raise ValueError(
+                "MagneticStructure needs a Hamiltonian with a Gaussian kinetic energy "
+                f"(EuclideanHamiltonian or RandomMassHamiltonian), got {type(hamiltonian).__name__}"
+            )
+
+    def matrix(self, dim):
+        eye = np.eye(dim)
+        return np.block([[np.zeros((dim, dim)), eye], [-eye, self.field]])
+
+    def vector_field(self, dH_dq, dH_dp):
+        return dH_dp, -dH_dq + dH_dp @ self.field.T
+
+    def kick(self, hamiltonian, q, p, grad, h, aux=None):
+        return q, p + h * grad
+
+    # -- the normal form
+
+    def _metric_basis(self, metric):
+        """``(lam, A, B)`` for a fixed metric, computed once per metric object."""
+        from hamiltonia.hamiltonians.metrics import DenseMetric, DiagonalMetric, IdentityMetric
+
+        hit = self._bases.get(id(metric))
+        if hit is not None and hit[0] is metric:
+            return hit[1]
+        U, lam0 = self._U, self._lam0
+        if isinstance(metric, IdentityMetric):
+            Q, lam = field_basis(U, lam0)
+            A, B = Q, Q
+        elif isinstance(metric, DiagonalMetric):
+            root = np.sqrt(metric.inverse_mass)[:, None]
+            Q, lam = field_basis(root * U, lam0)
+            A, B = root * Q, Q / root
+        elif isinstance(metric, DenseMetric):
+            L = metric._chol
+            Q, lam = field_basis(np.ascontiguousarray(L.T @ U), lam0)
+            A, B = L @ Q, scipy.linalg.solve_triangular(L.T, Q, lower=False)
+        else:
+            raise ValueError(
+                f"MagneticStructure supports identity, diagonal and dense metrics, got "
+                f"{type(metric).__name__}"
+            )
+        basis = (lam, A, B)
+        if len(self._bases) > 8:
+            self._bases.clear()
+        self._bases[id(metric)] = (metric, basis)
+        return basis
+
+    def _chain_bases(self, inverse_mass: np.ndarray):
+        """Per-chain ``(lam, A, B)`` of shapes ``(n, k)``, ``(n, dim, 2k)``, for a diagonal
+        inverse mass of shape ``(n, dim)``."""
+        lams, As, Bs = [], [], []
+        for m in inverse_mass:
+            root = np.sqrt(m)[:, None]
+            Q, lam = field_basis(root * self._U, self._lam0)
+            lams.append(lam)
+            As.append(root * Q)
+            Bs.append(Q / root)
+        return np.array(lams), np.array(As), np.array(Bs)
+
+    def _basis(self, hamiltonian, aux):
+        per_chain = hamiltonian.inverse_mass_diagonal(aux)
+        if per_chain is None:
+            return self._metric_basis(hamiltonian.metric)
+        key = aux.get("log_mass") if aux else None
+        cached = self.__dict__.get("_chain_cache")
+        if cached is not None and key is not None and cached[0] is key:
+            return cached[1]
+        basis = self._chain_bases(backend.to_numpy(per_chain))
+        self._chain_cache = (key, basis)
+        return basis
+
+    def drift(self, hamiltonian, q, p, h, aux=None):
+        aux = {} if aux is None else aux
+        q_new = q + h * hamiltonian.velocity(p, aux)
+        if self._pairs == 0:
+            return q_new, p
+        xp = backend.xp()
+        lam, A, B = (backend.asarray(a) for a in self._basis(hamiltonian, aux))
+        sign = 1.0 - 2.0 * xp.reshape(xp.asarray(aux.get(FIELD_AUX, 0.0)), (-1, 1))
+        h = xp.reshape(xp.asarray(h), (-1, 1))
+        if A.ndim == 2:
+            y = p @ A
+        else:
+            y = xp.einsum("cd,cdr->cr", p, A)
+        dqa, dqb, dpa, dpb = magnetic_pair_update(y[:, 0::2], y[:, 1::2], sign * lam * h, h)
+        n, k = dqa.shape
+        dq = xp.stack([dqa, dqb], axis=-1).reshape(n, 2 * k)
+        dp = xp.stack([dpa, dpb], axis=-1).reshape(n, 2 * k)
+        if A.ndim == 2:
+            return q_new + dq @ A.T, p + dp @ B.T
+        return (
+            q_new + xp.einsum("cr,cdr->cd", dq, A),
+            p + xp.einsum("cr,cdr->cd", dp, B),
+        )
+
+    def reverse(self, state):
+        n = state.q.shape[0]
+        flag = np.reshape(backend.to_numpy(state.aux.get(FIELD_AUX, np.zeros(n))), (n, 1))
+        aux = {**state.aux, FIELD_AUX: backend.asarray(1.0 - flag)}
+        return type(state)(state.q, state.p, state.log_prob, state.grad, aux)
+
+    def compiled(self, dim, hamiltonian=None):
+        if hamiltonian is None:
+            raise ValueError("MagneticStructure.compiled needs the sampler's Hamiltonian")
+        self.check(hamiltonian)
+        k, r = self._pairs, 2 * self._pairs
+        per_chain = bool(getattr(hamiltonian, "per_chain_mass", False))
+        if per_chain:
+            # Placeholders where a fixed metric's normal form would be: the chain's own is
+            # in its workspace.
+            lam, A, B = np.zeros(k), np.zeros((dim, r)), np.zeros((dim, r))
+        else:
+            lam, A, B = self._metric_basis(hamiltonian.metric)
+        functions = {
+            "kick": canonical_kick_kernel,
+            "drift": magnetic_drift_kernel,
+            "reverse_structure": magnetic_reverse_kernel,
+        }
+        workspace = [("field_coordinates", r)]
+        if per_chain:
+            functions["prepare"] = magnetic_prepare_kernel
+            workspace.append(("field_basis", k + 2 * dim * r))
+        return PartKernels(
+            functions,
+            fparams=np.concatenate([self._lam0, self._U.T.ravel(), lam, A.T.ravel(), B.T.ravel()]),
+            iparams=[k, int(per_chain)],
+            aux=((FIELD_AUX, 1),),
+            workspace=tuple(workspace),
+        )
+
+    def __repr__(self):
+        return f"MagneticStructure(dim={self.dim}, rank={2 * self._pairs})"
