@@ -10,13 +10,21 @@ from hamiltonia.hamiltonians import (
     EuclideanHamiltonian,
     Hamiltonian,
     RandomMassHamiltonian,
+    SeparableShadowHamiltonian,
     ShadowHamiltonian,
 )
-from hamiltonia.integrators import Integrator, Leapfrog, Splitting, ThreeStage, TwoStage
+from hamiltonia.integrators import (
+    Integrator,
+    Leapfrog,
+    ProcessedLeapfrog,
+    Splitting,
+    ThreeStage,
+    TwoStage,
+)
 from hamiltonia.magnetic import MagneticStructure, random_field, research_field
 from hamiltonia.momentum import FullRefresh, MomentumRefresh, PartialRefresh
 from hamiltonia.poisson import CanonicalStructure, PoissonStructure
-from hamiltonia.reducers import VarianceReducer
+from hamiltonia.reducers import ImportanceWeights, VarianceReducer
 from hamiltonia.results import Result, load
 from hamiltonia.run import FallbackWarning, InterruptedRunWarning, resume, sample
 from hamiltonia.runfile import RunFileError
@@ -41,6 +49,7 @@ __all__ = [
     "FullRefresh",
     "Hamiltonian",
     "HamiltonianSampler",
+    "ImportanceWeights",
     "Integrator",
     "InterruptedRunWarning",
     "Leapfrog",
@@ -50,12 +59,14 @@ __all__ = [
     "MomentumRefresh",
     "PartialRefresh",
     "PoissonStructure",
+    "ProcessedLeapfrog",
     "RandomLength",
     "RandomMassHamiltonian",
     "RandomWalkMetropolis",
     "Result",
     "RunFileError",
     "Sampler",
+    "SeparableShadowHamiltonian",
     "ShadowHamiltonian",
     "Splitting",
     "StaticLength",

@@ -223,6 +223,22 @@ def _report(result, target, output, out) -> int:
     if "tree_depth" in stats:
         depth = stats["tree_depth"]
         print(f"tree depth           mean {np.mean(depth):.2f}, max {int(np.max(depth))}", file=out)
+    if "fixed_point_iterations" in stats:
+        print(
+            f"fixed points         {np.mean(stats['fixed_point_iterations']):.2f} iterations "
+            f"per draw, {int(np.sum(stats['fixed_point_failures']))} not converged",
+            file=out,
+        )
+    if result.log_weights is not None:
+        from hamiltonia.diagnostics import kish_ess
+
+        n = result.log_weights.size
+        kish = kish_ess(result.log_weights)
+        print(
+            f"importance weights   Kish ESS {kish:.0f} of {n} draws (factor {kish / n:.3f}; "
+            "the summary is weighted and its ESS scaled by it)",
+            file=out,
+        )
     print(f"gradient evaluations {result.n_grad}", file=out)
     print(f"max r_hat            {np.max(summary['r_hat']):.4f}", file=out)
     print(

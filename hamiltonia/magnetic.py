@@ -132,9 +132,16 @@ def antisymmetric_blocks(K, n_pairs):
     :math:`\\sqrt2 x_j, \\sqrt2 y_j` and the :math:`\\lambda_j` (largest first).
     """
     n = K.shape[0]
-    eigenvalues, vectors = np.linalg.eigh(1j * K)
     X = np.empty((n, 2 * n_pairs))
     lam = np.empty(n_pairs)
+    if n == 2 and n_pairs == 1:
+        # One plane (the research's field): K = ((0, -a), (a, 0)) turns e1 into a e2.
+        a = 0.5 * (K[1, 0] - K[0, 1])
+        lam[0] = abs(a)
+        X[0, 0], X[1, 0], X[0, 1] = 1.0, 0.0, 0.0
+        X[1, 1] = 1.0 if a >= 0 else -1.0
+        return X, lam
+    eigenvalues, vectors = np.linalg.eigh(1j * K)
     root_two = np.sqrt(2.0)
     for j in range(n_pairs):
         col = n - 1 - j
@@ -149,14 +156,37 @@ def field_basis(C, lam0):
     """The normal form of :math:`\\tilde G = L^\\top G L` from :math:`C = L^\\top U`.
 
     With :math:`G = U T(\\lambda^0) U^\\top` (``U`` of shape ``(dim, 2k)``, orthonormal),
-    :math:`\\tilde G = C T C^\\top`; the thin QR factorisation :math:`C = Q_C R` leaves the
+    :math:`\\tilde G = C T C^\\top`; the thin QR factorisation :math:`C = Q_C R` (Gram-Schmidt,
+    reorthogonalised) leaves the
     :math:`2k \\times 2k` antisymmetric :math:`K = R T R^\\top`, whose planes
     (:func:`antisymmetric_blocks`) give :math:`\\tilde G = (Q_C X) T(\\lambda) (Q_C X)^\\top`.
     :math:`O(\\dim \\cdot k^2 + k^3)`. Returns ``(Q_C X, lam)``.
     """
-    r = C.shape[1]
+    d, r = C.shape
     k = r // 2
-    QC, R = np.linalg.qr(C)
+    # Thin QR by Gram-Schmidt, each column orthogonalised twice ("twice is enough",
+    # Giraud et al. 2005): C has full rank with a condition number at most that of L, and
+    # for the research's two columns this is far cheaper than a LAPACK call per iteration.
+    QC = np.zeros((d, r))
+    R = np.zeros((r, r))
+    for j in range(r):
+        for i in range(d):
+            QC[i, j] = C[i, j]
+        for _ in range(2):
+            for m in range(j):
+                s = 0.0
+                for i in range(d):
+                    s += QC[i, m] * QC[i, j]
+                R[m, j] += s
+                for i in range(d):
+                    QC[i, j] -= s * QC[i, m]
+        norm = 0.0
+        for i in range(d):
+            norm += QC[i, j] * QC[i, j]
+        norm = np.sqrt(norm)
+        R[j, j] = norm
+        for i in range(d):
+            QC[i, j] /= norm
     T = np.zeros((r, r))
     for j in range(k):
         T[2 * j + 1, 2 * j] = lam0[j]
@@ -172,17 +202,20 @@ def field_basis(C, lam0):
 
 
 def _basis_view(aux, PF, PI, d):
-    """``(lam, A, B, y)``: the normal form the drift uses (the metric's, in ``PF``, or the
-    chain's own, in its workspace) and the workspace of the pair coordinates."""
+    """``(lam, A, B, y, memo)``: the normal form the drift uses (the metric's, in ``PF``, or
+    the chain's own, in its workspace), and the workspace of the pair coordinates ``y`` and
+    of the last drift's coefficients ``memo``."""
     k = PI[STRUCTURE][2]
     r = 2 * k
     at = PI[STRUCTURE][1] + 1
     y = aux[at : at + r]
+    memo = aux[at + r : at + r + 2 + 4 * k]
+    at += r + 2 + 4 * k
     if PI[STRUCTURE][3]:
-        basis = aux[at + r : at + r + k + 2 * d * r]
+        basis = aux[at : at + k + 2 * d * r]
     else:
         basis = PF[STRUCTURE][k + d * r :]
-    return basis[:k], basis[k : k + d * r], basis[k + d * r : k + 2 * d * r], y
+    return basis[:k], basis[k : k + d * r], basis[k + d * r : k + 2 * d * r], y, memo
 
 
 def magnetic_drift_kernel(q, p, v, h, aux, PF, PI):
@@ -190,13 +223,25 @@ def magnetic_drift_kernel(q, p, v, h, aux, PF, PI):
     (role ``drift``); returns 0 when the new position is finite, nan otherwise.
     ``PF[STRUCTURE]`` = (:math:`\\lambda^0`, ``U``, :math:`\\lambda`, ``A = LQ``,
     ``B = L^{-T}Q``), matrices stored by columns; ``PI[STRUCTURE][2:]`` = (k, per-chain
-    basis)."""
+    basis). The pair coefficients depend on ``h`` and the sign only, so the drifts of a
+    trajectory (all of one length, in a leapfrog) compute them once: the workspace keeps
+    the last ``h`` and sign with them (zero, the workspace's start, is no drift's ``h``)."""
     d = q.shape[0]
     k = PI[STRUCTURE][2]
     if k == 0:
         return position_flow(q, p, v, h, aux, PF, PI)
     sign = 1.0 - 2.0 * aux[PI[STRUCTURE][1]]
-    lam, A, B, y = _basis_view(aux, PF, PI, d)
+    lam, A, B, y, memo = _basis_view(aux, PF, PI, d)
+    if memo[0] != h or memo[1] != sign:
+        memo[0] = h
+        memo[1] = sign
+        for j in range(k):
+            # The coefficients of the unit pairs (1, 0) and (0, 1) give those of any pair.
+            c = magnetic_pair_update(1.0, 0.0, sign * lam[j] * h, h)
+            memo[2 + 4 * j] = c[0]
+            memo[3 + 4 * j] = c[1]
+            memo[4 + 4 * j] = c[2]
+            memo[5 + 4 * j] = c[3]
     for j in range(2 * k):
         s = 0.0
         for i in range(d):
@@ -204,7 +249,17 @@ def magnetic_drift_kernel(q, p, v, h, aux, PF, PI):
         y[j] = s
     check = position_flow(q, p, v, h, aux, PF, PI)
     for j in range(k):
-        dqa, dqb, dpa, dpb = magnetic_pair_update(y[2 * j], y[2 * j + 1], sign * lam[j] * h, h)
+        a = y[2 * j]
+        b = y[2 * j + 1]
+        # (1, 0) -> (f_q, g_q, f_p, g_p); by the rotation symmetry (0, 1) -> (-g, f).
+        fq = memo[2 + 4 * j]
+        gq = memo[3 + 4 * j]
+        fp = memo[4 + 4 * j]
+        gp = memo[5 + 4 * j]
+        dqa = fq * a - gq * b
+        dqb = gq * a + fq * b
+        dpa = fp * a - gp * b
+        dpb = gp * a + fp * b
         x0 = 2 * j * d
         x1 = x0 + d
         for i in range(d):
@@ -232,7 +287,8 @@ def magnetic_prepare_kernel(q, aux, PF, PI):
         for i in range(d):
             C[i, j] = root[i] * U[j * d + i]
     Q, lam = field_basis(C, lam0)
-    at = PI[STRUCTURE][1] + 1 + r
+    at = PI[STRUCTURE][1] + 1 + r + 2 + 4 * k
+    aux[PI[STRUCTURE][1] + 1 + r] = 0.0  # the drift's coefficients are stale
     for j in range(k):
         aux[at + j] = lam[j]
     a = at + k
@@ -480,7 +536,7 @@ class MagneticStructure(PoissonStructure):
             "drift": magnetic_drift_kernel,
             "reverse_structure": magnetic_reverse_kernel,
         }
-        workspace = [("field_coordinates", r)]
+        workspace = [("field_coordinates", r), ("field_coefficients", 2 + 4 * k)]
         if per_chain:
             functions["prepare"] = magnetic_prepare_kernel
             workspace.append(("field_basis", k + 2 * dim * r))

@@ -242,7 +242,7 @@ def no_u_turn_transition_kernel(
         n_stacked = 0
         for leaf in range(2**depth):
             lp_z, used = integrate(
-                w[_ZQ, :d], w[_ZP, :d], w[_ZG, :d], lp_z, step, 1, w[_V, :d], aux, PF, PI,
+                w[_ZQ, :d], w[_ZP, :d], w[_ZG, :d], lp_z, step, 1, w[_V, :d], aux, stats, PF, PI,
                 logp, fdata, idata,
             )  # fmt: skip
             n_grad += used
@@ -427,6 +427,9 @@ class NoUTurn(TrajectoryPolicy):
     (a tree has no rejection to flip it on), and the sampler composes it. Likewise a
     random mass is drawn once per tree.
     """
+
+    #: A shadow Hamiltonian (adaptive S2HMC) is not validated over the tree yet.
+    supports_shadow = False
 
     numeric_methods = ("transition",)
     needs_full_refresh = True

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["VarianceReducer", "weighted_mean"]
+__all__ = ["ImportanceWeights", "VarianceReducer", "weighted_mean"]
 
 
 def weighted_mean(values: np.ndarray, log_weights: np.ndarray | None) -> np.ndarray:
@@ -52,3 +52,26 @@ class VarianceReducer:
 
     def __repr__(self):
         return f"{type(self).__name__}()"
+
+
+class ImportanceWeights(VarianceReducer):
+    """The importance weights of a shadow sampler, which targets :math:`e^{-\\tilde H}`:
+
+    .. math::
+
+        \\log w(q, p) = \\tilde H(q, p) - H(q, p),
+
+    the Hamiltonian's :meth:`~hamiltonia.hamiltonians.ShadowHamiltonian.log_weight` of each
+    retained state at the chain's step size (spec/seed000_004.md §1.8). Estimates are
+    self-normalised weighted means; :meth:`hamiltonia.Result.summary` weighs means and
+    standard deviations and multiplies ESS by the Kish factor.
+
+    On the compiled path the Hamiltonian's ``weigh`` kernel writes the weight into the
+    statistics column :attr:`column`, which the run moves to ``result.log_weights``.
+    """
+
+    #: The statistics column the compiled path writes the log weight into.
+    column = "log_weight"
+
+    def log_weights(self, sampler, state, step_size):
+        return sampler.hamiltonian.log_weight(state, step_size)

@@ -276,7 +276,9 @@ def _run_compiled(plan, smp, target, state, rngs, warmup, draws, rec, bar, start
         block = slice(first, first + n)
         layout = plan.run(state, rngs, n, False, rec.q[:, block], buf_s[:, :n])
         info = _columns(layout, buf_s[:, :n])
-        rec.record(block, target.constrain(rec.q[:, block]), info, None, state)
+        # Importance weights travel in a statistics column of the kernel.
+        weights = info.pop(getattr(smp.reducer, "column", None), None)
+        rec.record(block, target.constrain(rec.q[:, block]), info, weights, state)
         bar.update(n)
         bar.set_postfix_str(f"divergences={rec.n_divergent}", refresh=False)
     return state, t1

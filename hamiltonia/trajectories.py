@@ -162,7 +162,9 @@ def metropolis_transition_kernel(
         q1[i] = q[i]
         p1[i] = p[i]
         g1[i] = grad[i]
-    lp1, n_grad = integrate(q1, p1, g1, lp, eps_used, n_steps, v, aux, PF, PI, logp, fdata, idata)
+    lp1, n_grad = integrate(
+        q1, p1, g1, lp, eps_used, n_steps, v, aux, stats, PF, PI, logp, fdata, idata
+    )
     h1 = np.nan
     if np.isfinite(lp1):
         h1 = energy(q1, p1, lp1, g1, v, eps_used, aux, PF, PI)

@@ -225,7 +225,7 @@ def test_recipes_take_the_research_defaults_from_the_target():
     assert (
         hm.samplers.build("qihmc", hm.targets.get("blr-australian")).hamiltonian.mass_volatility
         == 0.1
-    )  # noqa: E501
+    )
     assert hm.samplers.build("pmhmc", banana).refresh.rho == 0.7
     assert hm.samplers.build("phmc", banana).trajectory.max_steps == 15
     # Every option of hmc is there, by name, with the recipe's defaults.

@@ -547,7 +547,8 @@ def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="hamiltonia bench",
         description="Benchmark hamiltonia against NumPyro, BlackJAX and mici (those installed). "
-        "'hamiltonia bench checkpoint -h': the cost of checkpoints.",
+        "'hamiltonia bench checkpoint -h': the cost of checkpoints; 'hamiltonia bench family -h': "
+        "the magnetic and quantum-inspired samplers against HMC.",
     )
     parser.add_argument("--quick", action="store_true", help="few draws: a smoke test")
     parser.add_argument(
@@ -762,12 +763,17 @@ def _baseline_main(args) -> int:
 
 def main(argv=None) -> int:
     """``python -m hamiltonia.bench`` / ``hamiltonia bench``: run, print, optionally write.
-    ``hamiltonia bench checkpoint ...`` runs :mod:`hamiltonia.bench.checkpoint` instead."""
+    ``hamiltonia bench checkpoint ...`` runs :mod:`hamiltonia.bench.checkpoint` instead, and
+    ``hamiltonia bench family ...`` :mod:`hamiltonia.bench.family`."""
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["checkpoint"]:
         from hamiltonia.bench import checkpoint
 
         return checkpoint.main(argv[1:])
+    if argv[:1] == ["family"]:
+        from hamiltonia.bench import family
+
+        return family.main(argv[1:])
     parser = _build_parser()
     args = parser.parse_args(argv)
     if args.baseline:

@@ -14,7 +14,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from hamiltonia.compiled.roles import prepare, refresh, transition, tune, update_auxiliary
+from hamiltonia.compiled.roles import (
+    prepare,
+    refresh,
+    transition,
+    tune,
+    update_auxiliary,
+    weigh,
+)
 
 __all__ = [
     "CHAIN_STATS",
@@ -49,6 +56,10 @@ def no_reverse_kernel(aux, PF, PI):
     """The ``reverse_structure`` role of a structure with no auxiliary variables."""
 
 
+def no_weight_kernel(q, p, lp, grad, v, eps, aux, stats, PF, PI):
+    """The ``weigh`` role of a Hamiltonian whose draws are equally weighted."""
+
+
 def no_op_kernels() -> dict:
     """The kernels of the roles a composition may leave unfilled (each does nothing)."""
     return {
@@ -56,6 +67,7 @@ def no_op_kernels() -> dict:
         "update_auxiliary": no_auxiliary_update_kernel,
         "prepare": no_prepare_kernel,
         "reverse_structure": no_reverse_kernel,
+        "weigh": no_weight_kernel,
     }
 
 
@@ -64,7 +76,8 @@ def run_chain(
     out_q, out_stats, n_scratch,
 ):  # fmt: skip
     """Run ``n_iter`` iterations of one chain in place (each: the Hamiltonian's auxiliary
-    update, the structure's preparation, the refresh, the transition, the tuner): ``q``,
+    update, the structure's preparation, the refresh, the transition, the weight of the
+    retained state, the tuner): ``q``,
     ``p``, ``grad`` (dim,), ``lp`` and ``eps`` (1,) and ``aux`` hold the chain's state and
     are updated; draw ``i``
     goes to ``out_q[i]`` and its statistics to ``out_stats[i]``; the transition gets
@@ -76,12 +89,16 @@ def run_chain(
     scratch = np.empty((n_scratch, (d + 7) // 8 * 8))
     for it in range(n_iter):
         row = out_stats[it]
+        # Zeroed, so that a part that integrates in pieces can add to its columns.
+        for j in range(row.shape[0]):
+            row[j] = 0.0
         update_auxiliary(rng, q, p, aux, PF, PI)
         prepare(q, aux, PF, PI)
         refresh(rng, q, p, grad, lp[0], eps[0], aux, PF, PI)
         lp[0] = transition(
             rng, q, p, grad, lp[0], eps[0], aux, scratch, row, PF, PI, logp, fdata, idata
         )
+        weigh(q, p, lp[0], grad, scratch[0, :d], eps[0], aux, row, PF, PI)
         if adapt:
             tune(eps, tune_state, row, PF, PI)
         row[0] = lp[0]

@@ -131,7 +131,8 @@ def plan_for(sampler) -> CompiledPlan:
     Compiled: a sampler whose ``compiled_parts()`` lists its parts (the
     :class:`~hamiltonia.samplers.HamiltonianSampler` does), each of which hands out a
     compiled counterpart; tuners that either update in the kernel (at most one) or act at
-    chunk boundaries; a reducer with no importance weights; and a target whose
+    chunk boundaries; a reducer with no importance weights, or one whose ``column`` of log
+    weights a part's ``weigh`` kernel writes; and a target whose
     ``numba_kernel()`` returns a :class:`~hamiltonia.compiled.NumbaTarget`. A subclass that
     overrides a part's maths without its own ``compiled`` is not compiled (it would not do
     what its Python methods do).
@@ -142,7 +143,9 @@ def plan_for(sampler) -> CompiledPlan:
     if backend.get_backend() != "numpy":
         raise NotCompilable(f"backend {backend.get_backend()!r} (the compiled path runs on NumPy)")
     _counterparts(sampler)  # raises naming the first part without a compiled counterpart
-    if type(sampler.reducer).log_weights is not VarianceReducer.log_weights:
+    weighted = type(sampler.reducer).log_weights is not VarianceReducer.log_weights
+    column = getattr(sampler.reducer, "column", None)
+    if weighted and column is None:
         raise NotCompilable(f"reducer {type(sampler.reducer).__name__} has no compiled counterpart")
     kernel = sampler.target.numba_kernel()
     if kernel is None:
@@ -150,7 +153,13 @@ def plan_for(sampler) -> CompiledPlan:
     if not isinstance(kernel, NumbaTarget):
         raise NotCompilable("numba_kernel() must return a hamiltonia.compiled.NumbaTarget")
     plan = CompiledPlan(sampler, kernel)
-    plan.layout()  # composes now, so that a kernel that cannot be composed is reported here
+    layout = plan.layout()  # composes now, so that a kernel that cannot be composed is reported
+    if weighted and column not in {name for name, _ in layout.stats}:
+        raise NotCompilable(
+            f"reducer {type(sampler.reducer).__name__} reads the column {column!r}, which no "
+            f"compiled part writes (hamiltonian {type(sampler.hamiltonian).__name__} has no "
+            "'weigh' kernel)"
+        )
     return plan
 
 

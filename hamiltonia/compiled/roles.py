@@ -39,9 +39,11 @@ Signatures (one chain; ``q``, ``p``, ``grad``, ``v`` of shape ``(dim,)``):
     0.0 when what it read or wrote is finite (the gradient for ``kick``, the new position for
     ``drift``) and nan otherwise: ``x - x`` summed along the update costs nothing, where a
     separate pass over the state would. [Poisson structure]
-``integrate(q, p, grad, lp, eps, n_steps, v, aux, PF, PI, logp, fdata, idata)``
+``integrate(q, p, grad, lp, eps, n_steps, v, aux, stats, PF, PI, logp, fdata, idata)``
     ``n_steps`` steps in place; returns ``(lp, n_grad)``, ``lp`` nan when the trajectory
-    stopped being finite. [integrator]
+    stopped being finite. An integrator that declares statistics adds to its columns of
+    the iteration's row ``stats`` (zeroed at the start of every iteration), so that a
+    policy that integrates in pieces (a no-U-turn tree) gets their sum. [integrator]
 ``update_auxiliary(rng, q, p, aux, PF, PI)``
     A Gibbs update of the Hamiltonian's own auxiliary variables that keeps the joint
     distribution invariant, at the start of every iteration (a random mass is redrawn and
@@ -56,6 +58,10 @@ Signatures (one chain; ``q``, ``p``, ``grad``, ``v`` of shape ``(dim,)``):
 ``reverse_structure(aux, PF, PI)``
     Negate the structure's auxiliary variables (the sign of a magnetic field), as a rejected
     proposal does together with the momentum; a no-op by default. [Poisson structure]
+``weigh(q, p, lp, grad, v, eps, aux, stats, PF, PI)``
+    Record the log importance weight of the retained state in the part's column of
+    ``stats`` (a shadow Hamiltonian's :math:`\tilde H - H`), after every transition; ``v`` is
+    scratch space; a no-op by default. [Hamiltonian]
 ``refresh(rng, q, p, grad, lp, eps, aux, PF, PI)``
     The momentum refreshment between trajectories. [momentum refresh]
 ``transition(rng, q, p, grad, lp, eps, aux, scratch, stats, PF, PI, logp, fdata, idata)``
@@ -95,6 +101,7 @@ __all__ = [
     "tune",
     "update_auxiliary",
     "velocity",
+    "weigh",
 ]
 
 #: Slots of ``PF`` and ``PI``: which part's parameters sit where.
@@ -110,6 +117,7 @@ ROLE_SLOTS = {
     "energy": HAMILTONIAN,
     "update_auxiliary": HAMILTONIAN,
     "inverse_mass_diagonal": HAMILTONIAN,
+    "weigh": HAMILTONIAN,
     "kick": STRUCTURE,
     "drift": STRUCTURE,
     "prepare": STRUCTURE,
@@ -146,6 +154,7 @@ kick = Role("kick")
 drift = Role("drift")
 update_auxiliary = Role("update_auxiliary")
 inverse_mass_diagonal = Role("inverse_mass_diagonal")
+weigh = Role("weigh")
 prepare = Role("prepare")
 reverse_structure = Role("reverse_structure")
 integrate = Role("integrate")

@@ -4,7 +4,7 @@ from hamiltonia.hamiltonians.base import Hamiltonian
 from hamiltonia.hamiltonians.euclidean import EuclideanHamiltonian
 from hamiltonia.hamiltonians.metrics import DenseMetric, DiagonalMetric, IdentityMetric, Metric
 from hamiltonia.hamiltonians.random_mass import RandomMassHamiltonian
-from hamiltonia.hamiltonians.shadow import ShadowHamiltonian
+from hamiltonia.hamiltonians.shadow import SeparableShadowHamiltonian, ShadowHamiltonian
 
 __all__ = [
     "DenseMetric",
@@ -14,5 +14,6 @@ __all__ = [
     "IdentityMetric",
     "Metric",
     "RandomMassHamiltonian",
+    "SeparableShadowHamiltonian",
     "ShadowHamiltonian",
 ]

@@ -1,18 +1,21 @@
 """Integrators of Hamiltonian flows, and the names they are registered under.
 
-``integrator="leapfrog" | "two-stage" | "three-stage"`` selects one by name in every
-Hamiltonian recipe (``-O integrator=...`` on the command line); :func:`register` adds more.
+``integrator="leapfrog" | "two-stage" | "three-stage" | "processed-leapfrog"`` selects one by
+name in every Hamiltonian recipe (``-O integrator=...`` on the command line); :func:`register`
+adds more.
 """
 
 from __future__ import annotations
 
 from hamiltonia.integrators.base import Integrator
 from hamiltonia.integrators.leapfrog import Leapfrog
+from hamiltonia.integrators.processed import ProcessedLeapfrog
 from hamiltonia.integrators.splitting import Splitting, ThreeStage, TwoStage
 
 __all__ = [
     "Integrator",
     "Leapfrog",
+    "ProcessedLeapfrog",
     "Splitting",
     "ThreeStage",
     "TwoStage",
@@ -25,6 +28,7 @@ _REGISTRY: dict[str, type] = {
     "leapfrog": Leapfrog,
     "two-stage": TwoStage,
     "three-stage": ThreeStage,
+    "processed-leapfrog": ProcessedLeapfrog,
 }
 
 

@@ -43,6 +43,9 @@ class Integrator:
       auxiliary variables, ``structure.reverse``), and integrating again returns to the
       start. Volume preservation: the map's Jacobian has
       determinant one. ``tests/integrators`` checks both for every registered integrator.
+    * ``stats()`` declares per-iteration statistics (a fixed-point count); on the NumPy
+      path the sampler calls ``start_counting(n_chains)`` before each transition and
+      collects ``counted()`` after it, and a compiled ``integrate`` adds to its columns.
     * ``compiled(dim)`` returns the compiled counterpart (the ``integrate`` role), or
       ``None``: the run then uses the NumPy path.
 
@@ -89,6 +92,17 @@ class Integrator:
             n_grad += self.n_grad_per_step * running
             finite &= backend.to_numpy(state.finite)
         return state, n_grad
+
+    def stats(self) -> tuple[tuple[str, str], ...]:
+        """The per-iteration statistics the integrator records (none by default)."""
+        return ()
+
+    def start_counting(self, n_chains: int) -> None:
+        """Begin recording this iteration's statistics (NumPy path; with ``stats()``)."""
+
+    def counted(self) -> dict:
+        """This iteration's statistics by name, one value per chain."""
+        return {}
 
     def compiled(self, dim: int):
         return None

@@ -51,7 +51,9 @@ def merged_kick(kicks, stage: int, continues):
     return b
 
 
-def splitting_integrate_kernel(q, p, grad, lp, eps, n_steps, v, aux, PF, PI, logp, fdata, idata):
+def splitting_integrate_kernel(
+    q, p, grad, lp, eps, n_steps, v, aux, stats, PF, PI, logp, fdata, idata
+):
     """Kernel of :meth:`Splitting.integrate` for one chain, in place (role ``integrate``).
     ``PF[INTEGRATOR]`` holds the kicks :math:`b_0..b_k` then the drifts :math:`a_1..a_k`."""
     coef = PF[INTEGRATOR]

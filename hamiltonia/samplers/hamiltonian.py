@@ -9,7 +9,7 @@ from hamiltonia.hamiltonians.base import Hamiltonian
 from hamiltonia.hamiltonians.shadow import ShadowHamiltonian
 from hamiltonia.integrators import Integrator, make_integrator
 from hamiltonia.momentum import FullRefresh, MomentumRefresh
-from hamiltonia.reducers import VarianceReducer
+from hamiltonia.reducers import ImportanceWeights, VarianceReducer
 from hamiltonia.samplers.base import BASE_STATS, Sampler
 from hamiltonia.state import ChainState
 from hamiltonia.trajectories import TrajectoryPolicy
@@ -47,7 +47,8 @@ class HamiltonianSampler(Sampler):
     tuners : sequence of Tuner
         Warm-up adaptation, e.g. ``[DualAveraging(0.8)]``.
     reducer : VarianceReducer, optional
-        Supplies importance weights for shadow samplers.
+        Supplies importance weights for shadow samplers (default: none, or
+        :class:`~hamiltonia.reducers.ImportanceWeights` with a shadow Hamiltonian).
     step_size : float, optional
         Initial (or, with no step-size tuner, fixed) step size.
 
@@ -74,6 +75,8 @@ class HamiltonianSampler(Sampler):
             raise TypeError(
                 f"trajectory must be a TrajectoryPolicy, got {type(trajectory).__name__}"
             )
+        if reducer is None and isinstance(hamiltonian, ShadowHamiltonian):
+            reducer = ImportanceWeights()
         super().__init__(hamiltonian.target, step_size=step_size, tuners=tuners, reducer=reducer)
         self.hamiltonian = hamiltonian
         self.integrator = make_integrator("leapfrog" if integrator is None else integrator)
@@ -97,6 +100,20 @@ class HamiltonianSampler(Sampler):
                 "exp(-H~), so its draws need importance weights; give a reducer that supplies "
                 f"them (reducer {type(reducer).__name__} gives none)"
             )
+        if isinstance(ham, ShadowHamiltonian):
+            if getattr(self.trajectory, "step_size_jitter", 0.0):
+                raise ValueError(
+                    f"hamiltonian {type(ham).__name__} is a shadow Hamiltonian, which depends "
+                    f"on the step size: with trajectory {type(self.trajectory).__name__}'s "
+                    "step_size_jitter each iteration would leave a different exp(-H~) "
+                    "invariant; jitter the number of steps (n_steps_jitter) instead"
+                )
+            if not getattr(self.trajectory, "supports_shadow", True):
+                raise ValueError(
+                    f"trajectory {type(self.trajectory).__name__} is not validated with a "
+                    f"shadow Hamiltonian ({type(ham).__name__}) yet: use MetropolisTrajectory "
+                    "(the adaptive S2HMC of the no-U-turn policy is to come)"
+                )
         if getattr(self.trajectory, "needs_full_refresh", False) and not isinstance(
             self.refresh, FullRefresh
         ):
@@ -118,9 +135,8 @@ class HamiltonianSampler(Sampler):
         return self.hamiltonian.energy(state, step_size)
 
     def stats(self):
-        return BASE_STATS + tuple(
-            s for s in self.trajectory.stats() if s[0] not in dict(BASE_STATS)
-        )
+        own = (*self.trajectory.stats(), *self.integrator.stats())
+        return BASE_STATS + tuple(s for s in own if s[0] not in dict(BASE_STATS))
 
     def compiled_parts(self):
         """The parts the compiled path composes, by slot (see
@@ -147,7 +163,12 @@ class HamiltonianSampler(Sampler):
     def step(self, chain, rngs):
         state = self.hamiltonian.update_auxiliary(chain.phase, rngs)
         state = self.refresh.refresh(self.hamiltonian, state, rngs, chain.step_size)
+        counting = bool(self.integrator.stats())
+        if counting:
+            self.integrator.start_counting(len(rngs))
         nxt, info = self.trajectory.transition(self, state, chain.step_size, rngs)
+        if counting:
+            info.update(self.integrator.counted())
         chain.phase = nxt
         return chain, info
 

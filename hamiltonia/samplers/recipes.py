@@ -21,7 +21,8 @@ from hamiltonia._validation import check_flag, check_int
 from hamiltonia.hamiltonians.euclidean import EuclideanHamiltonian
 from hamiltonia.hamiltonians.metrics import DenseMetric, DiagonalMetric
 from hamiltonia.hamiltonians.random_mass import RandomMassHamiltonian, check_mass_volatility
-from hamiltonia.integrators import Integrator, make_integrator
+from hamiltonia.hamiltonians.shadow import SeparableShadowHamiltonian
+from hamiltonia.integrators import Integrator, ProcessedLeapfrog, make_integrator
 from hamiltonia.magnetic import (
     MagneticStructure,
     check_field,
@@ -36,7 +37,19 @@ from hamiltonia.samplers.random_walk import RandomWalkMetropolis
 from hamiltonia.trajectories import MetropolisTrajectory
 from hamiltonia.tuners import DualAveraging, WindowedMetric
 
-__all__ = ["hmc", "mala", "mhmc", "nuts", "phmc", "pmhmc", "qihmc", "qimhmc", "rwmh"]
+__all__ = [
+    "hmc",
+    "mala",
+    "mhmc",
+    "nuts",
+    "phmc",
+    "pmhmc",
+    "ps2hmc",
+    "qihmc",
+    "qimhmc",
+    "rwmh",
+    "s2hmc",
+]
 
 
 ADAPTED_METRICS = ("diagonal", "dense")
@@ -134,6 +147,30 @@ def _integrator(integrator, structure):
     return make_integrator(integrator, structure=structure)
 
 
+def _shadow(shadow, hamiltonian, integrator, structure, tolerance, max_iterations):
+    """The Hamiltonian and integrator of a ``shadow`` option (``None``: unchanged)."""
+    if shadow is None:
+        return hamiltonian, integrator
+    if shadow != "separable":
+        raise ValueError(f"shadow must be None or 'separable', got {shadow!r}")
+    if structure is not None:
+        raise ValueError(
+            "shadow='separable' is the processed leapfrog's shadow of the canonical dynamics; "
+            "it does not apply to a magnetic field"
+        )
+    if integrator not in ("leapfrog", "processed-leapfrog"):
+        raise ValueError(
+            "shadow='separable' integrates with the processed leapfrog, whose shadow it is; "
+            f"got integrator={integrator!r}"
+        )
+    if isinstance(hamiltonian, RandomMassHamiltonian):
+        raise ValueError(
+            "shadow='separable' needs a fixed mass (mass_volatility=0): its correction "
+            "depends on the mass"
+        )
+    return SeparableShadowHamiltonian(hamiltonian), ProcessedLeapfrog(tolerance, max_iterations)
+
+
 def _hamiltonian(target, metric, mass_volatility):
     """Euclidean, or with ``mass_volatility`` > 0 a random mass (``None``: the target's
     research value)."""
@@ -172,6 +209,9 @@ def hmc(
     g: float | None = None,
     field_seed: int = 0,
     mass_volatility: float | None = 0.0,
+    shadow: str | None = None,
+    fixed_point_tolerance: float = 1e-6,
+    fixed_point_max_iterations: int = 100,
 ) -> HamiltonianSampler:
     """Hamiltonian Monte Carlo with a static number of leapfrog steps.
 
@@ -232,13 +272,29 @@ def hmc(
         :class:`~hamiltonia.hamiltonians.RandomMassHamiltonian`; default 0: a fixed mass;
         ``None``: the target's research value, 0.1 for banana and Australian credit, 0.3
         otherwise).
+    shadow : None or "separable"
+        Sample a shadow Hamiltonian and reweigh the draws (default ``None``: :math:`H`
+        itself). ``"separable"``: S2HMC's separable shadow
+        (:class:`~hamiltonia.hamiltonians.SeparableShadowHamiltonian`) integrated by the
+        processed leapfrog (:class:`~hamiltonia.integrators.ProcessedLeapfrog`), with
+        importance weights (:class:`~hamiltonia.reducers.ImportanceWeights`).
+    fixed_point_tolerance : float > 0
+        Of the processed leapfrog's fixed points (default 1e-6, the thesis's).
+    fixed_point_max_iterations : int >= 1
+        Of the processed leapfrog's fixed points (default 100, the thesis's).
     """
     fixed_metric, metric_tuners = _metric_and_tuner(metric, target.dim, adapt_windows)
     if n_steps is None:
         n_steps = target.research_n_steps
+    hamiltonian = _hamiltonian(target, fixed_metric, mass_volatility)
+    structure = _structure(target, field, g, field_seed)
+    hamiltonian, integrator = _shadow(
+        shadow, hamiltonian, integrator, structure, fixed_point_tolerance,
+        fixed_point_max_iterations,
+    )  # fmt: skip
     sampler = HamiltonianSampler(
-        hamiltonian=_hamiltonian(target, fixed_metric, mass_volatility),
-        integrator=_integrator(integrator, _structure(target, field, g, field_seed)),
+        hamiltonian=hamiltonian,
+        integrator=_integrator(integrator, structure),
         trajectory=_trajectory(n_steps, n_steps_jitter, step_size_jitter),
         refresh=_refresh(rho),
         tuners=_step_size_tuners(step_size, adapt_step_size, target_accept) + metric_tuners,
@@ -447,4 +503,32 @@ qimhmc = _preset(
     n_steps=None,
     field="research",
     mass_volatility=None,
+)
+
+s2hmc = _preset(
+    "s2hmc",
+    """Separable shadow HMC (Sweet et al. 2009; spec/seed002_ch1-3.md §2.6, Algorithm 5;
+    spec/seed000_004.md §2.3): the processed leapfrog samples the separable shadow
+    :math:`\\tilde H = H + \\tfrac{\\varepsilon^2}{24}\\nabla U^\\top M^{-1}\\nabla U`, and the
+    draws carry the importance weights :math:`\\log w = \\tilde H - H`. The step size is
+    adapted towards an acceptance of 0.95 on :math:`\\tilde H`: the research ran S2HMC with
+    HMC's step size (tuned to 0.8 on :math:`H`), where it accepts nearly every proposal, and
+    reports that a step size tuned to a lower acceptance makes the weights less even
+    (spec/seed000_004.md §5.1).""",
+    n_steps=None,
+    shadow="separable",
+    target_accept=0.95,
+)
+
+ps2hmc = _preset(
+    "ps2hmc",
+    """S2HMC with partial momentum refreshment (Mongwe, Mbuvha and Marwala 2021;
+    spec/seed000_004.md §2.4, Algorithm 1; spec/seed002_ch4-10.md §3, Algorithm 11):
+    :math:`\\rho = 0.7` (the thesis's; the PS2HMC paper uses 0.9, ``rho=0.9``). The shadow is
+    separable with the Gaussian momentum, so the refresh needs no momentum test; a rejection
+    negates the refreshed momentum.""",
+    n_steps=None,
+    shadow="separable",
+    rho=0.7,
+    target_accept=0.95,
 )

@@ -10,7 +10,7 @@ import pytest
 
 import hamiltonia as hm
 from hamiltonia.hamiltonians import EuclideanHamiltonian, RandomMassHamiltonian
-from hamiltonia.integrators import Integrator, Leapfrog, TwoStage
+from hamiltonia.integrators import Integrator, Leapfrog, ProcessedLeapfrog, TwoStage
 from hamiltonia.magnetic import MagneticStructure
 from hamiltonia.state import PhaseState
 
@@ -34,6 +34,8 @@ class PlainLeapfrog(Integrator):
 INTEGRATORS = {
     **{name: (lambda dim, name=name: hm.integrators.make_integrator(name)) for name in
        hm.integrators.names()},
+    # The fixed points converged far below the checks' tolerances.
+    "processed-leapfrog": lambda dim: ProcessedLeapfrog(tolerance=1e-14),
     "plain-python-leapfrog": lambda dim: PlainLeapfrog(),
     # The research's rank-two field (singular from dim 3 on) and a full-rank random one.
     "magnetic-leapfrog-research": lambda dim: Leapfrog(
@@ -86,11 +88,16 @@ def test_reversible(make, hamiltonian):
     start = _start(ham, 5, seed=0)
     eps = np.full(5, 0.02)
     end, n_grad = integrator.integrate(ham, start, eps, 20)
-    assert np.all(n_grad == 20 * integrator.n_grad_per_step)
+    exact = getattr(integrator, "exact_gradient_count", True)
+    # An integrator with fixed points (the processed leapfrog) spends more gradients.
+    assert np.all(n_grad == 20 * integrator.n_grad_per_step if exact else n_grad > 20)
     # One length per chain: each chain stops after its own number of steps.
     lengths = np.array([0, 1, 7, 20, 13])
     each, n_each = integrator.integrate(ham, start, eps, lengths)
-    np.testing.assert_array_equal(n_each, lengths * integrator.n_grad_per_step)
+    if exact:
+        np.testing.assert_array_equal(n_each, lengths * integrator.n_grad_per_step)
+    else:
+        assert np.all((n_each > lengths) == (lengths > 0)) and n_each[0] == 0
     for c, n in enumerate(lengths):
         alone, _ = integrator.integrate(ham, start.take([c]), eps[[c]], int(n))
         np.testing.assert_allclose(each.q[c], alone.q[0], rtol=0, atol=1e-12)

@@ -29,7 +29,14 @@ class WeightingReducer(hm.VarianceReducer):
 def test_shadow_without_importance_weights_is_refused():
     target = hm.targets.get("banana")
     with pytest.raises(ValueError, match=r"hamiltonian ToyShadow .*importance weights"):
-        hm.HamiltonianSampler(ToyShadow(hm.EuclideanHamiltonian(target)), StaticLength(5))
+        hm.HamiltonianSampler(
+            ToyShadow(hm.EuclideanHamiltonian(target)),
+            StaticLength(5),
+            reducer=hm.VarianceReducer(),
+        )
+    # With no reducer given, a shadow Hamiltonian gets the importance weights it needs.
+    default = hm.HamiltonianSampler(ToyShadow(hm.EuclideanHamiltonian(target)), StaticLength(5))
+    assert isinstance(default.reducer, hm.ImportanceWeights)
     # With a reducer that supplies weights the composition is accepted.
     hm.HamiltonianSampler(
         ToyShadow(hm.EuclideanHamiltonian(target)), StaticLength(5), reducer=WeightingReducer()
@@ -68,7 +75,7 @@ def test_integrator_that_ignores_a_non_canonical_structure_is_refused():
         ({"rho": "abc"}, r"rho must lie in \[0, 1\)"),
         ({"n_steps_jitter": 1.5}, r"n_steps_jitter must lie in \[0, 1\]"),
         ({"n_steps_jitter": "x"}, r"n_steps_jitter must be a number in \[0, 1\]"),
-        ({"integrator": "four-stage"}, r"integrator must be one of 'leapfrog', 'three-stage'"),
+        ({"integrator": "four-stage"}, r"integrator must be one of 'leapfrog', 'processed-"),
         ({"step_size_jitter": 1.0}, r"step_size_jitter must lie in \[0, 1\)"),
         ({"metric": "diag"}, r"metric must be 'identity', 'diagonal' or 'dense' .*got 'diag'"),
         ({"adapt_step_size": "no"}, r"adapt_step_size must be True, False or None, got 'no'"),

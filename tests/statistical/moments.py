@@ -57,3 +57,31 @@ def assert_moments_recovered(result, exact, params=None):
     assert np.all(np.abs(z_mean) < Z_THRESHOLD) and np.all(np.abs(z_var) < Z_THRESHOLD), (
         f"z-scores beyond {Z_THRESHOLD}: {bad}"
     )
+
+
+def weighted_moment_z_scores(draws, log_weights, exact):
+    """z-scores of self-normalised importance-weighted estimates (shadow samplers).
+
+    With weights :math:`w_i` and :math:`\\bar w` their mean, the error of the weighted
+    mean of :math:`f` is :math:`\\hat\\mu_f - \\mu_f = \\overline{y}` with
+    :math:`y_i = w_i (f_i - \\mu_f) / \\bar w`, to first order in the error of
+    :math:`\\bar w` (the delta method; the term dropped is a product of two errors).
+    So :math:`z = \\bar y / \\text{MCSE}(\\bar y)`, with the MCSE from ArviZ's ESS of the
+    :math:`y_i` along the chains, for :math:`f = x` and :math:`f = (x - \\mu)^2`.
+    Returns ``(z_mean, z_var, min_ess)``.
+    """
+    w = np.exp(log_weights - np.max(log_weights))
+    w = (w / w.mean())[..., None]
+    y_mean = w * (draws - exact.mean)
+    y_var = w * ((draws - exact.mean) ** 2 - exact.var)
+    z = [y.mean(axis=(0, 1)) / diagnostics.mcse(y, "mean") for y in (y_mean, y_var)]
+    ess = min(diagnostics.ess(y, "mean").min() for y in (y_mean, y_var))
+    return z[0], z[1], float(ess)
+
+
+def assert_weighted_moments_recovered(result, exact):
+    z_mean, z_var, ess = weighted_moment_z_scores(result.draws, result.log_weights, exact)
+    assert ess >= MIN_ESS, f"ESS {ess:.0f} < {MIN_ESS}: too short a run for a z-test; draw more"
+    assert np.all(np.abs(z_mean) < Z_THRESHOLD) and np.all(np.abs(z_var) < Z_THRESHOLD), (
+        f"z-scores beyond {Z_THRESHOLD}: mean {np.round(z_mean, 2)}, var {np.round(z_var, 2)}"
+    )

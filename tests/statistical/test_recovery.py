@@ -9,7 +9,11 @@ import pytest
 import hamiltonia as hm
 from hamiltonia.trajectories import StaticLength
 
-from .moments import assert_moments_recovered, moment_z_scores
+from .moments import (
+    assert_moments_recovered,
+    assert_weighted_moments_recovered,
+    moment_z_scores,
+)
 
 # (sampler, target name, target params, sampler options, warmup, draws, compiled). Draws are
 # chosen so that every estimate rests on an ESS of at least MIN_ESS. Fixed-length HMC on a
@@ -83,9 +87,11 @@ CASES = [
         20000,
         True,
     ),
-    # NUTS over the magnetic flow (valid: see NoUTurn).
+    # NUTS over the magnetic flow (valid: see NoUTurn). On banana a step size adapted to
+    # 0.8 leaves one chain in four diverging hundreds of times in the curved tail (seed
+    # 2024), which biases its tail draws; 0.9 is what a Stan user does about divergences.
     ("nuts", "gaussian-d10", {}, {"field": "research", "g": 0.3}, 1000, 2000, True),
-    ("nuts", "banana", {}, {"field": "research"}, 1000, 10000, True),
+    ("nuts", "banana", {}, {"field": "research", "target_accept": 0.9}, 1000, 20000, True),
     # NUTS with its defaults (diagonal metric adapted on Stan's windows).
     ("nuts", "gaussian-d10", {}, {}, 1000, 2000, False),
     ("nuts", "gaussian-d10", {}, {}, 1000, 2000, True),
@@ -243,3 +249,19 @@ def test_nuts_on_the_funnel_is_never_silently_wrong():
         _, z_var = moment_z_scores(result.draws, target.exact_moments, params=[0])
         assert z_var[0] < 0  # v's variance under-estimated ...
         assert checks & {"divergences", "r_hat", "e_bfmi"}, checks  # ... and reported
+
+
+@pytest.mark.parametrize("sampler", ["s2hmc", "ps2hmc"])
+@pytest.mark.parametrize("name", ["gaussian-d10", "banana"])
+def test_shadow_samplers_recover_moments_after_reweighting(sampler, name):
+    """Weighted means and variances within MCSE z-scores; the unweighted draws target
+    exp(-H~), whose q-marginal differs from the target, so the weights are what makes
+    them right (the check with equal weights is not asked to pass). On the Gaussian a fixed
+    length resonates (see test_moments); a shadow sampler cannot jitter its step size (its
+    target depends on it), so it jitters the number of steps."""
+    target = hm.targets.get(name)
+    options = {"n_steps_jitter": 0.5} if name.startswith("gaussian") else {}
+    result = hm.sample(target, sampler, chains=4, warmup=1000, draws=5000, seed=2024,
+                       progress=False, compiled=True, **options)  # fmt: skip
+    assert result.log_weights is not None
+    assert_weighted_moments_recovered(result, target.exact_moments)
