@@ -428,9 +428,6 @@ class NoUTurn(TrajectoryPolicy):
     random mass is drawn once per tree.
     """
 
-    #: A shadow Hamiltonian (adaptive S2HMC) is not validated over the tree yet.
-    supports_shadow = False
-
     numeric_methods = ("transition",)
     needs_full_refresh = True
 
@@ -478,7 +475,9 @@ class NoUTurn(TrajectoryPolicy):
             stack: list[_Summary] = []
             new = None
             for leaf in range(2**j):
-                moved, used = integrator.integrate(ham, z, signed, 1)
+                # A chain whose subtree already failed takes no step (and no fixed point of
+                # a processed leapfrog counts for it), as in the compiled tree.
+                moved, used = integrator.integrate(ham, z, signed, valid.astype(np.int64))
                 n_grad += np.where(valid, host(used), 0)
                 n_leapfrog += valid
                 h = host(ham.energy(moved, backend.asarray(eps)))

@@ -108,12 +108,6 @@ class HamiltonianSampler(Sampler):
                     "step_size_jitter each iteration would leave a different exp(-H~) "
                     "invariant; jitter the number of steps (n_steps_jitter) instead"
                 )
-            if not getattr(self.trajectory, "supports_shadow", True):
-                raise ValueError(
-                    f"trajectory {type(self.trajectory).__name__} is not validated with a "
-                    f"shadow Hamiltonian ({type(ham).__name__}) yet: use MetropolisTrajectory "
-                    "(the adaptive S2HMC of the no-U-turn policy is to come)"
-                )
         if getattr(self.trajectory, "needs_full_refresh", False) and not isinstance(
             self.refresh, FullRefresh
         ):

@@ -12,6 +12,7 @@ from hamiltonia.hamiltonians import (
     SeparableShadowHamiltonian,
 )
 from hamiltonia.momentum import PartialRefresh
+from hamiltonia.no_u_turn import NoUTurn
 
 DENSE = np.array([[1.0, 0.3], [0.3, 0.8]])
 
@@ -87,17 +88,6 @@ def test_invalid_compositions_are_refused_with_the_reason(options, message):
         hm.samplers.get("s2hmc")(hm.targets.get("banana"), **options)
 
 
-def test_no_u_turn_over_a_shadow_is_refused_until_validated():
-    target = hm.targets.get("banana")
-    sampler = hm.samplers.get("nuts")(target)
-    with pytest.raises(ValueError, match="not validated with a shadow"):
-        hm.HamiltonianSampler(
-            SeparableShadowHamiltonian(EuclideanHamiltonian(target)),
-            sampler.trajectory,
-            integrator=hm.ProcessedLeapfrog(),
-        )
-
-
 @pytest.mark.parametrize("compiled", [False, True])
 def test_a_shadow_run_carries_weights_into_the_summary_and_arviz(compiled, tmp_path):
     with warnings.catch_warnings():
@@ -125,3 +115,14 @@ def test_a_shadow_sampler_weighs_its_draws_by_default():
     assert isinstance(sampler.reducer, hm.ImportanceWeights)
     assert isinstance(sampler.hamiltonian, SeparableShadowHamiltonian)
     assert sampler.refresh.rho == 0.7 and isinstance(sampler.integrator, hm.ProcessedLeapfrog)
+
+
+def test_adaptive_and_jittered_s2hmc_are_compositions():
+    """as2hmc is the no-U-turn tree over processed steps, js2hmc S2HMC with L ~ U{1..L}."""
+    banana = hm.targets.get("banana")
+    adaptive = hm.samplers.get("as2hmc")(banana)
+    assert isinstance(adaptive.trajectory, NoUTurn)
+    assert isinstance(adaptive.integrator, hm.ProcessedLeapfrog)
+    assert isinstance(adaptive.reducer, hm.ImportanceWeights)
+    jittered = hm.samplers.get("js2hmc")(banana)
+    assert (jittered.trajectory.min_steps, jittered.trajectory.max_steps) == (1, 15)
