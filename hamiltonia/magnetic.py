@@ -417,6 +417,8 @@ class MagneticStructure(PoissonStructure):
                 f"the magnetic field has shape {self.field.shape}, the target has dim "
                 f"{hamiltonian.dim}"
             )
+        # A shadow Hamiltonian integrates its base's flow.
+        hamiltonian = getattr(hamiltonian, "base", hamiltonian)
         if not isinstance(hamiltonian, EuclideanHamiltonian):
             raise ValueError(
                 "MagneticStructure needs a Hamiltonian with a Gaussian kinetic energy "

@@ -7,15 +7,23 @@ move between energy levels.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
 
+from hamiltonia import backend
 from hamiltonia.compiled.parts import PartKernels
-from hamiltonia.compiled.roles import REFRESH, draw_momentum
+from hamiltonia.compiled.roles import REFRESH, draw_momentum, energy, kinetic, velocity
 from hamiltonia.state import PhaseState
 
-__all__ = ["FullRefresh", "MomentumRefresh", "PartialRefresh", "partial_mix"]
+__all__ = [
+    "FullRefresh",
+    "MetropolisPartialRefresh",
+    "MomentumRefresh",
+    "PartialRefresh",
+    "partial_mix",
+]
 
 
 def partial_mix(p, u, rho):
@@ -24,11 +32,11 @@ def partial_mix(p, u, rho):
     return rho * p + (1.0 - rho * rho) ** 0.5 * u
 
 
-def full_refresh_kernel(rng, q, p, grad, lp, eps, aux, PF, PI):
+def full_refresh_kernel(rng, q, p, grad, lp, eps, aux, stats, PF, PI, logp, fdata, idata):
     draw_momentum(rng, q, p, aux, PF, PI)
 
 
-def partial_refresh_kernel(rng, q, p, grad, lp, eps, aux, PF, PI):
+def partial_refresh_kernel(rng, q, p, grad, lp, eps, aux, stats, PF, PI, logp, fdata, idata):
     rho = PF[REFRESH][0]
     u = np.empty(p.shape[0])
     draw_momentum(rng, q, u, aux, PF, PI)
@@ -53,6 +61,14 @@ class MomentumRefresh:
 
     flip_on_reject: bool = False
     numeric_methods = ("refresh",)
+
+    def stats(self) -> tuple[tuple[str, str], ...]:
+        """The per-iteration statistics the refresh records (none by default)."""
+        return ()
+
+    def counted(self) -> dict:
+        """The statistics of the last ``refresh`` call by name (NumPy path)."""
+        return {}
 
     def refresh(
         self,
@@ -133,3 +149,94 @@ class PartialRefresh(MomentumRefresh):
 
     def __repr__(self):
         return f"PartialRefresh(rho={self.rho})"
+
+
+def metropolis_partial_refresh_kernel(
+    rng, q, p, grad, lp, eps, aux, stats, PF, PI, logp, fdata, idata
+):
+    """Kernel of :meth:`MetropolisPartialRefresh.refresh` for one chain (role
+    ``refresh``): ``PF[REFRESH]`` = (rho,); the acceptance goes to ``stats[PI[REFRESH][0]]``."""
+    d = p.shape[0]
+    rho = PF[REFRESH][0]
+    s = (1.0 - rho * rho) ** 0.5
+    u = np.empty(d)
+    v = np.empty(d)
+    p_new = np.empty(d)
+    draw_momentum(rng, q, u, aux, PF, PI)
+    h_old = energy(q, p, lp, grad, v, eps, aux, PF, PI, logp, fdata, idata)
+    h_old += kinetic(q, u, velocity(q, u, v, aux, PF, PI), aux, PF, PI)
+    for i in range(d):
+        p_new[i] = partial_mix(p[i], u[i], rho)
+        u[i] = rho * u[i] - s * p[i]
+    h_new = energy(q, p_new, lp, grad, v, eps, aux, PF, PI, logp, fdata, idata)
+    h_new += kinetic(q, u, velocity(q, u, v, aux, PF, PI), aux, PF, PI)
+    accepted = False
+    if math.isfinite(h_new - h_old):
+        accepted = rng.random() < math.exp(min(0.0, h_old - h_new))
+    else:
+        rng.random()
+    if accepted:
+        for i in range(d):
+            p[i] = p_new[i]
+    stats[PI[REFRESH][0]] = 1.0 if accepted else 0.0
+
+
+class MetropolisPartialRefresh(PartialRefresh):
+    """Partial refreshment with a Metropolis test, for a non-separable Hamiltonian
+    :math:`\\hat H` (the mix-and-match refresh of Radivojević and Akhmatskaya; SHMC, PSHMC
+    and SMHMC, spec/seed000_004.md §1.7):
+
+    .. math::
+
+        (p^*, u^*) = \\bigl(\\rho p + \\sqrt{1-\\rho^2}\\, u,\\; -\\sqrt{1-\\rho^2}\\, p + \\rho u
+        \\bigr), \\qquad u \\sim \\mathcal N(0, M),
+
+    accepted with probability :math:`\\min\\{1, \\exp(\\hat H(q, p) + K(u) - \\hat H(q, p^*)
+    - K(u^*))\\}` (the papers print max, a typo), else :math:`p` is kept (not negated). The
+    rotation is volume preserving and, :math:`u` being fresh and symmetric, equivalent to an
+    involution, so this is a Metropolis step for :math:`e^{-\\hat H(q,p) - K(u)}`. A rejected
+    trajectory negates the momentum, as for :class:`PartialRefresh`. ``rho = 0`` proposes a
+    fresh momentum and tests it. The statistic ``refresh_accepted`` records the test.
+    One uniform per chain, after the normal draws.
+    """
+
+    momentum_test = True
+
+    def __init__(self, rho: float):
+        # rho = 0 is valid here: a fresh momentum, tested.
+        super().__init__(rho)
+        self._tally: np.ndarray | None = None
+
+    def stats(self) -> tuple[tuple[str, str], ...]:
+        return (("refresh_accepted", "bool"),)
+
+    def counted(self) -> dict:
+        tally, self._tally = self._tally, None
+        return {} if tally is None else {"refresh_accepted": tally}
+
+    def refresh(self, hamiltonian, state, rngs, step_size=None):
+        base = getattr(hamiltonian, "base", hamiltonian)
+        u = hamiltonian.sample_momentum(rngs, state.aux)
+        p_new = partial_mix(state.p, u, self.rho)
+        u_new = self.rho * u - (1.0 - self.rho * self.rho) ** 0.5 * state.p
+        with np.errstate(all="ignore"):
+            h_old = hamiltonian.energy(state, step_size) + base.kinetic(u, state.aux)
+            proposal = state.with_momentum(p_new)
+            h_new = hamiltonian.energy(proposal, step_size) + base.kinetic(u_new, state.aux)
+            delta = np.asarray(h_new - h_old, dtype=np.float64)
+        draws = np.array([rng.random() for rng in rngs])
+        with np.errstate(all="ignore"):
+            accepted = np.isfinite(delta) & (draws < np.exp(np.minimum(0.0, -delta)))
+        self._tally = accepted
+        return proposal.select(backend.asmask(accepted), state)
+
+    def compiled(self, dim):
+        return PartKernels(
+            {"refresh": metropolis_partial_refresh_kernel},
+            fparams=[self.rho],
+            iparams=[self.flip_on_reject],
+            stats=self.stats(),
+        )
+
+    def __repr__(self):
+        return f"MetropolisPartialRefresh(rho={self.rho})"

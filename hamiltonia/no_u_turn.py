@@ -210,7 +210,7 @@ def no_u_turn_transition_kernel(
     tree = _TREE
     new = _TREE + SUMMARY_ROWS
     stack = new + SUMMARY_ROWS
-    h0 = energy(q, p, lp, grad, w[_V, :d], eps, aux, PF, PI)
+    h0 = energy(q, p, lp, grad, w[_V, :d], eps, aux, PF, PI, logp, fdata, idata)
     # The tree is the start state alone: both edges, the sample, the summary.
     _copy(w[_ZQ], q, d)
     _copy(w[_ZP], p, d)
@@ -249,7 +249,10 @@ def no_u_turn_transition_kernel(
             n_leapfrog += 1
             h = np.inf
             if np.isfinite(lp_z):
-                h = energy(w[_ZQ, :d], w[_ZP, :d], lp_z, w[_ZG, :d], w[_V, :d], eps, aux, PF, PI)
+                h = energy(
+                    w[_ZQ, :d], w[_ZP, :d], lp_z, w[_ZG, :d], w[_V, :d], eps, aux, PF, PI,
+                    logp, fdata, idata,
+                )  # fmt: skip
                 if not np.isfinite(h):
                     h = np.inf
             delta = h - h0

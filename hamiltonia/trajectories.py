@@ -157,7 +157,7 @@ def metropolis_transition_kernel(
     p1 = scratch[1, :d]
     g1 = scratch[2, :d]
     v = scratch[3, :d]
-    h0 = energy(q, p, lp, grad, v, eps_used, aux, PF, PI)
+    h0 = energy(q, p, lp, grad, v, eps_used, aux, PF, PI, logp, fdata, idata)
     for i in range(d):
         q1[i] = q[i]
         p1[i] = p[i]
@@ -167,7 +167,7 @@ def metropolis_transition_kernel(
     )
     h1 = np.nan
     if np.isfinite(lp1):
-        h1 = energy(q1, p1, lp1, g1, v, eps_used, aux, PF, PI)
+        h1 = energy(q1, p1, lp1, g1, v, eps_used, aux, PF, PI, logp, fdata, idata)
     delta = h1 - h0
     ok = np.isfinite(delta)
     prob = 0.0

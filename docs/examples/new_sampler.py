@@ -20,7 +20,7 @@ class MinimumErrorTwoStage(hm.Splitting):
     drifts = (0.5, 0.5)  # a1, a2: palindromic, sum 1
 
 
-def occasional_refresh_kernel(rng, q, p, grad, lp, eps, aux, PF, PI):
+def occasional_refresh_kernel(rng, q, p, grad, lp, eps, aux, stats, PF, PI, logp, fdata, idata):
     """One chain: with probability PF[REFRESH][0] a fresh momentum, else keep p."""
     if rng.random() < PF[REFRESH][0]:
         draw_momentum(rng, q, p, aux, PF, PI)

@@ -548,7 +548,7 @@ def _build_parser() -> argparse.ArgumentParser:
         prog="hamiltonia bench",
         description="Benchmark hamiltonia against NumPyro, BlackJAX and mici (those installed). "
         "'hamiltonia bench checkpoint -h': the cost of checkpoints; 'hamiltonia bench family -h': "
-        "the magnetic and quantum-inspired samplers against HMC.",
+        "the magnetic, quantum-inspired and shadow samplers against HMC.",
     )
     parser.add_argument("--quick", action="store_true", help="few draws: a smoke test")
     parser.add_argument(

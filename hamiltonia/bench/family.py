@@ -1,19 +1,21 @@
-"""The cost of the magnetic, partial-refresh and quantum-inspired samplers relative to HMC
-(``hamiltonia bench family``).
+"""The cost of the magnetic, partial-refresh, quantum-inspired and shadow samplers relative to
+HMC (``hamiltonia bench family``).
 
 Two measures per target and sampler, all compiled, side by side in this one process:
 
 * **cost per iteration**: every sampler runs the same number of leapfrog steps with the same
-  fixed step size (so the same gradient evaluations), and the median sampling time over
+  fixed step size (so the same leapfrog gradients; a shadow sampler adds its fixed points or
+  its energies' curvature), and the median sampling time over
   rounds, in an order that rotates from round to round so that a burst of load on a shared
   machine hits every sampler alike, is divided by that of ``hmc``. This is the overhead of
-  the parts: the magnetic drift, the partial refresh, the random mass.
+  the parts: the magnetic drift, the partial refresh, the random mass, the shadows.
 * **efficiency** with the research's settings (``n_steps``, ``g``, ``beta`` and ``rho`` from
   the target, the step size adapted to acceptance 0.8): the minimum bulk ESS, and ESS per
   second of sampling, of the last round.
 
 The research reports MHMC and QIHMC at about the cost of HMC and QIMHMC 5-20 % slower
-(spec/seed002_ch1-3.md §6).
+(spec/seed002_ch1-3.md §6), and its shadow samplers 1.7-3.7 times HMC's time on its own
+code (spec/seed002_ch1-3.md §2.6).
 """
 
 from __future__ import annotations
@@ -28,7 +30,9 @@ import numpy as np
 __all__ = ["DEFAULT_SAMPLERS", "DEFAULT_TARGETS", "family_cost", "family_table", "main"]
 
 DEFAULT_TARGETS = ("banana", "gaussian-d10", "blr-heart")
-DEFAULT_SAMPLERS = ("hmc", "phmc", "mhmc", "pmhmc", "qihmc", "qimhmc")
+DEFAULT_SAMPLERS = (
+    "hmc", "phmc", "mhmc", "pmhmc", "qihmc", "qimhmc", "s2hmc", "ps2hmc", "shmc", "smhmc",
+)  # fmt: skip
 
 
 def _run(target, sampler, settings, **options):
@@ -68,6 +72,7 @@ def family_cost(
         step = float(np.mean(reference.stats["step_size"][:, -1]))
         fixed = {"n_steps": target.research_n_steps, "step_size": step}
         times = {s: [] for s in samplers}
+        grads = {}
         for s in samplers:  # compile every composition before timing
             _run(target, s, {**settings, "warmup": 0, "draws": 5}, **fixed)
         for r in range(rounds):
@@ -76,6 +81,7 @@ def family_cost(
                 log(f"family: {name}: round {r + 1}/{rounds}, {s}")
                 result, _ = _run(target, s, {**settings, "warmup": 0}, **fixed)
                 times[s].append(result.sampling_seconds / draws)
+                grads[s] = float(np.mean(result.stats["n_grad"]))
         for s in samplers:
             result, ess = _run(target, s, settings)
             rows.append(
@@ -84,6 +90,7 @@ def family_cost(
                     "sampler": s,
                     "n_steps": fixed["n_steps"],
                     "us_per_iteration": 1e6 * float(np.median(times[s])),
+                    "grad_per_iteration": grads[s],
                     "ess_bulk": ess,
                     "ess_per_s": ess / result.sampling_seconds,
                     "step_size": float(np.mean(result.stats["step_size"][:, -1])),
@@ -103,13 +110,14 @@ def family_table(rows: list[dict]) -> list[str]:
     efficiency with the research's settings."""
     first = rows[0]["sampler"] if rows else "hmc"
     lines = [
-        f"| target | sampler | L | µs / iteration (fixed step) | / {first} | ESS bulk min | "
-        "ESS/s | step size (adapted) | accept |",
-        "|---|---|---|---|---|---|---|---|---|",
+        f"| target | sampler | L | gradients / iteration | µs / iteration (fixed step) | "
+        f"/ {first} | ESS bulk min | ESS/s | step size (adapted) | accept |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         lines.append(
-            f"| {r['target']} | {r['sampler']} | {r['n_steps']} | {r['us_per_iteration']:.1f} | "
+            f"| {r['target']} | {r['sampler']} | {r['n_steps']} | {r['grad_per_iteration']:.1f} "
+            f"| {r['us_per_iteration']:.1f} | "
             f"{r['ratio']:.2f} | {r['ess_bulk']:.0f} | {r['ess_per_s']:.0f} | "
             f"{r['step_size']:.4f} | {r['accept']:.2f} |"
         )
@@ -119,8 +127,8 @@ def family_table(rows: list[dict]) -> list[str]:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
         prog="hamiltonia bench family",
-        description="Cost per iteration of the magnetic, partial-refresh and quantum-inspired "
-        "samplers relative to HMC, side by side in one process.",
+        description="Cost per iteration of the magnetic, partial-refresh, quantum-inspired and "
+        "shadow samplers relative to HMC, side by side in one process.",
     )
     parser.add_argument("--targets", nargs="+", default=list(DEFAULT_TARGETS))
     parser.add_argument("--samplers", nargs="+", default=list(DEFAULT_SAMPLERS))

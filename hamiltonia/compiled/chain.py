@@ -56,7 +56,7 @@ def no_reverse_kernel(aux, PF, PI):
     """The ``reverse_structure`` role of a structure with no auxiliary variables."""
 
 
-def no_weight_kernel(q, p, lp, grad, v, eps, aux, stats, PF, PI):
+def no_weight_kernel(q, p, lp, grad, v, eps, aux, stats, PF, PI, logp, fdata, idata):
     """The ``weigh`` role of a Hamiltonian whose draws are equally weighted."""
 
 
@@ -94,11 +94,11 @@ def run_chain(
             row[j] = 0.0
         update_auxiliary(rng, q, p, aux, PF, PI)
         prepare(q, aux, PF, PI)
-        refresh(rng, q, p, grad, lp[0], eps[0], aux, PF, PI)
+        refresh(rng, q, p, grad, lp[0], eps[0], aux, row, PF, PI, logp, fdata, idata)
         lp[0] = transition(
             rng, q, p, grad, lp[0], eps[0], aux, scratch, row, PF, PI, logp, fdata, idata
         )
-        weigh(q, p, lp[0], grad, scratch[0, :d], eps[0], aux, row, PF, PI)
+        weigh(q, p, lp[0], grad, scratch[0, :d], eps[0], aux, row, PF, PI, logp, fdata, idata)
         if adapt:
             tune(eps, tune_state, row, PF, PI)
         row[0] = lp[0]

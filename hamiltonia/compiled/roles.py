@@ -31,9 +31,10 @@ Signatures (one chain; ``q``, ``p``, ``grad``, ``v`` of shape ``(dim,)``):
     generic form). [Hamiltonian]
 ``kinetic(q, p, v, aux, PF, PI) -> float``
     The kinetic energy, given ``v = velocity(p)``. [Hamiltonian]
-``energy(q, p, lp, grad, v, eps, aux, PF, PI) -> float``
+``energy(q, p, lp, grad, v, eps, aux, PF, PI, logp, fdata, idata) -> float``
     The energy the accept step uses at step size ``eps`` (a shadow Hamiltonian's differs
-    from :math:`H`). [Hamiltonian]
+    from :math:`H`, and a non-separable one evaluates the target's gradient near ``q`` for
+    its curvature term through ``logp``). [Hamiltonian]
 ``kick(q, p, grad, h, aux, PF, PI) -> float`` / ``drift(q, p, v, h, aux, PF, PI) -> float``
     The momentum and position flows for a time ``h`` (``v`` is scratch space). Each returns
     0.0 when what it read or wrote is finite (the gradient for ``kick``, the new position for
@@ -58,12 +59,14 @@ Signatures (one chain; ``q``, ``p``, ``grad``, ``v`` of shape ``(dim,)``):
 ``reverse_structure(aux, PF, PI)``
     Negate the structure's auxiliary variables (the sign of a magnetic field), as a rejected
     proposal does together with the momentum; a no-op by default. [Poisson structure]
-``weigh(q, p, lp, grad, v, eps, aux, stats, PF, PI)``
+``weigh(q, p, lp, grad, v, eps, aux, stats, PF, PI, logp, fdata, idata)``
     Record the log importance weight of the retained state in the part's column of
     ``stats`` (a shadow Hamiltonian's :math:`\tilde H - H`), after every transition; ``v`` is
     scratch space; a no-op by default. [Hamiltonian]
-``refresh(rng, q, p, grad, lp, eps, aux, PF, PI)``
-    The momentum refreshment between trajectories. [momentum refresh]
+``refresh(rng, q, p, grad, lp, eps, aux, stats, PF, PI, logp, fdata, idata)``
+    The momentum refreshment between trajectories, writing its statistics (a momentum
+    test's acceptance) into the iteration's row ``stats``; ``logp`` is there for the
+    energy of a non-separable Hamiltonian. [momentum refresh]
 ``transition(rng, q, p, grad, lp, eps, aux, scratch, stats, PF, PI, logp, fdata, idata)``
     One transition from the refreshed state, in place; returns the new log density and
     writes the part's statistics into ``stats``. ``scratch`` has

@@ -4,7 +4,11 @@ from hamiltonia.hamiltonians.base import Hamiltonian
 from hamiltonia.hamiltonians.euclidean import EuclideanHamiltonian
 from hamiltonia.hamiltonians.metrics import DenseMetric, DiagonalMetric, IdentityMetric, Metric
 from hamiltonia.hamiltonians.random_mass import RandomMassHamiltonian
-from hamiltonia.hamiltonians.shadow import SeparableShadowHamiltonian, ShadowHamiltonian
+from hamiltonia.hamiltonians.shadow import (
+    LeapfrogShadowHamiltonian,
+    SeparableShadowHamiltonian,
+    ShadowHamiltonian,
+)
 
 __all__ = [
     "DenseMetric",
@@ -12,6 +16,7 @@ __all__ = [
     "EuclideanHamiltonian",
     "Hamiltonian",
     "IdentityMetric",
+    "LeapfrogShadowHamiltonian",
     "Metric",
     "RandomMassHamiltonian",
     "SeparableShadowHamiltonian",

@@ -21,15 +21,17 @@ Marwala (2021), PS2HMC and SMHMC (spec/seed000_004.md).
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import numpy as np
 
-from hamiltonia.compiled.roles import HAMILTONIAN, kinetic, velocity
+from hamiltonia import backend
+from hamiltonia.compiled.roles import HAMILTONIAN, STRUCTURE, kinetic, velocity
 from hamiltonia.hamiltonians.base import Hamiltonian, separable_energy_kernel
 from hamiltonia.state import PhaseState
 
-__all__ = ["SeparableShadowHamiltonian", "ShadowHamiltonian"]
+__all__ = ["LeapfrogShadowHamiltonian", "SeparableShadowHamiltonian", "ShadowHamiltonian"]
 
 
 class ShadowHamiltonian(Hamiltonian):
@@ -79,14 +81,33 @@ class ShadowHamiltonian(Hamiltonian):
         return self.energy(state, step_size) - self.base.energy(state, step_size)
 
 
-def separable_shadow_energy_kernel(q, p, lp, grad, v, eps, aux, PF, PI):
+def _check_shadow_base(base, kind: str) -> None:
+    """Refuse a base a shadow of ``kind`` cannot wrap, naming why."""
+    if not isinstance(base, Hamiltonian):
+        raise TypeError(f"base must be a Hamiltonian, got {type(base).__name__}")
+    if isinstance(base, ShadowHamiltonian):
+        raise ValueError("base must be a Hamiltonian H, not another shadow Hamiltonian")
+    if base.per_chain_mass:
+        raise ValueError(
+            f"base {type(base).__name__} has a random mass: the {kind} shadow's correction "
+            "depends on the mass, so a Gibbs redraw of the mass from its prior would not "
+            "leave exp(-H~) invariant; use a fixed metric"
+        )
+    if type(base).energy is not Hamiltonian.energy:
+        raise ValueError(
+            f"base {type(base).__name__} overrides energy(): the {kind} shadow needs "
+            "H = U(q) + K(p)"
+        )
+
+
+def separable_shadow_energy_kernel(q, p, lp, grad, v, eps, aux, PF, PI, logp, fdata, idata):
     """Kernel of :meth:`SeparableShadowHamiltonian.energy` (role ``energy``):
     :math:`H + \\tfrac{\\varepsilon^2}{12} K(\\nabla\\log\\pi)`; ``v`` is scratch space."""
-    h = separable_energy_kernel(q, p, lp, grad, v, eps, aux, PF, PI)
+    h = separable_energy_kernel(q, p, lp, grad, v, eps, aux, PF, PI, logp, fdata, idata)
     return h + eps * eps / 12.0 * kinetic(q, grad, velocity(q, grad, v, aux, PF, PI), aux, PF, PI)
 
 
-def separable_shadow_weight_kernel(q, p, lp, grad, v, eps, aux, stats, PF, PI):
+def separable_shadow_weight_kernel(q, p, lp, grad, v, eps, aux, stats, PF, PI, logp, fdata, idata):
     """Kernel of :meth:`SeparableShadowHamiltonian.log_weight` (role ``weigh``): writes
     :math:`\\tfrac{\\varepsilon^2}{12} K(\\nabla\\log\\pi)` into the part's column."""
     k = kinetic(q, grad, velocity(q, grad, v, aux, PF, PI), aux, PF, PI)
@@ -135,21 +156,7 @@ class SeparableShadowHamiltonian(ShadowHamiltonian):
     order = 4
 
     def __init__(self, base: Hamiltonian):
-        if not isinstance(base, Hamiltonian):
-            raise TypeError(f"base must be a Hamiltonian, got {type(base).__name__}")
-        if isinstance(base, ShadowHamiltonian):
-            raise ValueError("base must be a Hamiltonian H, not another shadow Hamiltonian")
-        if base.per_chain_mass:
-            raise ValueError(
-                f"base {type(base).__name__} has a random mass: the shadow's correction "
-                "depends on the mass, so a Gibbs redraw of the mass from its prior would not "
-                "leave exp(-H~) invariant; use a fixed metric"
-            )
-        if type(base).energy is not Hamiltonian.energy:
-            raise ValueError(
-                f"base {type(base).__name__} overrides energy(): the separable shadow needs "
-                "H = U(q) + K(p)"
-            )
+        _check_shadow_base(base, "separable")
         super().__init__(base)
 
     def energy(self, state: PhaseState, step_size=None) -> np.ndarray:
@@ -178,3 +185,222 @@ class SeparableShadowHamiltonian(ShadowHamiltonian):
 
     def __repr__(self):
         return f"SeparableShadowHamiltonian({self.base!r})"
+
+
+#: How the non-separable shadow's curvature term gets its Hessian-vector product.
+HESSIAN_METHODS = ("finite-difference", "target")
+#: The sign of the magnetic term: the one that conserves to fourth order, or the paper's.
+SHADOW_SIGNS = ("corrected", "printed")
+
+
+def leapfrog_shadow_energy_kernel(q, p, lp, grad, v, eps, aux, PF, PI, logp, fdata, idata):
+    """Kernel of :meth:`LeapfrogShadowHamiltonian.energy` (role ``energy``), with the
+    Hessian-vector product by central differences of step ``eps``; ``PF[HAMILTONIAN]`` ends
+    with (sign of the magnetic term, the field by rows), ``PI[HAMILTONIAN]`` ends with
+    (start of those in ``PF``, has a field); the working rows and the gradient counter are
+    the part's workspace in ``aux``."""
+    d = q.shape[0]
+    at = PI[HAMILTONIAN][1]
+    shifted = aux[at : at + d]
+    g_plus = aux[at + d : at + 2 * d]
+    g_minus = aux[at + 2 * d : at + 3 * d]
+    w = aux[at + 3 * d : at + 4 * d]
+    vel = velocity(q, p, v, aux, PF, PI)
+    k_p = kinetic(q, p, vel, aux, PF, PI)
+    for i in range(d):
+        shifted[i] = q[i] + eps * vel[i]
+    lp_plus = logp(shifted, g_plus, fdata, idata)
+    for i in range(d):
+        shifted[i] = q[i] - eps * vel[i]
+    lp_minus = logp(shifted, g_minus, fdata, idata)
+    aux[at + 4 * d] += 2.0
+    if not (math.isfinite(lp_plus) and math.isfinite(lp_minus)):
+        return math.nan
+    curvature = 0.0
+    for i in range(d):
+        curvature -= vel[i] * (g_plus[i] - g_minus[i])
+    curvature /= 2.0 * eps
+    gw = velocity(q, grad, w, aux, PF, PI)
+    k_g = kinetic(q, grad, gw, aux, PF, PI)
+    h = -lp + k_p + eps * eps / 12.0 * (curvature - k_g)
+    if PI[HAMILTONIAN][-1]:
+        start = PI[HAMILTONIAN][-2]
+        sign = PF[HAMILTONIAN][start] * (1.0 - 2.0 * aux[PI[STRUCTURE][1]])
+        bend = 0.0
+        for i in range(d):
+            row = 0.0
+            for j in range(d):
+                row += PF[HAMILTONIAN][start + 1 + i * d + j] * gw[j]
+            bend += vel[i] * row
+        h += sign * eps * eps / 12.0 * bend
+    return h
+
+
+def leapfrog_shadow_weight_kernel(q, p, lp, grad, v, eps, aux, stats, PF, PI, logp, fdata, idata):
+    """Kernel of the ``weigh`` role of :class:`LeapfrogShadowHamiltonian`: the log weight
+    :math:`\\hat H - H` of the retained state from the trajectory's ``energy`` statistic
+    (its :math:`\\hat H`, so no gradient is spent), and the gradients the energies of this
+    iteration spent added to ``n_grad``."""
+    d = q.shape[0]
+    column = PI[HAMILTONIAN][0]
+    h = separable_energy_kernel(q, p, lp, grad, v, eps, aux, PF, PI, logp, fdata, idata)
+    stats[column] = stats[PI[HAMILTONIAN][2]] - h
+    counter = PI[HAMILTONIAN][1] + 4 * d
+    stats[PI[HAMILTONIAN][3]] += aux[counter]
+    aux[counter] = 0.0
+
+
+class LeapfrogShadowHamiltonian(ShadowHamiltonian):
+    """The leapfrog's fourth-order shadow Hamiltonian (non-separable), with an optional
+    magnetic term (SHMC, PSHMC and SMHMC):
+
+    .. math::
+
+        \\hat H(q, p) = H + \\frac{\\varepsilon^2}{12}\\, v^\\top \\nabla^2 U\\, v
+            - \\frac{\\varepsilon^2}{24}\\, \\nabla U^\\top M^{-1} \\nabla U
+            - \\sigma\\, \\frac{\\varepsilon^2}{12}\\, v^\\top G M^{-1} \\nabla U,
+        \\qquad v = M^{-1} p,
+
+    from the backward error analysis of the kick-drift-kick splitting (spec/seed000_004.md
+    §1.6 and §2.2; the magnetic term from the brackets of the structure
+    :math:`J_G`, §3.3), conserved by the (magnetic) leapfrog to
+    :math:`O(\\varepsilon^4)`. :math:`G` is the field with the chain's sign
+    (:data:`~hamiltonia.magnetic.FIELD_AUX`). With ``shadow_sign="printed"``,
+    :math:`\\sigma = -1`: the sign printed in the SMHMC paper, which conserves only to
+    second order (spec erratum 3); the default ``"corrected"`` is :math:`\\sigma = 1`.
+
+    The curvature :math:`v^\\top\\nabla^2 U v` comes from the target's ``hvp`` (``hessian=
+    "target"``, NumPy path) or, by default, from central differences of the gradient with
+    the step size as their step, :math:`-v^\\top(g(q + \\varepsilon v) - g(q - \\varepsilon
+    v)) / 2\\varepsilon` with :math:`g = \\nabla\\log\\pi`, which changes :math:`\\hat H` by
+    :math:`O(\\varepsilon^4)`, the order of the truncation (S2HMC's footnote; spec §3.4).
+    Each energy then costs two gradients, counted in ``n_grad``.
+
+    :math:`\\hat H` is not separable, so :math:`p \\mid q` is not Gaussian: a momentum
+    refresh needs a Metropolis test (:class:`~hamiltonia.momentum.MetropolisPartialRefresh`),
+    which :class:`~hamiltonia.samplers.HamiltonianSampler` checks.
+
+    Parameters
+    ----------
+    base : Hamiltonian
+        A separable :math:`H` with a fixed metric.
+    hessian : {"finite-difference", "target"}
+    field : array, optional
+        The magnetic field :math:`G` of the structure integrated (SMHMC).
+    shadow_sign : {"corrected", "printed"}
+
+    References
+    ----------
+    Izaguirre and Hampton (2004); Radivojević and Akhmatskaya (2020); Mongwe, Mbuvha and
+    Marwala (2021), *Shadow magnetic Hamiltonian Monte Carlo* (spec/seed000_004.md §3).
+    """
+
+    order = 4
+    needs_momentum_test = True
+
+    def __init__(self, base: Hamiltonian, hessian="finite-difference", field=None,
+                 shadow_sign="corrected"):  # fmt: skip
+        _check_shadow_base(base, "leapfrog")
+        super().__init__(base)
+        if hessian not in HESSIAN_METHODS:
+            raise ValueError(f"hessian must be one of {HESSIAN_METHODS}, got {hessian!r}")
+        if hessian == "target" and not base.target.has_hvp:
+            raise ValueError(
+                f"hessian='target' needs target {type(base.target).__name__} to define hvp(); "
+                "use hessian='finite-difference'"
+            )
+        if shadow_sign not in SHADOW_SIGNS:
+            raise ValueError(f"shadow_sign must be one of {SHADOW_SIGNS}, got {shadow_sign!r}")
+        if shadow_sign == "printed" and field is None:
+            raise ValueError("shadow_sign applies to the magnetic term: give field= too")
+        self.hessian = hessian
+        self.field = None if field is None else np.asarray(field, dtype=np.float64)
+        self.shadow_sign = shadow_sign
+        self._tally: np.ndarray | None = None
+
+    def start_counting(self, n_chains: int) -> None:
+        """Count the gradients the energies spend (NumPy path), per chain."""
+        self._tally = np.zeros(n_chains, dtype=np.int64)
+
+    def counted(self) -> np.ndarray:
+        tally, self._tally = self._tally, None
+        return tally
+
+    def _curvature(self, state, v, eps):
+        """:math:`v^\\top \\nabla^2 U v` per chain."""
+        if self.hessian == "target":
+            hv = self.target.hvp(state.q, v)
+            return -np.sum(v * hv, axis=-1)
+        h = eps[:, None]
+        plus = self.base.evaluate(state.q + h * v)
+        minus = self.base.evaluate(state.q - h * v)
+        if self._tally is not None:
+            # As the compiled kernel: an energy is evaluated only at a finite state.
+            self._tally += 2 * np.isfinite(backend.to_numpy(state.log_prob))
+        with np.errstate(all="ignore"):
+            c = -np.sum(v * (plus.grad - minus.grad), axis=-1) / (2.0 * eps)
+            ok = np.isfinite(plus.log_prob) & np.isfinite(minus.log_prob)
+        return np.where(ok, c, np.nan)
+
+    def energy(self, state: PhaseState, step_size=None) -> np.ndarray:
+        """:math:`\\hat H` per chain at the step size ``step_size`` (one per chain)."""
+        if step_size is None:
+            raise ValueError("a shadow Hamiltonian's energy needs the step size integrated")
+        n = state.q.shape[0]
+        eps = np.broadcast_to(np.asarray(step_size, dtype=np.float64), (n,))
+        aux = state.aux
+        v = self.base.velocity(state.p, aux)
+        with np.errstate(all="ignore"):
+            k_g = self.base.kinetic(state.grad, aux)
+            h = self.base.energy(state) + eps * eps / 12.0 * (self._curvature(state, v, eps) - k_g)
+            if self.field is not None:
+                from hamiltonia.magnetic import FIELD_AUX
+
+                reversed_ = np.reshape(aux.get(FIELD_AUX, np.zeros(n)), (n,))
+                sign = (1.0 if self.shadow_sign == "corrected" else -1.0) * (1.0 - 2.0 * reversed_)
+                gw = self.base.velocity(state.grad, aux)
+                bend = np.einsum("ci,ij,cj->c", v, self.field, gw)
+                h = h + sign * eps * eps / 12.0 * bend
+        return h
+
+    def log_weight(self, state: PhaseState, step_size) -> np.ndarray:
+        """:math:`\\hat H - H` (no gradient counted: the compiled path reads
+        :math:`\\hat H` from the trajectory's ``energy`` statistic)."""
+        tally, self._tally = self._tally, None
+        try:
+            return self.energy(state, step_size) - self.base.energy(state)
+        finally:
+            self._tally = tally
+
+    def compiled(self, dim):
+        from hamiltonia.compiled.parts import compiled_counterpart
+
+        if self.hessian != "finite-difference":
+            return None  # the target's hvp is a Python method
+        kernels = compiled_counterpart(self.base, dim, "hamiltonian")
+        if kernels.aux or kernels.workspace or kernels.reads:
+            return None  # the kernels below assume the workspace starts at the offset
+        sigma = 1.0 if self.shadow_sign == "corrected" else -1.0
+        field = np.zeros(0) if self.field is None else self.field.ravel()
+        fparams = np.concatenate([kernels.fparams, [sigma], field])
+        iparams = np.concatenate(
+            [kernels.iparams, [len(kernels.fparams), int(self.field is not None)]]
+        )
+        functions = {
+            **kernels.functions,
+            "energy": leapfrog_shadow_energy_kernel,
+            "weigh": leapfrog_shadow_weight_kernel,
+        }
+        return replace(
+            kernels,
+            functions=functions,
+            fparams=fparams,
+            iparams=iparams,
+            stats=(*kernels.stats, ("log_weight", "float64")),
+            reads=(*kernels.reads, "energy", "n_grad"),
+            workspace=(*kernels.workspace, ("shadow_rows", 4 * dim + 1)),
+        )
+
+    def __repr__(self):
+        extra = "" if self.field is None else ", field=..."
+        return f"LeapfrogShadowHamiltonian({self.base!r}, hessian={self.hessian!r}{extra})"

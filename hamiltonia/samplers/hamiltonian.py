@@ -129,7 +129,7 @@ class HamiltonianSampler(Sampler):
         return self.hamiltonian.energy(state, step_size)
 
     def stats(self):
-        own = (*self.trajectory.stats(), *self.integrator.stats())
+        own = (*self.trajectory.stats(), *self.integrator.stats(), *self.refresh.stats())
         return BASE_STATS + tuple(s for s in own if s[0] not in dict(BASE_STATS))
 
     def compiled_parts(self):
@@ -155,14 +155,24 @@ class HamiltonianSampler(Sampler):
         return ChainState(phase, self._initial_step_sizes(positions.shape[0]))
 
     def step(self, chain, rngs):
-        state = self.hamiltonian.update_auxiliary(chain.phase, rngs)
-        state = self.refresh.refresh(self.hamiltonian, state, rngs, chain.step_size)
+        ham = self.hamiltonian
+        # A Hamiltonian whose energy evaluates the target (a non-separable shadow's
+        # curvature) counts those gradients, as its compiled kernel adds them to n_grad.
+        energy_grads = hasattr(ham, "start_counting")
+        if energy_grads:
+            ham.start_counting(len(rngs))
+        state = ham.update_auxiliary(chain.phase, rngs)
+        state = self.refresh.refresh(ham, state, rngs, chain.step_size)
+        refreshed = self.refresh.counted()
         counting = bool(self.integrator.stats())
         if counting:
             self.integrator.start_counting(len(rngs))
         nxt, info = self.trajectory.transition(self, state, chain.step_size, rngs)
         if counting:
             info.update(self.integrator.counted())
+        info.update(refreshed)
+        if energy_grads:
+            info["n_grad"] = info["n_grad"] + ham.counted()
         chain.phase = nxt
         return chain, info
 

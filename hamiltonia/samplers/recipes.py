@@ -21,7 +21,7 @@ from hamiltonia._validation import check_flag, check_int
 from hamiltonia.hamiltonians.euclidean import EuclideanHamiltonian
 from hamiltonia.hamiltonians.metrics import DenseMetric, DiagonalMetric
 from hamiltonia.hamiltonians.random_mass import RandomMassHamiltonian, check_mass_volatility
-from hamiltonia.hamiltonians.shadow import SeparableShadowHamiltonian
+from hamiltonia.hamiltonians.shadow import LeapfrogShadowHamiltonian, SeparableShadowHamiltonian
 from hamiltonia.integrators import Integrator, ProcessedLeapfrog, make_integrator
 from hamiltonia.magnetic import (
     MagneticStructure,
@@ -30,7 +30,7 @@ from hamiltonia.magnetic import (
     random_field,
     research_field,
 )
-from hamiltonia.momentum import FullRefresh, PartialRefresh
+from hamiltonia.momentum import FullRefresh, MetropolisPartialRefresh, PartialRefresh
 from hamiltonia.no_u_turn import DEFAULT_MAX_TREE_DEPTH, NoUTurn
 from hamiltonia.samplers.hamiltonian import HamiltonianSampler
 from hamiltonia.samplers.random_walk import RandomWalkMetropolis
@@ -47,10 +47,13 @@ __all__ = [
     "phmc",
     "pmhmc",
     "ps2hmc",
+    "pshmc",
     "qihmc",
     "qimhmc",
     "rwmh",
     "s2hmc",
+    "shmc",
+    "smhmc",
 ]
 
 
@@ -96,8 +99,11 @@ def _metric_and_tuner(metric, dim: int, adapt_windows=(75, 25, 50)):
     return metric, []
 
 
-def _refresh(rho):
-    """``rho = 0``: a full refresh; ``0 < rho < 1``: partial (validated there)."""
+def _refresh(rho, hamiltonian=None):
+    """``rho = 0``: a full refresh; ``0 < rho < 1``: partial (validated there); with a
+    test on the momentum for a non-separable Hamiltonian."""
+    if getattr(hamiltonian, "needs_momentum_test", False):
+        return MetropolisPartialRefresh(rho)
     if isinstance(rho, int | float) and not isinstance(rho, bool) and rho == 0:
         return FullRefresh()
     return PartialRefresh(rho)
@@ -149,12 +155,30 @@ def _integrator(integrator, structure):
     return make_integrator(integrator, structure=structure)
 
 
-def _shadow(shadow, hamiltonian, integrator, structure, tolerance, max_iterations):
+def _shadow(shadow, hamiltonian, integrator, structure, tolerance, max_iterations,
+            hessian="finite-difference", shadow_sign="corrected"):  # fmt: skip
     """The Hamiltonian and integrator of a ``shadow`` option (``None``: unchanged)."""
     if shadow is None:
+        if shadow_sign != "corrected" or hessian != "finite-difference":
+            raise ValueError("hessian and shadow_sign apply to shadow='leapfrog'")
         return hamiltonian, integrator
-    if shadow != "separable":
-        raise ValueError(f"shadow must be None or 'separable', got {shadow!r}")
+    if shadow not in ("separable", "leapfrog"):
+        raise ValueError(f"shadow must be None, 'separable' or 'leapfrog', got {shadow!r}")
+    if isinstance(hamiltonian, RandomMassHamiltonian):
+        raise ValueError(
+            f"shadow={shadow!r} needs a fixed mass (mass_volatility=0): its correction "
+            "depends on the mass"
+        )
+    if shadow == "leapfrog":
+        if integrator != "leapfrog":
+            raise ValueError(
+                "shadow='leapfrog' is the (magnetic) leapfrog's own shadow; got "
+                f"integrator={integrator!r}"
+            )
+        field = None if structure is None else structure.field
+        return LeapfrogShadowHamiltonian(hamiltonian, hessian, field, shadow_sign), integrator
+    if shadow_sign != "corrected" or hessian != "finite-difference":
+        raise ValueError("hessian and shadow_sign apply to shadow='leapfrog'")
     if structure is not None:
         raise ValueError(
             "shadow='separable' is the processed leapfrog's shadow of the canonical dynamics; "
@@ -164,11 +188,6 @@ def _shadow(shadow, hamiltonian, integrator, structure, tolerance, max_iteration
         raise ValueError(
             "shadow='separable' integrates with the processed leapfrog, whose shadow it is; "
             f"got integrator={integrator!r}"
-        )
-    if isinstance(hamiltonian, RandomMassHamiltonian):
-        raise ValueError(
-            "shadow='separable' needs a fixed mass (mass_volatility=0): its correction "
-            "depends on the mass"
         )
     return SeparableShadowHamiltonian(hamiltonian), ProcessedLeapfrog(tolerance, max_iterations)
 
@@ -214,6 +233,8 @@ def hmc(
     shadow: str | None = None,
     fixed_point_tolerance: float = 1e-6,
     fixed_point_max_iterations: int = 100,
+    hessian: str = "finite-difference",
+    shadow_sign: str = "corrected",
 ) -> HamiltonianSampler:
     """Hamiltonian Monte Carlo with a static number of leapfrog steps.
 
@@ -274,16 +295,26 @@ def hmc(
         :class:`~hamiltonia.hamiltonians.RandomMassHamiltonian`; default 0: a fixed mass;
         ``None``: the target's research value, 0.1 for banana and Australian credit, 0.3
         otherwise).
-    shadow : None or "separable"
+    shadow : None, "separable" or "leapfrog"
         Sample a shadow Hamiltonian and reweigh the draws (default ``None``: :math:`H`
         itself). ``"separable"``: S2HMC's separable shadow
         (:class:`~hamiltonia.hamiltonians.SeparableShadowHamiltonian`) integrated by the
-        processed leapfrog (:class:`~hamiltonia.integrators.ProcessedLeapfrog`), with
-        importance weights (:class:`~hamiltonia.reducers.ImportanceWeights`).
+        processed leapfrog (:class:`~hamiltonia.integrators.ProcessedLeapfrog`).
+        ``"leapfrog"``: the leapfrog's non-separable shadow, with the magnetic term when a
+        ``field`` is given (:class:`~hamiltonia.hamiltonians.LeapfrogShadowHamiltonian`),
+        the refresh then tested
+        (:class:`~hamiltonia.momentum.MetropolisPartialRefresh`). Both with importance
+        weights (:class:`~hamiltonia.reducers.ImportanceWeights`).
     fixed_point_tolerance : float > 0
         Of the processed leapfrog's fixed points (default 1e-6, the thesis's).
     fixed_point_max_iterations : int >= 1
         Of the processed leapfrog's fixed points (default 100, the thesis's).
+    hessian : {"finite-difference", "target"}
+        The curvature of ``shadow="leapfrog"``: central differences of the gradient (two
+        gradients an energy, compiled) or the target's ``hvp`` (NumPy path).
+    shadow_sign : {"corrected", "printed"}
+        The sign of the magnetic term of ``shadow="leapfrog"`` with a field: the one that
+        conserves to fourth order (default) or the SMHMC paper's printed one.
     """
     fixed_metric, metric_tuners = _metric_and_tuner(metric, target.dim, adapt_windows)
     if n_steps is None:
@@ -292,13 +323,13 @@ def hmc(
     structure = _structure(target, field, g, field_seed)
     hamiltonian, integrator = _shadow(
         shadow, hamiltonian, integrator, structure, fixed_point_tolerance,
-        fixed_point_max_iterations,
+        fixed_point_max_iterations, hessian, shadow_sign,
     )  # fmt: skip
     sampler = HamiltonianSampler(
         hamiltonian=hamiltonian,
         integrator=_integrator(integrator, structure),
         trajectory=_trajectory(n_steps, n_steps_jitter, step_size_jitter),
-        refresh=_refresh(rho),
+        refresh=_refresh(rho, hamiltonian),
         tuners=_step_size_tuners(step_size, adapt_step_size, target_accept) + metric_tuners,
         step_size=step_size,
     )
@@ -583,4 +614,39 @@ as2hmc = _preset(
     shadow="separable",
     metric="identity",
     target_accept=0.9,
+)
+
+shmc = _preset(
+    "shmc",
+    """Shadow HMC on the leapfrog's non-separable fourth-order shadow :math:`\\hat H`
+    (Izaguirre and Hampton 2004; spec/seed000_004.md §2.2 and §2.5): a fresh momentum is
+    proposed and tested against :math:`\\hat H` (``rho=0`` of
+    :class:`~hamiltonia.momentum.MetropolisPartialRefresh`; the original's momentum
+    generation bounded by a constant ``c`` is not used), the leapfrog's proposal accepted on
+    :math:`\\hat H`, the draws weighted by :math:`\\hat H - H`.""",
+    n_steps=None,
+    shadow="leapfrog",
+)
+
+pshmc = _preset(
+    "pshmc",
+    """SHMC with partial momentum refreshment, the "SHMC" baseline of the PS2HMC paper
+    (spec/seed000_004.md §2.5): the refresh :math:`\\rho = 0.9` (the paper's) tested
+    against :math:`\\hat H`, the momentum negated on rejection.""",
+    n_steps=None,
+    shadow="leapfrog",
+    rho=0.9,
+)
+
+smhmc = _preset(
+    "smhmc",
+    """Shadow magnetic HMC (Mongwe, Mbuvha and Marwala 2021; spec/seed000_004.md §3,
+    Algorithm 3): the magnetic leapfrog with the research's field, its shadow with the
+    magnetic term of the corrected sign (``shadow_sign="printed"`` for the paper's), a
+    partial refresh :math:`\\rho = 0.7` tested against the shadow, the momentum and the
+    field's sign negated on rejection.""",
+    n_steps=None,
+    shadow="leapfrog",
+    field="research",
+    rho=0.7,
 )

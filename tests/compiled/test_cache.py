@@ -14,7 +14,7 @@ from hamiltonia.momentum import MomentumRefresh
 from scaled_helper import scale
 
 
-def scaled_refresh_kernel(rng, q, p, grad, lp, eps, aux, PF, PI):
+def scaled_refresh_kernel(rng, q, p, grad, lp, eps, aux, stats, PF, PI, logp, fdata, idata):
     draw_momentum(rng, q, p, aux, PF, PI)
     for i in range(p.shape[0]):
         p[i] = scale(p[i])
