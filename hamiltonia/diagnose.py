@@ -24,7 +24,9 @@ The checks and their thresholds:
 
     with :math:`E_n` the Hamiltonian of draw :math:`n` (Betancourt 2016, *Diagnosing
     suboptimal cotangent disintegrations in Hamiltonian Monte Carlo*): the momentum refresh
-    explores the energy levels too slowly (heavy tails, a poorly adapted metric).
+    explores the energy levels too slowly (heavy tails, a poorly adapted metric). Not
+    checked for a partial refresh (``result.attrs["momentum_memory"] > 0``), which keeps most
+    of the momentum by design, so that its energy moves slowly whatever the model.
 ``step_size``
     The adapted step size of some chain ended at least :data:`COLLAPSE_FACTOR` times below
     the one warm-up started from: the sampler fought a region it cannot integrate
@@ -185,8 +187,11 @@ def diagnose(result, summary=None) -> list[Problem]:
                 )
             )
 
-    # The energy is the Hamiltonian's only where a momentum is drawn (not random walk).
-    if "energy" in stats and np.any(np.asarray(stats.get("n_grad", 1)) > 0):
+    # The energy is the Hamiltonian's only where a momentum is drawn (not random walk), and
+    # E-BFMI judges a fresh draw: a partial refresh keeps most of the momentum by design,
+    # so the energy moves slowly whatever the model.
+    fresh = not result.attrs.get("momentum_memory", 0.0) > 0.0
+    if fresh and "energy" in stats and np.any(np.asarray(stats.get("n_grad", 1)) > 0):
         bfmi = e_bfmi(stats["energy"])
         low = np.flatnonzero(bfmi < E_BFMI_MIN)
         if low.size:

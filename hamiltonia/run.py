@@ -476,6 +476,9 @@ def _run(target, smp, plan, rngs, seq, requested, options, run_file, *, chains, 
                 k: (v if np.isscalar(v) or v is None else repr(v)) for k, v in options.items()
             },
             "target_params": getattr(target, "registered_params", {}),
+            # The refresh's memory rho (0: a fresh momentum each iteration), which the
+            # E-BFMI check reads.
+            "momentum_memory": float(getattr(getattr(smp, "refresh", None), "rho", 0.0)),
         }
     else:
         previous, info = resume_from

@@ -94,6 +94,20 @@ def test_a_random_walk_has_no_energy_to_judge():
     assert "e_bfmi" not in _checks(result)
 
 
+def test_a_partial_refresh_is_not_judged_by_e_bfmi():
+    """A partial refresh keeps most of the momentum, so the energy moves slowly by design:
+    pshmc on blr-heart (rho = 0.9) has E-BFMI near 0.1 in every chain and is not flagged,
+    while the same slow energy with a fresh momentum is."""
+    run = hm.sample("blr-heart", "pshmc", chains=2, warmup=300, draws=300, seed=0,
+                    progress=False)  # fmt: skip
+    assert run.attrs["momentum_memory"] == 0.9
+    assert np.all(e_bfmi(run.stats["energy"]) < 0.3)
+    assert "e_bfmi" not in [p.check for p in diagnose(run)]
+    fresh = _healthy()
+    fresh.stats["energy"] = np.cumsum(fresh.stats["energy"], axis=1)
+    assert "e_bfmi" in _checks(fresh) and fresh.attrs.get("momentum_memory", 0.0) == 0.0
+
+
 def test_a_collapsed_step_size_is_reported_for_its_chain_only():
     result = _healthy()
     result.stats["step_size"][1, -1] = 0.5e-4  # 10^4 below the start
