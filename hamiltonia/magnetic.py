@@ -74,6 +74,7 @@ __all__ = [
     "antisymmetric_blocks",
     "check_field",
     "field_basis",
+    "field_sign",
     "magnetic_pair_update",
     "random_field",
     "research_field",
@@ -88,6 +89,12 @@ RANK_TOLERANCE = 1e-12
 
 
 # -- the maths, written once for both paths (plain functions numba also compiles)
+
+
+def field_sign(reversed_flag):
+    """The sign of the field, :math:`1 - 2r` for the chain's flag :math:`r \\in \\{0, 1\\}`
+    (:data:`FIELD_AUX`; both paths, scalars or arrays)."""
+    return 1.0 - 2.0 * reversed_flag
 
 
 def magnetic_pair_update(a, b, theta, h):
@@ -230,7 +237,7 @@ def magnetic_drift_kernel(q, p, v, h, aux, PF, PI):
     k = PI[STRUCTURE][2]
     if k == 0:
         return position_flow(q, p, v, h, aux, PF, PI)
-    sign = 1.0 - 2.0 * aux[PI[STRUCTURE][1]]
+    sign = field_sign(aux[PI[STRUCTURE][1]])
     lam, A, B, y, memo = _basis_view(aux, PF, PI, d)
     if memo[0] != h or memo[1] != sign:
         memo[0] = h
@@ -498,7 +505,7 @@ class MagneticStructure(PoissonStructure):
             return q_new, p
         xp = backend.xp()
         lam, A, B = (backend.asarray(a) for a in self._basis(hamiltonian, aux))
-        sign = 1.0 - 2.0 * xp.reshape(xp.asarray(aux.get(FIELD_AUX, 0.0)), (-1, 1))
+        sign = field_sign(xp.reshape(xp.asarray(aux.get(FIELD_AUX, 0.0)), (-1, 1)))
         h = xp.reshape(xp.asarray(h), (-1, 1))
         if A.ndim == 2:
             y = p @ A

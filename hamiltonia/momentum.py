@@ -16,6 +16,7 @@ from hamiltonia import backend
 from hamiltonia.compiled.parts import PartKernels
 from hamiltonia.compiled.roles import REFRESH, draw_momentum, energy, kinetic, velocity
 from hamiltonia.state import PhaseState
+from hamiltonia.trajectories import metropolis_probability
 
 __all__ = [
     "FullRefresh",
@@ -30,6 +31,12 @@ def partial_mix(p, u, rho):
     """:math:`\\rho p + \\sqrt{1 - \\rho^2}\\, u`: one definition for both paths (arrays
     or scalars)."""
     return rho * p + (1.0 - rho * rho) ** 0.5 * u
+
+
+def partial_complement(p, u, rho):
+    """:math:`-\\sqrt{1 - \\rho^2}\\, p + \\rho u`, the noise's image under the rotation of
+    a tested refresh (both paths, arrays or scalars)."""
+    return rho * u - (1.0 - rho * rho) ** 0.5 * p
 
 
 def full_refresh_kernel(rng, q, p, grad, lp, eps, aux, stats, PF, PI, logp, fdata, idata):
@@ -158,23 +165,21 @@ def metropolis_partial_refresh_kernel(
     ``refresh``): ``PF[REFRESH]`` = (rho,); the acceptance goes to ``stats[PI[REFRESH][0]]``."""
     d = p.shape[0]
     rho = PF[REFRESH][0]
-    s = (1.0 - rho * rho) ** 0.5
-    u = np.empty(d)
-    v = np.empty(d)
-    p_new = np.empty(d)
+    at = PI[REFRESH][1]
+    u = aux[at : at + d]
+    v = aux[at + d : at + 2 * d]
+    p_new = aux[at + 2 * d : at + 3 * d]
     draw_momentum(rng, q, u, aux, PF, PI)
     h_old = energy(q, p, lp, grad, v, eps, aux, PF, PI, logp, fdata, idata)
     h_old += kinetic(q, u, velocity(q, u, v, aux, PF, PI), aux, PF, PI)
     for i in range(d):
         p_new[i] = partial_mix(p[i], u[i], rho)
-        u[i] = rho * u[i] - s * p[i]
+        u[i] = partial_complement(p[i], u[i], rho)
     h_new = energy(q, p_new, lp, grad, v, eps, aux, PF, PI, logp, fdata, idata)
     h_new += kinetic(q, u, velocity(q, u, v, aux, PF, PI), aux, PF, PI)
-    accepted = False
-    if math.isfinite(h_new - h_old):
-        accepted = rng.random() < math.exp(min(0.0, h_old - h_new))
-    else:
-        rng.random()
+    delta = h_new - h_old
+    # One uniform whatever the energies, as on the NumPy path.
+    accepted = rng.random() < metropolis_probability(delta) and math.isfinite(delta)
     if accepted:
         for i in range(d):
             p[i] = p_new[i]
@@ -218,7 +223,7 @@ class MetropolisPartialRefresh(PartialRefresh):
         base = getattr(hamiltonian, "base", hamiltonian)
         u = hamiltonian.sample_momentum(rngs, state.aux)
         p_new = partial_mix(state.p, u, self.rho)
-        u_new = self.rho * u - (1.0 - self.rho * self.rho) ** 0.5 * state.p
+        u_new = partial_complement(state.p, u, self.rho)
         with np.errstate(all="ignore"):
             h_old = hamiltonian.energy(state, step_size) + base.kinetic(u, state.aux)
             proposal = state.with_momentum(p_new)
@@ -226,7 +231,7 @@ class MetropolisPartialRefresh(PartialRefresh):
             delta = np.asarray(h_new - h_old, dtype=np.float64)
         draws = np.array([rng.random() for rng in rngs])
         with np.errstate(all="ignore"):
-            accepted = np.isfinite(delta) & (draws < np.exp(np.minimum(0.0, -delta)))
+            accepted = np.isfinite(delta) & (draws < metropolis_probability(delta))
         self._tally = accepted
         return proposal.select(backend.asmask(accepted), state)
 
@@ -236,6 +241,7 @@ class MetropolisPartialRefresh(PartialRefresh):
             fparams=[self.rho],
             iparams=[self.flip_on_reject],
             stats=self.stats(),
+            workspace=(("refresh_rows", 3 * dim),),
         )
 
     def __repr__(self):

@@ -62,6 +62,9 @@ class Hamiltonian:
     * ``evaluate(q)`` builds a :class:`~hamiltonia.state.PhaseState` at positions ``q`` (with
       zero momenta), evaluating the target once and turning failures into ``nan``.
     * ``n_grad_per_evaluation`` is the number of gradient evaluations ``evaluate`` costs.
+    * An energy that evaluates the target (a non-separable shadow's curvature) counts its
+      gradients between ``start_counting(n_chains)`` and ``counted()``, which the sampler
+      adds to ``n_grad``; ``counted()`` is ``None`` by default.
     """
 
     n_grad_per_evaluation = 1
@@ -96,6 +99,14 @@ class Hamiltonian:
     def update_auxiliary(self, state: PhaseState, rngs) -> PhaseState:
         """No auxiliary variables to update: ``state`` itself."""
         return state
+
+    def start_counting(self, n_chains: int) -> None:
+        """Begin counting the gradients the energies of one iteration spend (NumPy path;
+        none for a Hamiltonian whose energy does not evaluate the target)."""
+
+    def counted(self):
+        """The gradients counted since :meth:`start_counting`, per chain, or ``None``."""
+        return None
 
     def inverse_mass_diagonal(self, aux: dict | None):
         """A fixed metric: ``None``."""

@@ -29,6 +29,7 @@ import numpy as np
 from hamiltonia import backend
 from hamiltonia.compiled.roles import HAMILTONIAN, STRUCTURE, kinetic, velocity
 from hamiltonia.hamiltonians.base import Hamiltonian, separable_energy_kernel
+from hamiltonia.magnetic import FIELD_AUX, field_sign
 from hamiltonia.state import PhaseState
 
 __all__ = ["LeapfrogShadowHamiltonian", "SeparableShadowHamiltonian", "ShadowHamiltonian"]
@@ -81,6 +82,19 @@ class ShadowHamiltonian(Hamiltonian):
         return self.energy(state, step_size) - self.base.energy(state, step_size)
 
 
+def backward_error_term(eps, value):
+    """:math:`\\tfrac{\\varepsilon^2}{12}\\,x`: every shadow's correction is this times a
+    combination of kinetic energies and curvatures (both paths, scalars or arrays)."""
+    return eps * eps / 12.0 * value
+
+
+def central_curvature(eps, dot):
+    """:math:`v^\\top\\nabla^2 U v \\approx -v^\\top(g_+ - g_-)/2\\varepsilon` from
+    ``dot`` :math:`= v^\\top(g_+ - g_-)`, :math:`g_\\pm = \\nabla\\log\\pi(q \\pm
+    \\varepsilon v)` (both paths)."""
+    return -dot / (2.0 * eps)
+
+
 def _check_shadow_base(base, kind: str) -> None:
     """Refuse a base a shadow of ``kind`` cannot wrap, naming why."""
     if not isinstance(base, Hamiltonian):
@@ -104,14 +118,15 @@ def separable_shadow_energy_kernel(q, p, lp, grad, v, eps, aux, PF, PI, logp, fd
     """Kernel of :meth:`SeparableShadowHamiltonian.energy` (role ``energy``):
     :math:`H + \\tfrac{\\varepsilon^2}{12} K(\\nabla\\log\\pi)`; ``v`` is scratch space."""
     h = separable_energy_kernel(q, p, lp, grad, v, eps, aux, PF, PI, logp, fdata, idata)
-    return h + eps * eps / 12.0 * kinetic(q, grad, velocity(q, grad, v, aux, PF, PI), aux, PF, PI)
+    k = kinetic(q, grad, velocity(q, grad, v, aux, PF, PI), aux, PF, PI)
+    return h + backward_error_term(eps, k)
 
 
 def separable_shadow_weight_kernel(q, p, lp, grad, v, eps, aux, stats, PF, PI, logp, fdata, idata):
     """Kernel of :meth:`SeparableShadowHamiltonian.log_weight` (role ``weigh``): writes
     :math:`\\tfrac{\\varepsilon^2}{12} K(\\nabla\\log\\pi)` into the part's column."""
     k = kinetic(q, grad, velocity(q, grad, v, aux, PF, PI), aux, PF, PI)
-    stats[PI[HAMILTONIAN][0]] = eps * eps / 12.0 * k
+    stats[PI[HAMILTONIAN][0]] = backward_error_term(eps, k)
 
 
 class SeparableShadowHamiltonian(ShadowHamiltonian):
@@ -168,7 +183,7 @@ class SeparableShadowHamiltonian(ShadowHamiltonian):
     def log_weight(self, state: PhaseState, step_size) -> np.ndarray:
         """:math:`\\tilde H - H = \\tfrac{\\varepsilon^2}{12} K(\\nabla\\log\\pi(q))`."""
         eps = np.asarray(step_size, dtype=np.float64)
-        return eps * eps / 12.0 * self.base.kinetic(state.grad, state.aux)
+        return backward_error_term(eps, self.base.kinetic(state.grad, state.aux))
 
     def compiled(self, dim):
         from hamiltonia.compiled.parts import compiled_counterpart
@@ -216,23 +231,22 @@ def leapfrog_shadow_energy_kernel(q, p, lp, grad, v, eps, aux, PF, PI, logp, fda
     aux[at + 4 * d] += 2.0
     if not (math.isfinite(lp_plus) and math.isfinite(lp_minus)):
         return math.nan
-    curvature = 0.0
+    dot = 0.0
     for i in range(d):
-        curvature -= vel[i] * (g_plus[i] - g_minus[i])
-    curvature /= 2.0 * eps
+        dot += vel[i] * (g_plus[i] - g_minus[i])
     gw = velocity(q, grad, w, aux, PF, PI)
     k_g = kinetic(q, grad, gw, aux, PF, PI)
-    h = -lp + k_p + eps * eps / 12.0 * (curvature - k_g)
+    h = -lp + k_p + backward_error_term(eps, central_curvature(eps, dot) - k_g)
     if PI[HAMILTONIAN][-1]:
         start = PI[HAMILTONIAN][-2]
-        sign = PF[HAMILTONIAN][start] * (1.0 - 2.0 * aux[PI[STRUCTURE][1]])
+        sign = PF[HAMILTONIAN][start] * field_sign(aux[PI[STRUCTURE][1]])
         bend = 0.0
         for i in range(d):
             row = 0.0
             for j in range(d):
                 row += PF[HAMILTONIAN][start + 1 + i * d + j] * gw[j]
             bend += vel[i] * row
-        h += sign * eps * eps / 12.0 * bend
+        h += backward_error_term(eps, sign * bend)
     return h
 
 
@@ -338,7 +352,7 @@ class LeapfrogShadowHamiltonian(ShadowHamiltonian):
             # As the compiled kernel: an energy is evaluated only at a finite state.
             self._tally += 2 * np.isfinite(backend.to_numpy(state.log_prob))
         with np.errstate(all="ignore"):
-            c = -np.sum(v * (plus.grad - minus.grad), axis=-1) / (2.0 * eps)
+            c = central_curvature(eps, np.sum(v * (plus.grad - minus.grad), axis=-1))
             ok = np.isfinite(plus.log_prob) & np.isfinite(minus.log_prob)
         return np.where(ok, c, np.nan)
 
@@ -352,25 +366,22 @@ class LeapfrogShadowHamiltonian(ShadowHamiltonian):
         v = self.base.velocity(state.p, aux)
         with np.errstate(all="ignore"):
             k_g = self.base.kinetic(state.grad, aux)
-            h = self.base.energy(state) + eps * eps / 12.0 * (self._curvature(state, v, eps) - k_g)
+            h = self.base.energy(state) + backward_error_term(
+                eps, self._curvature(state, v, eps) - k_g
+            )
             if self.field is not None:
-                from hamiltonia.magnetic import FIELD_AUX
-
                 reversed_ = np.reshape(aux.get(FIELD_AUX, np.zeros(n)), (n,))
-                sign = (1.0 if self.shadow_sign == "corrected" else -1.0) * (1.0 - 2.0 * reversed_)
+                sign = (1.0 if self.shadow_sign == "corrected" else -1.0) * field_sign(reversed_)
                 gw = self.base.velocity(state.grad, aux)
                 bend = np.einsum("ci,ij,cj->c", v, self.field, gw)
-                h = h + sign * eps * eps / 12.0 * bend
+                h = h + backward_error_term(eps, sign * bend)
         return h
 
     def log_weight(self, state: PhaseState, step_size) -> np.ndarray:
         """:math:`\\hat H - H` (no gradient counted: the compiled path reads
         :math:`\\hat H` from the trajectory's ``energy`` statistic)."""
-        tally, self._tally = self._tally, None
-        try:
-            return self.energy(state, step_size) - self.base.energy(state)
-        finally:
-            self._tally = tally
+        # Called by the run after the iteration's count was collected: nothing is counted.
+        return self.energy(state, step_size) - self.base.energy(state)
 
     def compiled(self, dim):
         from hamiltonia.compiled.parts import compiled_counterpart

@@ -75,8 +75,16 @@ FIXED_POINT_STATS = (("fixed_point_iterations", "int64"), ("fixed_point_failures
 _WORK_ROWS = 7
 
 
-def _rows(aux: dict, rows) -> dict:
-    return {k: v[rows] for k, v in aux.items()}
+def momentum_shift(h, g_plus, g_minus):
+    """:math:`\\tfrac{h}{24}(g_+ - g_-)`, the momentum part of :math:`X` (both paths,
+    scalars or arrays)."""
+    return h / 24.0 * (g_plus - g_minus)
+
+
+def position_shift(h, shift):
+    """:math:`\\tfrac{h^2}{24} M^{-1}(g_+ + g_-)`, given ``shift`` :math:`= M^{-1}(g_+ +
+    g_-)`, the position part of :math:`X` (both paths, scalars or arrays)."""
+    return h * h / 24.0 * shift
 
 
 def _gradient_pair(hamiltonian, q, v, h):
@@ -84,10 +92,26 @@ def _gradient_pair(hamiltonian, q, v, h):
     plus = hamiltonian.evaluate(q + h * v)
     minus = hamiltonian.evaluate(q - h * v)
     with np.errstate(all="ignore"):
-        finite = backend.to_numpy(np.isfinite(plus.log_prob) & np.isfinite(minus.log_prob)).astype(
-            bool
-        )
-    return plus.grad, minus.grad, finite
+        finite = np.isfinite(plus.log_prob) & np.isfinite(minus.log_prob)
+    return plus.grad, minus.grad, backend.to_numpy(finite).astype(bool)
+
+
+def _solve_per_chain(n, max_iterations, iterate):
+    """The masked fixed-point loop of both maps: ``iterate(rows)`` runs one iteration for
+    the chains ``rows`` still going, updates their iterates and returns ``(finite, done)``
+    per row. Returns ``(iterations, converged)``."""
+    iterations = np.zeros(n, dtype=np.int64)
+    converged = np.zeros(n, dtype=bool)
+    failed = np.zeros(n, dtype=bool)
+    for _ in range(max_iterations):
+        rows = np.flatnonzero(~converged & ~failed)
+        if rows.size == 0:
+            break
+        iterations[rows] += 1
+        finite, done = iterate(rows)
+        converged[rows[done]] = True
+        failed[rows[~finite]] = True
+    return iterations, converged
 
 
 def pre_process(hamiltonian, q, p, eps, aux, tolerance, max_iterations):
@@ -95,65 +119,48 @@ def pre_process(hamiltonian, q, p, eps, aux, tolerance, max_iterations):
 
     Returns ``(q_hat, p_hat, iterations, converged)``; a chain that did not converge keeps
     its last iterate (its trajectory is rejected)."""
-    n = q.shape[0]
-    h = np.asarray(eps, dtype=np.float64).reshape(n, 1)
+    h = np.asarray(eps, dtype=np.float64).reshape(-1, 1)
     p_hat, q_hat = p.copy(), q.copy()
-    iterations = np.zeros(n, dtype=np.int64)
-    converged = np.zeros(n, dtype=bool)
-    failed = np.zeros(n, dtype=bool)
-    for _ in range(max_iterations):
-        rows = np.flatnonzero(~converged & ~failed)
-        if rows.size == 0:
-            break
-        sub_aux = _rows(aux, rows)
+
+    def iterate(rows):
+        sub_aux = {k: v[rows] for k, v in aux.items()}
         v = hamiltonian.velocity(p_hat[rows], sub_aux)
         g_plus, g_minus, finite = _gradient_pair(hamiltonian, q[rows], v, h[rows])
-        iterations[rows] += 1
         with np.errstate(all="ignore"):
-            new = p[rows] + h[rows] / 24.0 * (g_plus - g_minus)
+            new = p[rows] + momentum_shift(h[rows], g_plus, g_minus)
             finite &= np.all(np.isfinite(new), axis=1)
-            change = np.max(np.abs(new - p_hat[rows]), axis=1, initial=0.0)
-            done = finite & (change <= tolerance)
+            done = finite & (np.max(np.abs(new - p_hat[rows]), axis=1) <= tolerance)
             shift = hamiltonian.velocity(g_plus + g_minus, sub_aux)
         # Converged: keep the iterate the gradients were taken at, and finish with it.
-        q_hat[rows[done]] = q[rows[done]] - h[rows[done]] ** 2 / 24.0 * shift[done]
-        going = finite & ~done
-        p_hat[rows[going]] = new[going]
-        converged[rows[done]] = True
-        failed[rows[~finite]] = True
+        q_hat[rows[done]] = q[rows[done]] - position_shift(h[rows[done]], shift[done])
+        p_hat[rows[finite & ~done]] = new[finite & ~done]
+        return finite, done
+
+    iterations, converged = _solve_per_chain(q.shape[0], max_iterations, iterate)
     return q_hat, p_hat, iterations, converged
 
 
 def post_process(hamiltonian, q_hat, p_hat, eps, aux, tolerance, max_iterations):
     """:math:`X^{-1}(\\hat q, \\hat p)` for every chain (NumPy path); returns
     ``(q, p, iterations, converged)``."""
-    n = q_hat.shape[0]
-    h = np.asarray(eps, dtype=np.float64).reshape(n, 1)
+    h = np.asarray(eps, dtype=np.float64).reshape(-1, 1)
     v = hamiltonian.velocity(p_hat, aux)
     q, p = q_hat.copy(), p_hat.copy()
-    iterations = np.zeros(n, dtype=np.int64)
-    converged = np.zeros(n, dtype=bool)
-    failed = np.zeros(n, dtype=bool)
-    for _ in range(max_iterations):
-        rows = np.flatnonzero(~converged & ~failed)
-        if rows.size == 0:
-            break
-        sub_aux = _rows(aux, rows)
+
+    def iterate(rows):
+        sub_aux = {k: v[rows] for k, v in aux.items()}
         g_plus, g_minus, finite = _gradient_pair(hamiltonian, q[rows], v[rows], h[rows])
-        iterations[rows] += 1
         with np.errstate(all="ignore"):
-            new = q_hat[rows] + h[rows] ** 2 / 24.0 * hamiltonian.velocity(
-                g_plus + g_minus, sub_aux
-            )
+            shift = hamiltonian.velocity(g_plus + g_minus, sub_aux)
+            new = q_hat[rows] + position_shift(h[rows], shift)
             finite &= np.all(np.isfinite(new), axis=1)
-            change = np.max(np.abs(new - q[rows]), axis=1, initial=0.0)
-            done = finite & (change <= tolerance)
-            p_new = p_hat[rows] - h[rows] / 24.0 * (g_plus - g_minus)
+            done = finite & (np.max(np.abs(new - q[rows]), axis=1) <= tolerance)
+            p_new = p_hat[rows] - momentum_shift(h[rows], g_plus, g_minus)
         p[rows[done]] = p_new[done]
-        going = finite & ~done
-        q[rows[going]] = new[going]
-        converged[rows[done]] = True
-        failed[rows[~finite]] = True
+        q[rows[finite & ~done]] = new[finite & ~done]
+        return finite, done
+
+    iterations, converged = _solve_per_chain(q_hat.shape[0], max_iterations, iterate)
     return q, p, iterations, converged
 
 
@@ -182,7 +189,7 @@ def _pre_process_kernel(q, p, eps, tol, max_iter, at, aux, PF, PI, logp, fdata, 
         change = 0.0
         check = 0.0
         for i in range(d):
-            new = p[i] + eps / 24.0 * (g_plus[i] - g_minus[i])
+            new = p[i] + momentum_shift(eps, g_plus[i], g_minus[i])
             check += new - new
             change = max(change, abs(new - p_hat[i]))
             # p_hat is overwritten only when another iteration follows (below).
@@ -194,7 +201,7 @@ def _pre_process_kernel(q, p, eps, tol, max_iter, at, aux, PF, PI, logp, fdata, 
                 g_plus[i] += g_minus[i]
             shift = velocity(q, g_plus, out_shift, aux, PF, PI)
             for i in range(d):
-                q[i] = q[i] - eps * eps / 24.0 * shift[i]
+                q[i] = q[i] - position_shift(eps, shift[i])
                 p[i] = p_hat[i]
             return it + 1, True
         for i in range(d):
@@ -229,7 +236,7 @@ def _post_process_kernel(q, p, eps, tol, max_iter, at, aux, PF, PI, logp, fdata,
         change = 0.0
         check = 0.0
         for i in range(d):
-            new = q[i] + eps * eps / 24.0 * shift[i]
+            new = q[i] + position_shift(eps, shift[i])
             check += new - new
             change = max(change, abs(new - x[i]))
             q_minus[i] = new
@@ -238,11 +245,20 @@ def _post_process_kernel(q, p, eps, tol, max_iter, at, aux, PF, PI, logp, fdata,
         if change <= tol:
             for i in range(d):
                 q[i] = x[i]
-                p[i] = p[i] - eps / 24.0 * (g_plus[i] - g_minus[i])
+                p[i] = p[i] - momentum_shift(eps, g_plus[i], g_minus[i])
             return it + 1, True
         for i in range(d):
             x[i] = q_minus[i]
     return max_iter, False
+
+
+def _count_map(stats, column, iterations, ok):
+    """Add one map's fixed-point iterations (and a failure) to the statistics; returns
+    the gradients it spent."""
+    stats[column] += iterations
+    if not ok:
+        stats[column + 1] += 1
+    return 2 * iterations
 
 
 def processed_integrate_kernel(
@@ -258,14 +274,11 @@ def processed_integrate_kernel(
     tol = PF[INTEGRATOR][2 * k + 1]
     column = PI[INTEGRATOR][0]
     at = PI[INTEGRATOR][1]
-    n_grad = 0
     iterations, ok = _pre_process_kernel(
         q, p, eps, tol, max_iter, at, aux, PF, PI, logp, fdata, idata
     )
-    n_grad += 2 * iterations
-    stats[column] += iterations
+    n_grad = _count_map(stats, column, iterations, ok)
     if not ok:
-        stats[column + 1] += 1
         return math.nan, n_grad
     lp = logp(q, grad, fdata, idata)
     n_grad += 1
@@ -280,14 +293,11 @@ def processed_integrate_kernel(
     iterations, ok = _post_process_kernel(
         q, p, eps, tol, max_iter, at, aux, PF, PI, logp, fdata, idata
     )
-    n_grad += 2 * iterations
-    stats[column] += iterations
+    n_grad += _count_map(stats, column, iterations, ok)
     if not ok:
-        stats[column + 1] += 1
         return math.nan, n_grad
     lp = logp(q, grad, fdata, idata)
-    n_grad += 1
-    return lp, n_grad
+    return lp, n_grad + 1
 
 
 class ProcessedLeapfrog(Integrator):

@@ -158,9 +158,7 @@ class HamiltonianSampler(Sampler):
         ham = self.hamiltonian
         # A Hamiltonian whose energy evaluates the target (a non-separable shadow's
         # curvature) counts those gradients, as its compiled kernel adds them to n_grad.
-        energy_grads = hasattr(ham, "start_counting")
-        if energy_grads:
-            ham.start_counting(len(rngs))
+        ham.start_counting(len(rngs))
         state = ham.update_auxiliary(chain.phase, rngs)
         state = self.refresh.refresh(ham, state, rngs, chain.step_size)
         refreshed = self.refresh.counted()
@@ -171,8 +169,9 @@ class HamiltonianSampler(Sampler):
         if counting:
             info.update(self.integrator.counted())
         info.update(refreshed)
-        if energy_grads:
-            info["n_grad"] = info["n_grad"] + ham.counted()
+        energy_grads = ham.counted()
+        if energy_grads is not None:
+            info["n_grad"] = info["n_grad"] + energy_grads
         chain.phase = nxt
         return chain, info
 

@@ -158,9 +158,9 @@ def _integrator(integrator, structure):
 def _shadow(shadow, hamiltonian, integrator, structure, tolerance, max_iterations,
             hessian="finite-difference", shadow_sign="corrected"):  # fmt: skip
     """The Hamiltonian and integrator of a ``shadow`` option (``None``: unchanged)."""
+    if shadow != "leapfrog" and (shadow_sign != "corrected" or hessian != "finite-difference"):
+        raise ValueError("hessian and shadow_sign apply to shadow='leapfrog'")
     if shadow is None:
-        if shadow_sign != "corrected" or hessian != "finite-difference":
-            raise ValueError("hessian and shadow_sign apply to shadow='leapfrog'")
         return hamiltonian, integrator
     if shadow not in ("separable", "leapfrog"):
         raise ValueError(f"shadow must be None, 'separable' or 'leapfrog', got {shadow!r}")
@@ -177,8 +177,6 @@ def _shadow(shadow, hamiltonian, integrator, structure, tolerance, max_iteration
             )
         field = None if structure is None else structure.field
         return LeapfrogShadowHamiltonian(hamiltonian, hessian, field, shadow_sign), integrator
-    if shadow_sign != "corrected" or hessian != "finite-difference":
-        raise ValueError("hessian and shadow_sign apply to shadow='leapfrog'")
     if structure is not None:
         raise ValueError(
             "shadow='separable' is the processed leapfrog's shadow of the canonical dynamics; "
