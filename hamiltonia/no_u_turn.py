@@ -48,7 +48,14 @@ import numpy as np
 from hamiltonia import backend
 from hamiltonia._validation import check_int
 from hamiltonia.compiled.parts import PartKernels
-from hamiltonia.compiled.roles import TRAJECTORY, energy, integrate, velocity
+from hamiltonia.compiled.roles import (
+    TRAJECTORY,
+    energy,
+    energy_reads_target,
+    integrate,
+    target_energy,
+    velocity,
+)
 from hamiltonia.trajectories import TrajectoryPolicy, is_divergent, metropolis_probability
 
 __all__ = [
@@ -210,7 +217,10 @@ def no_u_turn_transition_kernel(
     tree = _TREE
     new = _TREE + SUMMARY_ROWS
     stack = new + SUMMARY_ROWS
-    h0 = energy(q, p, lp, grad, w[_V, :d], eps, aux, PF, PI, logp, fdata, idata)
+    if energy_reads_target:
+        h0 = target_energy(q, p, lp, grad, w[_V, :d], eps, aux, PF, PI, logp, fdata, idata)
+    else:
+        h0 = energy(q, p, lp, grad, w[_V, :d], eps, aux, PF, PI)
     # The tree is the start state alone: both edges, the sample, the summary.
     _copy(w[_ZQ], q, d)
     _copy(w[_ZP], p, d)
@@ -249,10 +259,15 @@ def no_u_turn_transition_kernel(
             n_leapfrog += 1
             h = np.inf
             if np.isfinite(lp_z):
-                h = energy(
-                    w[_ZQ, :d], w[_ZP, :d], lp_z, w[_ZG, :d], w[_V, :d], eps, aux, PF, PI,
-                    logp, fdata, idata,
-                )  # fmt: skip
+                if energy_reads_target:
+                    h = target_energy(
+                        w[_ZQ, :d], w[_ZP, :d], lp_z, w[_ZG, :d], w[_V, :d], eps, aux, PF, PI,
+                        logp, fdata, idata,
+                    )  # fmt: skip
+                else:
+                    h = energy(
+                        w[_ZQ, :d], w[_ZP, :d], lp_z, w[_ZG, :d], w[_V, :d], eps, aux, PF, PI
+                    )
                 if not np.isfinite(h):
                     h = np.inf
             delta = h - h0

@@ -19,7 +19,15 @@ import numpy as np
 from hamiltonia import backend
 from hamiltonia._validation import as_float, check_int
 from hamiltonia.compiled.parts import PartKernels
-from hamiltonia.compiled.roles import REFRESH, TRAJECTORY, energy, integrate, reverse_structure
+from hamiltonia.compiled.roles import (
+    REFRESH,
+    TRAJECTORY,
+    energy,
+    energy_reads_target,
+    integrate,
+    reverse_structure,
+    target_energy,
+)
 from hamiltonia.state import PhaseState
 
 __all__ = [
@@ -157,7 +165,10 @@ def metropolis_transition_kernel(
     p1 = scratch[1, :d]
     g1 = scratch[2, :d]
     v = scratch[3, :d]
-    h0 = energy(q, p, lp, grad, v, eps_used, aux, PF, PI, logp, fdata, idata)
+    if energy_reads_target:
+        h0 = target_energy(q, p, lp, grad, v, eps_used, aux, PF, PI, logp, fdata, idata)
+    else:
+        h0 = energy(q, p, lp, grad, v, eps_used, aux, PF, PI)
     for i in range(d):
         q1[i] = q[i]
         p1[i] = p[i]
@@ -167,7 +178,10 @@ def metropolis_transition_kernel(
     )
     h1 = np.nan
     if np.isfinite(lp1):
-        h1 = energy(q1, p1, lp1, g1, v, eps_used, aux, PF, PI, logp, fdata, idata)
+        if energy_reads_target:
+            h1 = target_energy(q1, p1, lp1, g1, v, eps_used, aux, PF, PI, logp, fdata, idata)
+        else:
+            h1 = energy(q1, p1, lp1, g1, v, eps_used, aux, PF, PI)
     delta = h1 - h0
     ok = np.isfinite(delta)
     prob = 0.0

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from hamiltonia.compiled.roles import (
+    energy,
     prepare,
     refresh,
     transition,
@@ -60,9 +61,18 @@ def no_weight_kernel(q, p, lp, grad, v, eps, aux, stats, PF, PI, logp, fdata, id
     """The ``weigh`` role of a Hamiltonian whose draws are equally weighted."""
 
 
+def energy_without_target_kernel(q, p, lp, grad, v, eps, aux, PF, PI, logp, fdata, idata):
+    """The ``target_energy`` role of a Hamiltonian whose energy does not read the target:
+    its ``energy``."""
+    return energy(q, p, lp, grad, v, eps, aux, PF, PI)
+
+
 def no_op_kernels() -> dict:
-    """The kernels of the roles a composition may leave unfilled (each does nothing)."""
+    """What a composition may leave unfilled: kernels that do nothing (or, for
+    ``target_energy``, defer to ``energy``), and the flag ``energy_reads_target`` off."""
     return {
+        "energy_reads_target": False,
+        "target_energy": energy_without_target_kernel,
         "tune": no_tuning_kernel,
         "update_auxiliary": no_auxiliary_update_kernel,
         "prepare": no_prepare_kernel,

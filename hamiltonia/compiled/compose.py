@@ -74,6 +74,16 @@ def _is_dispatcher(obj) -> bool:
     return module.startswith("numba.") and hasattr(obj, "py_func")
 
 
+def _is_number(obj) -> bool:
+    return isinstance(obj, bool | int | float) or (
+        type(obj).__module__ == "numpy" and hasattr(obj, "item") and getattr(obj, "ndim", 1) == 0
+    )
+
+
+def _number(obj):
+    return obj.item() if hasattr(obj, "item") else obj
+
+
 class _Writer:
     """Collects the generated module: imports, constants and function definitions."""
 
@@ -92,7 +102,12 @@ class _Writer:
             if name not in self.roles:
                 raise CompositionError(f"no part of this sampler fills the role {name!r}")
             self._role_done.add(name)
-            self.function(self.roles[name], emitted)
+            filler = self.roles[name]
+            if _is_number(filler):
+                # A flag: a module constant, so numba prunes the branches it guards.
+                self.constants[emitted] = f"{emitted} = {_number(filler)!r}"
+            else:
+                self.function(filler, emitted)
         return emitted
 
     def bind(self, obj, name: str, owner) -> str | None:
@@ -122,14 +137,9 @@ class _Writer:
                 self.names[key] = emitted
                 self.function(obj, emitted)
             return self.names[key]
-        if isinstance(obj, bool | int | float) or (
-            type(obj).__module__ == "numpy"
-            and hasattr(obj, "item")
-            and getattr(obj, "ndim", 1) == 0
-        ):
-            value = obj.item() if hasattr(obj, "item") else obj
+        if _is_number(obj):
             alias = "c_" + _ident(f"{owner.__module__}_{name}")
-            self.constants[alias] = f"{alias} = {value!r}"
+            self.constants[alias] = f"{alias} = {_number(obj)!r}"
             return alias
         raise CompositionError(
             f"kernel {owner.__module__}.{owner.__qualname__} uses the global {name!r} of type "

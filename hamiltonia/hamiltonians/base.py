@@ -27,7 +27,7 @@ def position_flow_kernel(q, p, v, h, aux, PF, PI):
     return check
 
 
-def separable_energy_kernel(q, p, lp, grad, v, eps, aux, PF, PI, logp, fdata, idata):
+def separable_energy_kernel(q, p, lp, grad, v, eps, aux, PF, PI):
     """Kernel of :math:`H = -\\log\\pi(q) + K(p)` (the ``energy`` role); ``v`` is scratch
     space for :math:`\\partial K/\\partial p`."""
     return -lp + kinetic_role(q, p, velocity_role(q, p, v, aux, PF, PI), aux, PF, PI)

@@ -114,10 +114,10 @@ def _check_shadow_base(base, kind: str) -> None:
         )
 
 
-def separable_shadow_energy_kernel(q, p, lp, grad, v, eps, aux, PF, PI, logp, fdata, idata):
+def separable_shadow_energy_kernel(q, p, lp, grad, v, eps, aux, PF, PI):
     """Kernel of :meth:`SeparableShadowHamiltonian.energy` (role ``energy``):
     :math:`H + \\tfrac{\\varepsilon^2}{12} K(\\nabla\\log\\pi)`; ``v`` is scratch space."""
-    h = separable_energy_kernel(q, p, lp, grad, v, eps, aux, PF, PI, logp, fdata, idata)
+    h = separable_energy_kernel(q, p, lp, grad, v, eps, aux, PF, PI)
     k = kinetic(q, grad, velocity(q, grad, v, aux, PF, PI), aux, PF, PI)
     return h + backward_error_term(eps, k)
 
@@ -209,7 +209,7 @@ SHADOW_SIGNS = ("corrected", "printed")
 
 
 def leapfrog_shadow_energy_kernel(q, p, lp, grad, v, eps, aux, PF, PI, logp, fdata, idata):
-    """Kernel of :meth:`LeapfrogShadowHamiltonian.energy` (role ``energy``), with the
+    """Kernel of :meth:`LeapfrogShadowHamiltonian.energy` (role ``target_energy``), with the
     Hessian-vector product by central differences of step ``eps``; ``PF[HAMILTONIAN]`` ends
     with (sign of the magnetic term, the field by rows), ``PI[HAMILTONIAN]`` ends with
     (start of those in ``PF``, has a field); the working rows and the gradient counter are
@@ -250,6 +250,14 @@ def leapfrog_shadow_energy_kernel(q, p, lp, grad, v, eps, aux, PF, PI, logp, fda
     return h
 
 
+def energy_needs_target_kernel(q, p, lp, grad, v, eps, aux, PF, PI):
+    """The ``energy`` role of :class:`LeapfrogShadowHamiltonian`, which declares
+    ``energy_reads_target`` so that callers use ``target_energy``: without the target its
+    energy cannot be evaluated, and a caller that ignored the flag rejects every proposal
+    (nan) rather than sample the wrong distribution."""
+    return math.nan
+
+
 def leapfrog_shadow_weight_kernel(q, p, lp, grad, v, eps, aux, stats, PF, PI, logp, fdata, idata):
     """Kernel of the ``weigh`` role of :class:`LeapfrogShadowHamiltonian`: the log weight
     :math:`\\hat H - H` of the retained state from the trajectory's ``energy`` statistic
@@ -257,7 +265,7 @@ def leapfrog_shadow_weight_kernel(q, p, lp, grad, v, eps, aux, stats, PF, PI, lo
     iteration spent added to ``n_grad``."""
     d = q.shape[0]
     column = PI[HAMILTONIAN][0]
-    h = separable_energy_kernel(q, p, lp, grad, v, eps, aux, PF, PI, logp, fdata, idata)
+    h = separable_energy_kernel(q, p, lp, grad, v, eps, aux, PF, PI)
     stats[column] = stats[PI[HAMILTONIAN][2]] - h
     counter = PI[HAMILTONIAN][1] + 4 * d
     stats[PI[HAMILTONIAN][3]] += aux[counter]
@@ -399,7 +407,9 @@ class LeapfrogShadowHamiltonian(ShadowHamiltonian):
         )
         functions = {
             **kernels.functions,
-            "energy": leapfrog_shadow_energy_kernel,
+            "energy": energy_needs_target_kernel,
+            "energy_reads_target": True,
+            "target_energy": leapfrog_shadow_energy_kernel,
             "weigh": leapfrog_shadow_weight_kernel,
         }
         return replace(
