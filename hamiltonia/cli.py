@@ -241,6 +241,8 @@ def _report(result, target, output, out) -> int:
         )
     print(f"gradient evaluations {result.n_grad}", file=out)
     print(f"max r_hat            {np.max(summary['r_hat']):.4f}", file=out)
+    if result.pairs:
+        _print_pairs(result, out)
     print(
         f"seconds              {result.warmup_seconds:.3g} warm-up (with any compiling), "
         f"{result.sampling_seconds:.3g} sampling",
@@ -259,6 +261,28 @@ def _report(result, target, output, out) -> int:
     if output:
         print(f"wrote {output}", file=out)
     return 0
+
+
+def _print_pairs(result, out) -> None:
+    """The antithetic pairs' estimates beside the primary chains' (hamiltonia.antithetic)."""
+    table = result.pair_summary()
+    print(
+        f"\nantithetic pairs ({len(result.pairs)}): the pair mean against the primary chains "
+        "alone; reduction = (plain mcse / pair mcse)^2",
+        file=out,
+    )
+    shown = table.copy()
+    for column in ("plain_mean", "plain_mcse", "mean", "mcse"):
+        shown[column] = shown[column].map(lambda v: f"{v:.4g}")
+    shown["eta"] = shown["eta"].map(lambda v: f"{v:.3f}")
+    shown["ess_pair"] = shown["ess_pair"].map(lambda v: f"{v:,.0f}")
+    shown["reduction"] = shown["reduction"].map(lambda v: f"{v:,.1f}")
+    print(shown.to_string(), file=out)
+    print(
+        f"eta (max over parameters) {table['eta'].max():.3f}; median reduction "
+        f"{table['reduction'].median():,.1f} at twice the cost of the primary chains",
+        file=out,
+    )
 
 
 def main(argv=None) -> int:

@@ -10,7 +10,13 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["ImportanceWeights", "VarianceReducer", "weighted_mean"]
+__all__ = [
+    "ImportanceWeights",
+    "VarianceReducer",
+    "gives_weights",
+    "reduction_table",
+    "weighted_mean",
+]
 
 
 def weighted_mean(values: np.ndarray, log_weights: np.ndarray | None) -> np.ndarray:
@@ -29,6 +35,41 @@ def weighted_mean(values: np.ndarray, log_weights: np.ndarray | None) -> np.ndar
     w = np.exp(lw)
     w = w / w.sum()
     return np.tensordot(w, values, axes=([0, 1], [0, 1]))
+
+
+def reduction_table(names, plain, series: np.ndarray, **extra):
+    """A reduced estimate beside the plain one (a pandas DataFrame, one row per parameter):
+    ``plain_mean``, ``plain_mcse`` from the table ``plain``; ``mean`` and ``mcse`` of the
+    per-draw ``series`` (shape ``(chains, draws, dim)``) whose mean is the reduced estimate;
+    the ``extra`` columns; and ``reduction`` :math:`= (\\text{plain\\_mcse} /
+    \\text{mcse})^2`, the factor by which the variance of the estimate fell."""
+    import pandas as pd
+
+    from hamiltonia import diagnostics
+
+    mcse = diagnostics.mcse(series, "mean")
+    plain_mcse = plain["mcse"].to_numpy()
+    return pd.DataFrame(
+        {
+            "plain_mean": plain["mean"].to_numpy(),
+            "plain_mcse": plain_mcse,
+            "mean": series.mean(axis=(0, 1)),
+            "mcse": mcse,
+            **extra,
+            "reduction": (plain_mcse / mcse) ** 2,
+        },
+        index=pd.Index(names, name="parameter"),
+    )
+
+
+def gives_weights(reducer) -> bool:
+    """Whether ``reducer`` supplies importance weights: its ``weighted`` attribute where it
+    has one (a wrapper such as :class:`~hamiltonia.antithetic.AntitheticPairs` asks its inner
+    reducer), else whether its class overrides :meth:`VarianceReducer.log_weights`."""
+    flag = getattr(reducer, "weighted", None)
+    if flag is not None:
+        return bool(flag)
+    return type(reducer).log_weights is not VarianceReducer.log_weights
 
 
 class VarianceReducer:
@@ -72,6 +113,7 @@ class ImportanceWeights(VarianceReducer):
 
     #: The statistics column the compiled path writes the log weight into.
     column = "log_weight"
+    weighted = True
 
     def log_weights(self, sampler, state, step_size):
         return sampler.hamiltonian.log_weight(state, step_size)

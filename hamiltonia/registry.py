@@ -53,6 +53,37 @@ class _Entry:
         return doc.strip().splitlines()[0] if doc.strip() else ""
 
 
+def _antithetic_entry(name: str, entries: dict) -> _Entry | None:
+    """``a-NAME``: the registered sampler ``NAME`` run in antithetic pairs, for any recipe
+    with an ``antithetic`` option (so ``a-ps2hmc`` or ``a-nuts`` needs no registration)."""
+    if not name.startswith("a-") or name[2:] not in entries:
+        return None
+    base = entries[name[2:]]
+    signature = inspect.signature(base.obj)
+    if "antithetic" not in signature.parameters:
+        raise UnknownNameError(
+            f"unknown sampler {name!r}: {name[2:]!r} has no 'antithetic' option, so it cannot "
+            "run in antithetic pairs"
+        )
+
+    def recipe(target, **options):
+        sampler = base.obj(target, **{"antithetic": True, **options})
+        sampler.name = name
+        return sampler
+
+    recipe.__signature__ = signature.replace(
+        parameters=[
+            p.replace(default=True) if p.name == "antithetic" else p
+            for p in signature.parameters.values()
+        ]
+    )
+    recipe.__name__ = recipe.__qualname__ = name
+    recipe.__doc__ = f"{name[2:]} in antithetic pairs (hamiltonia.antithetic).\n\n" + (
+        inspect.getdoc(base.obj) or ""
+    )
+    return _Entry(name, recipe, base.source)
+
+
 class Registry:
     """Named factories discovered from one entry-point group.
 
@@ -148,6 +179,10 @@ class Registry:
 
     def _lookup(self, name: str) -> _Entry:
         entries = self._all()
+        if isinstance(name, str) and name not in entries and self.kind == "sampler":
+            coupled = _antithetic_entry(name, entries)
+            if coupled is not None:
+                return coupled
         if not isinstance(name, str) or name not in entries:
             close = difflib.get_close_matches(str(name), list(entries), n=3, cutoff=0.5)
             hint = f"; did you mean {' or '.join(map(repr, close))}?" if close else ""

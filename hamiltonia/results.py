@@ -117,6 +117,35 @@ class Result:
         """Posterior mean of each parameter (importance weights applied)."""
         return weighted_mean(self.draws, self.log_weights)
 
+    @property
+    def pairs(self) -> list:
+        """The antithetic pairs of chains ``[[0, 1], [2, 3], ...]``; empty when the chains
+        are independent (:mod:`hamiltonia.antithetic`)."""
+        return [list(p) for p in self.attrs.get("antithetic_pairs", [])]
+
+    def pair_summary(self):
+        """Plain and antithetic estimates of the means, their standard errors, the pair
+        correlation, the pair's ESS and the variance reduction (a pandas DataFrame; see
+        :func:`hamiltonia.antithetic.pair_summary`). ``ValueError`` for a run without
+        pairs."""
+        if not self.pairs:
+            raise ValueError(
+                "this run has no antithetic pairs: sample with an 'a-' sampler (a-hmc, "
+                "a-mhmc, a-s2hmc, a-NAME) or antithetic=True"
+            )
+        from hamiltonia.antithetic import pair_summary
+
+        return pair_summary(self)
+
+    def control_variate_summary(self, order: int = 1, grads=None):
+        """Plain and zero-variance control-variate estimates of the means, their standard
+        errors and the variance reduction (a pandas DataFrame; see
+        :func:`hamiltonia.control_variates.control_variate_summary`), over the pair
+        estimates for an antithetic run and weighted for a shadow sampler."""
+        from hamiltonia.control_variates import control_variate_summary
+
+        return control_variate_summary(self, order, grads)
+
     def diagnose(self) -> list:
         """The problems of this run (divergences, :math:`\\hat R`, low ESS, E-BFMI, a
         collapsed step size, frozen chains) as :class:`hamiltonia.diagnose.Problem` records;

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import os
 import time
 import warnings
@@ -215,6 +216,15 @@ class _Chunker:
                 first += n
 
 
+def _share_step_size(smp, state, rngs) -> None:
+    """After warm-up, the secondary chain of each antithetic pair takes its primary's step
+    size (the research tunes X and reuses its step size for Y) and generator state."""
+    if getattr(smp.reducer, "pairs", False) and state.step_size is not None:
+        step = np.array(np.broadcast_to(state.step_size, (len(rngs),)), dtype=float)
+        smp.reducer.rejoin(step, rngs)
+        state.step_size = step
+
+
 def _step(smp, state, rngs, it, phase):
     try:
         return smp.step(state, rngs)
@@ -230,6 +240,8 @@ def _run_numpy(smp, target, state, rngs, warmup, draws, rec, bar, start=0):
         bar.update(1)
     for tuner in smp.tuners:
         tuner.finalize(smp, state)
+    if warmup:  # not on resume: the file holds the chains' states after it
+        _share_step_size(smp, state, rngs)
     t1 = time.perf_counter()
     bar.set_description(f"{smp.name} sampling")
     for it in range(start, draws):
@@ -270,6 +282,8 @@ def _run_compiled(plan, smp, target, state, rngs, warmup, draws, rec, bar, start
         bar.update(n)
     for tuner in smp.tuners:
         tuner.finalize(smp, state)
+    if warmup:  # not on resume: the file holds the chains' states after it
+        _share_step_size(smp, state, rngs)
     t1 = time.perf_counter()
     bar.set_description(f"{smp.name} sampling")
     for first, n in chunker.split(start, draws):
@@ -444,7 +458,15 @@ def _sample(target, sampler, *, chains, warmup, draws, seed, initial, progress, 
     smp = _resolve_sampler(sampler, target, options)
     _check_memory(chains, draws, target.dim, len(smp.stats()))
     plan = _choose_plan(smp, compiled)
-    rngs, seq = make_rngs(seed, chains)
+    if getattr(smp.reducer, "pairs", False):
+        from hamiltonia.antithetic import pairs_of
+
+        pairs_of(chains)  # an even number of chains, or the error naming it
+        # The two chains of a pair draw the same numbers (hamiltonia.antithetic).
+        primaries, seq = make_rngs(seed, chains // 2)
+        rngs = [g for rng in primaries for g in (rng, copy.deepcopy(rng))]
+    else:
+        rngs, seq = make_rngs(seed, chains)
     # The output is checked, and locked, before any work: a run is never lost at its end.
     run_file = None
     if output is not None:
@@ -479,6 +501,12 @@ def _run(target, smp, plan, rngs, seq, requested, options, run_file, *, chains, 
             # The refresh's memory rho (0: a fresh momentum each iteration), which the
             # E-BFMI check reads.
             "momentum_memory": float(getattr(getattr(smp, "refresh", None), "rho", 0.0)),
+            # Chains 2k and 2k+1 are an antithetic pair (hamiltonia.antithetic); [] if none.
+            "antithetic_pairs": (
+                np.arange(chains).reshape(-1, 2).tolist()
+                if getattr(smp.reducer, "pairs", False)
+                else []
+            ),
         }
     else:
         previous, info = resume_from

@@ -113,7 +113,9 @@ def find_initial_step_size(sampler, chain: ChainState, rngs, step_size=1.0, max_
 
     All chains still searching are probed together, but each chain draws only from its own
     generator and only while it searches, so a chain's stream (and its result) does not
-    depend on the other chains.
+    depend on the other chains. The secondary chain of an antithetic pair then takes its
+    primary's step size and generator state (:meth:`~hamiltonia.antithetic.AntitheticPairs.
+    rejoin`): the searches of the two may have drawn different numbers of probes.
     """
     n = len(rngs)
     eps = np.full(n, float(step_size))
@@ -138,6 +140,8 @@ def find_initial_step_size(sampler, chain: ChainState, rngs, step_size=1.0, max_
             break
         eps[active] *= 2.0 ** direction[active]
         prob = probe(active)
+    if getattr(sampler.reducer, "pairs", False):
+        sampler.reducer.rejoin(eps, rngs)
     return eps
 
 

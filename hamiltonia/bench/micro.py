@@ -97,8 +97,8 @@ def step_seconds(
         lp, eps = np.array([lp0]), np.array([float(step_size)])
         out_q, out_s = np.empty((n_iter, dim)), np.empty((n_iter, len(layout.stats)))
         plan.chain_kernel(
-            q, p, grad, lp, eps, np.zeros(layout.n_aux), np.random.default_rng(0), n_iter,
-            False, np.zeros(1), layout.PF, layout.PI, kernel.function, kernel.fdata,
+            q, p, grad, lp, eps, np.zeros(layout.n_aux), np.random.default_rng(0), False,
+            n_iter, False, np.zeros(1), layout.PF, layout.PI, kernel.function, kernel.fdata,
             kernel.idata, out_q, out_s, layout.scratch_rows,
         )  # fmt: skip
         return int(np.sum(out_s[:, n_grad]))

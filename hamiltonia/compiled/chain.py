@@ -18,6 +18,7 @@ from hamiltonia.compiled.roles import (
     energy,
     prepare,
     refresh,
+    reverse_structure,
     transition,
     tune,
     update_auxiliary,
@@ -81,9 +82,16 @@ def no_op_kernels() -> dict:
     }
 
 
+def _reverse(p, aux, PF, PI):
+    """The reversal :math:`(p, s) \\mapsto (-p, -s)` of the momentum and the structure."""
+    for i in range(p.shape[0]):
+        p[i] = -p[i]
+    reverse_structure(aux, PF, PI)
+
+
 def run_chain(
-    q, p, grad, lp, eps, aux, rng, n_iter, adapt, tune_state, PF, PI, logp, fdata, idata,
-    out_q, out_stats, n_scratch,
+    q, p, grad, lp, eps, aux, rng, mirror, n_iter, adapt, tune_state, PF, PI, logp, fdata,
+    idata, out_q, out_stats, n_scratch,
 ):  # fmt: skip
     """Run ``n_iter`` iterations of one chain in place (each: the Hamiltonian's auxiliary
     update, the structure's preparation, the refresh, the transition, the weight of the
@@ -91,7 +99,9 @@ def run_chain(
     ``p``, ``grad`` (dim,), ``lp`` and ``eps`` (1,) and ``aux`` hold the chain's state and
     are updated; draw ``i``
     goes to ``out_q[i]`` and its statistics to ``out_stats[i]``; the transition gets
-    ``n_scratch`` rows of scratch space (the most any part declared)."""
+    ``n_scratch`` rows of scratch space (the most any part declared). With ``mirror`` (the
+    secondary chain of an antithetic pair) the refresh runs between two reversals, so that
+    its momentum normals enter negated (:mod:`hamiltonia.antithetic`)."""
     d = q.shape[0]
     # Rows padded to whole 64-byte lines, so that scratch[k, :d] is as aligned as a fresh
     # array: the trajectory runs in these rows, and an unaligned position made the BLR
@@ -104,7 +114,11 @@ def run_chain(
             row[j] = 0.0
         update_auxiliary(rng, q, p, aux, PF, PI)
         prepare(q, aux, PF, PI)
+        if mirror:
+            _reverse(p, aux, PF, PI)
         refresh(rng, q, p, grad, lp[0], eps[0], aux, row, PF, PI, logp, fdata, idata)
+        if mirror:
+            _reverse(p, aux, PF, PI)
         lp[0] = transition(
             rng, q, p, grad, lp[0], eps[0], aux, scratch, row, PF, PI, logp, fdata, idata
         )

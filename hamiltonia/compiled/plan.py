@@ -138,12 +138,12 @@ def plan_for(sampler) -> CompiledPlan:
     what its Python methods do).
     """
     from hamiltonia import backend
-    from hamiltonia.reducers import VarianceReducer
+    from hamiltonia.reducers import gives_weights
 
     if backend.get_backend() != "numpy":
         raise NotCompilable(f"backend {backend.get_backend()!r} (the compiled path runs on NumPy)")
     _counterparts(sampler)  # raises naming the first part without a compiled counterpart
-    weighted = type(sampler.reducer).log_weights is not VarianceReducer.log_weights
+    weighted = gives_weights(sampler.reducer)
     column = getattr(sampler.reducer, "column", None)
     if weighted and column is None:
         raise NotCompilable(f"reducer {type(sampler.reducer).__name__} has no compiled counterpart")
@@ -239,12 +239,18 @@ class CompiledPlan:
         tune_state = own(state) if state is not None else np.zeros((n_chains, 1))
         fn, fdata, idata = self.kernel.function, self.kernel.fdata, self.kernel.idata
         chain_kernel, PF, PI, rows = self.chain_kernel, layout.PF, layout.PI, layout.scratch_rows
+        reducer = self.sampler.reducer
+        mirror = (
+            reducer.mirrored(n_chains)
+            if getattr(reducer, "pairs", False)
+            else np.zeros(n_chains, dtype=bool)
+        )
 
         def one(c):
             chain_kernel(
-                q[c], p[c], grad[c], lp[c : c + 1], eps[c : c + 1], aux[c], rngs[c], n_iter,
-                tuner is not None, tune_state[c], PF, PI, fn, fdata, idata,
-                out_q[c], out_stats[c], rows,
+                q[c], p[c], grad[c], lp[c : c + 1], eps[c : c + 1], aux[c], rngs[c],
+                bool(mirror[c]), n_iter, tuner is not None, tune_state[c], PF, PI, fn, fdata,
+                idata, out_q[c], out_stats[c], rows,
             )  # fmt: skip
 
         if n_chains == 1 or self.workers == 1:

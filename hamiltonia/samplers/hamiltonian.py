@@ -9,7 +9,7 @@ from hamiltonia.hamiltonians.base import Hamiltonian
 from hamiltonia.hamiltonians.shadow import ShadowHamiltonian
 from hamiltonia.integrators import Integrator, make_integrator
 from hamiltonia.momentum import FullRefresh, MomentumRefresh
-from hamiltonia.reducers import ImportanceWeights, VarianceReducer
+from hamiltonia.reducers import ImportanceWeights, gives_weights
 from hamiltonia.samplers.base import BASE_STATS, Sampler
 from hamiltonia.state import ChainState
 from hamiltonia.trajectories import TrajectoryPolicy
@@ -92,9 +92,7 @@ class HamiltonianSampler(Sampler):
         """Refuse compositions that would sample the wrong distribution, naming the parts."""
         ham, reducer = self.hamiltonian, self.reducer
         self.integrator.structure.check(ham)
-        if isinstance(ham, ShadowHamiltonian) and type(reducer).log_weights is (
-            VarianceReducer.log_weights
-        ):
+        if isinstance(ham, ShadowHamiltonian) and not gives_weights(reducer):
             raise ValueError(
                 f"hamiltonian {type(ham).__name__} is a shadow Hamiltonian: the chain targets "
                 "exp(-H~), so its draws need importance weights; give a reducer that supplies "
@@ -160,7 +158,14 @@ class HamiltonianSampler(Sampler):
         # curvature) counts those gradients, as its compiled kernel adds them to n_grad.
         ham.start_counting(len(rngs))
         state = ham.update_auxiliary(chain.phase, rngs)
+        mirror = self.reducer.mirrored(len(rngs)) if getattr(self.reducer, "pairs", False) else None
+        if mirror is not None:
+            state = self._reversed(state, mirror)
         state = self.refresh.refresh(ham, state, rngs, chain.step_size)
+        if mirror is not None:
+            # The secondary of an antithetic pair refreshes through the reversal, so its
+            # momentum normals enter negated (hamiltonia.antithetic).
+            state = self._reversed(state, mirror)
         refreshed = self.refresh.counted()
         counting = bool(self.integrator.stats())
         if counting:
@@ -174,6 +179,11 @@ class HamiltonianSampler(Sampler):
             info["n_grad"] = info["n_grad"] + energy_grads
         chain.phase = nxt
         return chain, info
+
+    def _reversed(self, state, mask):
+        """``state`` with the chains ``mask`` reversed: momentum and structure negated."""
+        flipped = self.integrator.structure.reverse(state.with_momentum(-state.p))
+        return flipped.select(backend.asmask(mask), state)
 
     def probe_acceptance(self, chain, step_size, rngs):
         from hamiltonia.trajectories import metropolis_probability

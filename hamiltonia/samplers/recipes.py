@@ -38,6 +38,9 @@ from hamiltonia.trajectories import MetropolisTrajectory
 from hamiltonia.tuners import DualAveraging, WindowedMetric
 
 __all__ = [
+    "a_hmc",
+    "a_mhmc",
+    "a_s2hmc",
     "as2hmc",
     "hmc",
     "js2hmc",
@@ -201,6 +204,19 @@ def _hamiltonian(target, metric, mass_volatility):
     return RandomMassHamiltonian(target, beta, metric)
 
 
+def _reducer(antithetic, hamiltonian):
+    """Antithetic pairs over the importance weights a shadow Hamiltonian needs, or the
+    sampler's default reducer (``None``)."""
+    if not check_flag(antithetic, "antithetic"):
+        return None
+    from hamiltonia.antithetic import AntitheticPairs
+    from hamiltonia.hamiltonians.shadow import ShadowHamiltonian
+    from hamiltonia.reducers import ImportanceWeights
+
+    shadow = isinstance(hamiltonian, ShadowHamiltonian)
+    return AntitheticPairs(ImportanceWeights() if shadow else None)
+
+
 def _step_size_tuners(step_size, adapt_step_size, target_accept):
     adapt_step_size = check_flag(adapt_step_size, "adapt_step_size", allow_none=True)
     adapt = step_size is None if adapt_step_size is None else adapt_step_size
@@ -233,6 +249,7 @@ def hmc(
     fixed_point_max_iterations: int = 100,
     hessian: str = "finite-difference",
     shadow_sign: str = "corrected",
+    antithetic: bool = False,
 ) -> HamiltonianSampler:
     """Hamiltonian Monte Carlo with a static number of leapfrog steps.
 
@@ -313,6 +330,10 @@ def hmc(
     shadow_sign : {"corrected", "printed"}
         The sign of the magnetic term of ``shadow="leapfrog"`` with a field: the one that
         conserves to fourth order (default) or the SMHMC paper's printed one.
+    antithetic : bool
+        Run the chains in antithetic pairs (:class:`~hamiltonia.antithetic.AntitheticPairs`:
+        shared random numbers, the secondary's momentum normals negated; an even number of
+        chains); default ``False``.
     """
     fixed_metric, metric_tuners = _metric_and_tuner(metric, target.dim, adapt_windows)
     if n_steps is None:
@@ -329,6 +350,7 @@ def hmc(
         trajectory=_trajectory(n_steps, n_steps_jitter, step_size_jitter),
         refresh=_refresh(rho, hamiltonian),
         tuners=_step_size_tuners(step_size, adapt_step_size, target_accept) + metric_tuners,
+        reducer=_reducer(antithetic, hamiltonian),
         step_size=step_size,
     )
     sampler.name = "hmc"
@@ -353,6 +375,7 @@ def nuts(
     shadow: str | None = None,
     fixed_point_tolerance: float = 1e-6,
     fixed_point_max_iterations: int = 100,
+    antithetic: bool = False,
 ) -> HamiltonianSampler:
     """The no-U-turn sampler (multinomial NUTS, generalised criterion), as in Stan and NumPyro.
 
@@ -386,6 +409,9 @@ def nuts(
         research's adaptive S2HMC (spec/seed002_ch4-10.md §5, Algorithm 13; valid because
         the processed step is symplectic and reversible, and :math:`\\tilde H` is separable
         with the Gaussian momentum the tree is weighed against), as in :func:`hmc`.
+    antithetic : bool
+        Antithetic pairs of chains, as in :func:`hmc`: the pair shares the tree's random
+        numbers too, so on a symmetric target the secondary's tree mirrors the primary's.
 
     References
     ----------
@@ -405,6 +431,7 @@ def nuts(
         integrator=_integrator(integrator, structure),
         trajectory=NoUTurn(max_tree_depth, criterion),
         tuners=_step_size_tuners(step_size, adapt_step_size, target_accept) + metric_tuners,
+        reducer=_reducer(antithetic, hamiltonian),
         step_size=step_size,
     )
     sampler.name = "nuts"
@@ -647,4 +674,47 @@ smhmc = _preset(
     shadow="leapfrog",
     field="research",
     rho=0.7,
+)
+
+_ANTITHETIC = """
+
+    The chains run in antithetic pairs (:mod:`hamiltonia.antithetic`; an even number of
+    chains): the pair shares its random numbers and the secondary negates its momentum
+    normals; the estimate is the pair mean, which :meth:`hamiltonia.Result.pair_summary`
+    reports with its standard error and the reduction factor. The step size is adapted
+    towards an acceptance of 0.95, as the research (after Piponi et al.) ran its antithetic
+    samplers (spec/seed002_ch4-10.md §6.3)."""
+
+a_hmc = _preset(
+    "a-hmc",
+    """Antithetic HMC (Piponi, Hoffman and Sountsov 2020; spec/seed002_ch1-3.md §2.8,
+    Algorithm 8)."""
+    + _ANTITHETIC,
+    n_steps=None,
+    antithetic=True,
+    target_accept=0.95,
+)
+
+a_mhmc = _preset(
+    "a-mhmc",
+    """Antithetic magnetic HMC (Mongwe, Mbuvha and Marwala 2021; spec/seed002_ch4-10.md §6,
+    Algorithm 14): both chains start with the same field sign, which the reflection about a
+    centre of symmetry preserves."""
+    + _ANTITHETIC,
+    n_steps=None,
+    field="research",
+    antithetic=True,
+    target_accept=0.95,
+)
+
+a_s2hmc = _preset(
+    "a-s2hmc",
+    """Antithetic S2HMC (Mongwe, Mbuvha and Marwala 2021; spec/seed002_ch4-10.md §6,
+    Algorithm 15): each chain pre- and post-processes and carries its own importance
+    weights; the pair estimate averages the chains' self-normalised means."""
+    + _ANTITHETIC,
+    n_steps=None,
+    shadow="separable",
+    antithetic=True,
+    target_accept=0.95,
 )

@@ -1,0 +1,210 @@
+"""Antithetic coupling: chains run in pairs whose estimates are negatively correlated.
+
+Piponi, Hoffman and Sountsov (2020), *Hamiltonian Monte Carlo swindles*; A-HMC, A-MHMC and
+A-S2HMC of Mongwe, Mbuvha and Marwala (spec/seed002_ch1-3.md §2.8, Algorithm 8;
+spec/seed002_ch4-10.md §6, Algorithms 14-15). Chains :math:`2k` (the primary :math:`X`) and
+:math:`2k+1` (the secondary :math:`Y`) share every random number and :math:`Y` negates its
+momentum normals. Then
+
+.. math::
+
+    \\operatorname{Var}\\Big[\\tfrac{f(X) + f(Y)}{2}\\Big]
+        = \\tfrac14 \\big[\\operatorname{Var} f(X) + \\operatorname{Var} f(Y)\\big]
+          + \\tfrac12 \\operatorname{Cov}[f(X), f(Y)],
+
+which a negative covariance lowers (eq. 2.40).
+
+**How the pair is coupled.** The two chains get generators in the same state, so they draw the
+same numbers in the same order: the momentum normals, the uniform of every accept test (and
+of a tested refresh), the mass normals of a random-mass Hamiltonian, a random number of steps
+or a jittered step size, and a no-U-turn tree's directions and selections. The secondary chain
+refreshes its momentum conjugated by the reversal :math:`R(p, s) = (-p, -s)` (``s`` the
+structure's auxiliary sign, a magnetic field's), so its fresh normals enter negated:
+:math:`R \\circ \\text{refresh} \\circ R`. Each chain alone is still an exact sampler: its
+generator is an ordinary stream, and :math:`R` preserves the joint density of momentum and
+structure (it is the reversal a rejected proposal applies), so the conjugated refresh leaves it
+invariant.
+
+Sharing everything, not only the normals and the accept uniforms, makes the coupling exact for
+a target symmetric about a point :math:`c`: the reflection :math:`(q, p) \\mapsto (2c - q, -p)`
+conjugates the leapfrog, the magnetic leapfrog with the same field (spec/seed002_ch4-10.md §6.1)
+and the processed leapfrog, maps a no-U-turn tree onto the mirrored tree with the same
+energies, so that with the same uniforms :math:`Y_t = 2c - X_t` once the pair has met; on a
+Gaussian the distance from that relation contracts at every accepted step. Where the target is
+not symmetric the two chains may consume different numbers of draws (no-U-turn trees of
+different depths, a fixed point that converges in one chain only); from then on their streams
+are offset and the pair decorrelates, still each an exact chain.
+
+The step size is adapted on each chain in warm-up, then the secondary chain takes its
+primary's (the research tunes :math:`X` and reuses its :math:`\\varepsilon` for :math:`Y`).
+
+**Estimates.** The estimator is the pair mean (with importance weights, each chain's
+self-normalised mean, then the pair average). :func:`pair_summary` gives it with a direct
+Monte Carlo standard error (the pairs' mean series treated as chains), the research's ESS of
+the pair :math:`2\\,\\text{ESS}_X/(1+\\eta)` (eq. 8.1; :math:`\\eta` the largest Spearman
+correlation of the paired chains over dimensions), and the plain estimate of the primary
+chains alone with its standard error.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hamiltonia.reducers import VarianceReducer, reduction_table, weighted_mean
+
+__all__ = [
+    "AntitheticPairs",
+    "pair_correlation",
+    "pair_means",
+    "pair_summary",
+    "pairs_of",
+]
+
+
+def pairs_of(chains: int) -> np.ndarray:
+    """The pairs ``[[0, 1], [2, 3], ...]`` of ``chains`` chains (an even number)."""
+    if chains < 2 or chains % 2:
+        raise ValueError(
+            f"chains must be an even number >= 2 for antithetic pairs, got chains={chains}"
+        )
+    return np.arange(chains).reshape(-1, 2)
+
+
+def mirrored(chains: int) -> np.ndarray:
+    """Which chains are secondaries (negate their momentum normals): the odd ones."""
+    return np.arange(chains) % 2 == 1
+
+
+def _normalised_weights(log_weights: np.ndarray | None, shape) -> np.ndarray:
+    """Per-chain self-normalised weights :math:`w_{ct}/\\bar w_c` (ones when unweighted)."""
+    if log_weights is None:
+        return np.ones(shape)
+    lw = log_weights - np.max(log_weights, axis=1, keepdims=True)
+    w = np.exp(lw)
+    return w / w.mean(axis=1, keepdims=True)
+
+
+def pair_means(values: np.ndarray, log_weights: np.ndarray | None = None) -> np.ndarray:
+    """The per-draw series whose mean is the pair estimator, shape ``(pairs, draws, ...)``.
+
+    For equal weights, :math:`z_{kt} = \\tfrac12 [f(X_{kt}) + f(Y_{kt})]`. With importance
+    weights each chain's self-normalised mean :math:`\\hat\\mu_c = \\sum_t w_{ct} f_{ct} /
+    \\sum_t w_{ct}` is linearised (delta method) into
+    :math:`\\psi_{ct} = \\hat\\mu_c + (w_{ct}/\\bar w_c)(f_{ct} - \\hat\\mu_c)`, whose mean is
+    :math:`\\hat\\mu_c` and whose Monte Carlo error is that of :math:`\\hat\\mu_c` to first
+    order; :math:`z` averages the pair's :math:`\\psi`.
+    """
+    values = np.asarray(values, dtype=float)
+    chains = values.shape[0]
+    pairs = pairs_of(chains)
+    w = _normalised_weights(log_weights, values.shape[:2])
+    w = w.reshape(w.shape + (1,) * (values.ndim - 2))
+    mu = (w * values).mean(axis=1, keepdims=True)
+    psi = mu + w * (values - mu)
+    return 0.5 * (psi[pairs[:, 0]] + psi[pairs[:, 1]])
+
+
+def pair_correlation(draws: np.ndarray) -> np.ndarray:
+    """Spearman rank correlation of each pair's chains, per parameter, averaged over pairs:
+    shape ``(dim,)``; the research's :math:`\\eta` is its maximum."""
+    from scipy.stats import spearmanr
+
+    draws = np.asarray(draws, dtype=float)
+    pairs = pairs_of(draws.shape[0])
+    eta = np.empty((len(pairs), draws.shape[2]))
+    for k, (x, y) in enumerate(pairs):
+        for i in range(draws.shape[2]):
+            eta[k, i] = spearmanr(draws[x, :, i], draws[y, :, i]).statistic
+    return eta.mean(axis=0)
+
+
+def pair_summary(result):
+    """Plain and antithetic estimates of each parameter's mean (a pandas DataFrame).
+
+    Columns: ``plain_mean`` and ``plain_mcse`` (the primary chains alone, as a run without
+    the coupling would give: weighted, with the Kish factor, for a shadow sampler);
+    ``mean`` and ``mcse`` (the pair estimator and its direct standard error from
+    :func:`pair_means`); ``eta`` (the pair's Spearman correlation); ``ess_pair``, the
+    research's :math:`2\\,\\text{ESS}_X / (1 + \\eta)` (eq. 8.1, with the primary chains'
+    bulk ESS and each parameter's own :math:`\\eta`); and ``reduction``, the variance of the
+    plain estimate over that of the pair estimate, :math:`(\\text{plain\\_mcse} /
+    \\text{mcse})^2`, the factor by which the pairs beat their primary chains (at twice
+    their cost).
+    """
+    from hamiltonia.results import Result
+
+    draws, lw = result.draws, result.log_weights
+    pairs = pairs_of(draws.shape[0])
+    primary = Result(
+        draws=draws[pairs[:, 0]],
+        stats={},
+        names=result.names,
+        log_weights=None if lw is None else lw[pairs[:, 0]],
+    ).summary()
+    eta = pair_correlation(draws)
+    return reduction_table(
+        result.names,
+        primary,
+        pair_means(draws, lw),
+        eta=eta,
+        ess_pair=2.0 * primary["ess_bulk"].to_numpy() / (1.0 + eta),
+    )
+
+
+class AntitheticPairs(VarianceReducer):
+    """Antithetic pairs of chains (module docs), over an ``inner`` reducer that supplies the
+    draws' weights (:class:`~hamiltonia.reducers.ImportanceWeights` for a shadow sampler).
+
+    The run gives chains :math:`2k` and :math:`2k+1` generators in one state and has the
+    secondary refresh its momentum through the reversal; the estimate is the pair mean.
+    """
+
+    #: The run couples its chains in pairs.
+    pairs = True
+
+    def __init__(self, inner: VarianceReducer | None = None):
+        if inner is not None and not isinstance(inner, VarianceReducer):
+            raise TypeError(f"inner must be a VarianceReducer, got {type(inner).__name__}")
+        if getattr(inner, "pairs", False):
+            raise ValueError("antithetic pairs cannot be nested")
+        self.inner = VarianceReducer() if inner is None else inner
+
+    @property
+    def column(self):
+        """The statistics column of the inner reducer's log weights (compiled path)."""
+        return getattr(self.inner, "column", None)
+
+    @property
+    def weighted(self) -> bool:
+        return bool(getattr(self.inner, "weighted", False))
+
+    def log_weights(self, sampler, state, step_size):
+        return self.inner.log_weights(sampler, state, step_size)
+
+    def mirrored(self, chains: int) -> np.ndarray:
+        """The chains that refresh through the reversal (the secondaries)."""
+        pairs_of(chains)
+        return mirrored(chains)
+
+    def rejoin(self, step_size: np.ndarray, rngs) -> None:
+        """Give each secondary chain its primary's step size (in place) and generator state.
+
+        Called where the two may have drawn different numbers of values, at points that do
+        not depend on timing (after a step-size search, at the end of warm-up), so that the
+        pair shares its random numbers again. The secondary stays an exact chain: the state
+        it jumps to is that of a stream whose coming values are independent of everything
+        drawn so far.
+        """
+        step_size[1::2] = step_size[0::2]
+        for primary, secondary in zip(rngs[0::2], rngs[1::2], strict=True):
+            secondary.bit_generator.state = primary.bit_generator.state
+
+    def estimate(self, values, log_weights):
+        """The pair mean: each chain's self-normalised mean, averaged over chains."""
+        values = np.asarray(values, dtype=float)
+        lw = [None] * len(values) if log_weights is None else np.asarray(log_weights)[:, None]
+        per_chain = [weighted_mean(values[c : c + 1], w) for c, w in enumerate(lw)]
+        return np.mean(per_chain, axis=0)
+
+    def __repr__(self):
+        return f"AntitheticPairs({self.inner!r})"
