@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hamiltonia.reducers import VarianceReducer, reduction_table, weighted_mean
+from hamiltonia.reducers import VarianceReducer, linearised_values, reduction_table
 
 __all__ = [
     "AntitheticPairs",
@@ -70,20 +70,6 @@ def pairs_of(chains: int) -> np.ndarray:
     return np.arange(chains).reshape(-1, 2)
 
 
-def mirrored(chains: int) -> np.ndarray:
-    """Which chains are secondaries (negate their momentum normals): the odd ones."""
-    return np.arange(chains) % 2 == 1
-
-
-def _normalised_weights(log_weights: np.ndarray | None, shape) -> np.ndarray:
-    """Per-chain self-normalised weights :math:`w_{ct}/\\bar w_c` (ones when unweighted)."""
-    if log_weights is None:
-        return np.ones(shape)
-    lw = log_weights - np.max(log_weights, axis=1, keepdims=True)
-    w = np.exp(lw)
-    return w / w.mean(axis=1, keepdims=True)
-
-
 def pair_means(values: np.ndarray, log_weights: np.ndarray | None = None) -> np.ndarray:
     """The per-draw series whose mean is the pair estimator, shape ``(pairs, draws, ...)``.
 
@@ -94,13 +80,8 @@ def pair_means(values: np.ndarray, log_weights: np.ndarray | None = None) -> np.
     :math:`\\hat\\mu_c` and whose Monte Carlo error is that of :math:`\\hat\\mu_c` to first
     order; :math:`z` averages the pair's :math:`\\psi`.
     """
-    values = np.asarray(values, dtype=float)
-    chains = values.shape[0]
-    pairs = pairs_of(chains)
-    w = _normalised_weights(log_weights, values.shape[:2])
-    w = w.reshape(w.shape + (1,) * (values.ndim - 2))
-    mu = (w * values).mean(axis=1, keepdims=True)
-    psi = mu + w * (values - mu)
+    pairs = pairs_of(np.shape(values)[0])
+    psi = linearised_values(values, log_weights, per_chain=True)
     return 0.5 * (psi[pairs[:, 0]] + psi[pairs[:, 1]])
 
 
@@ -165,9 +146,9 @@ class AntitheticPairs(VarianceReducer):
     def __init__(self, inner: VarianceReducer | None = None):
         if inner is not None and not isinstance(inner, VarianceReducer):
             raise TypeError(f"inner must be a VarianceReducer, got {type(inner).__name__}")
-        if getattr(inner, "pairs", False):
-            raise ValueError("antithetic pairs cannot be nested")
         self.inner = VarianceReducer() if inner is None else inner
+        if self.inner.pairs:
+            raise ValueError("antithetic pairs cannot be nested")
 
     @property
     def column(self):
@@ -181,10 +162,14 @@ class AntitheticPairs(VarianceReducer):
     def log_weights(self, sampler, state, step_size):
         return self.inner.log_weights(sampler, state, step_size)
 
+    def pairing(self, chains: int) -> list:
+        """Chains ``2k`` and ``2k+1``, as lists (an even number of chains is required)."""
+        return pairs_of(chains).tolist()
+
     def mirrored(self, chains: int) -> np.ndarray:
-        """The chains that refresh through the reversal (the secondaries)."""
-        pairs_of(chains)
-        return mirrored(chains)
+        """The chains that refresh through the reversal: the secondaries, the odd ones."""
+        pairs_of(chains)  # an even number of chains, or the error naming it
+        return np.arange(chains) % 2 == 1
 
     def rejoin(self, step_size: np.ndarray, rngs) -> None:
         """Give each secondary chain its primary's step size (in place) and generator state.
@@ -201,10 +186,7 @@ class AntitheticPairs(VarianceReducer):
 
     def estimate(self, values, log_weights):
         """The pair mean: each chain's self-normalised mean, averaged over chains."""
-        values = np.asarray(values, dtype=float)
-        lw = [None] * len(values) if log_weights is None else np.asarray(log_weights)[:, None]
-        per_chain = [weighted_mean(values[c : c + 1], w) for c, w in enumerate(lw)]
-        return np.mean(per_chain, axis=0)
+        return linearised_values(values, log_weights, per_chain=True).mean(axis=(0, 1))
 
     def __repr__(self):
         return f"AntitheticPairs({self.inner!r})"

@@ -87,7 +87,7 @@ def control_variate_summary(result, order: int = 1, grads=None):
     target's own coordinates (a target that reports constrained draws is refused).
     """
     from hamiltonia.antithetic import pair_means
-    from hamiltonia.reducers import reduction_table
+    from hamiltonia.reducers import linearised_values, reduction_table
     from hamiltonia.targets.base import Target
 
     draws = result.draws
@@ -108,16 +108,3 @@ def control_variate_summary(result, order: int = 1, grads=None):
         )
     series = linearised_values(controlled, result.log_weights)
     return reduction_table(result.names, result.summary(), series)
-
-
-def linearised_values(values: np.ndarray, log_weights) -> np.ndarray:
-    """The per-draw series whose mean is the (self-normalised) estimate of independent
-    chains: the values themselves, or their delta-method linearisation with weights (as
-    :func:`hamiltonia.antithetic.pair_means` does per chain)."""
-    if log_weights is None:
-        return np.asarray(values, dtype=float)
-    lw = np.asarray(log_weights, dtype=float)
-    w = np.exp(lw - lw.max())
-    w = (w / w.mean())[..., None]
-    mu = (w * values).mean(axis=(0, 1))
-    return mu + w * (values - mu)

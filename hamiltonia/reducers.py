@@ -14,6 +14,7 @@ __all__ = [
     "ImportanceWeights",
     "VarianceReducer",
     "gives_weights",
+    "linearised_values",
     "reduction_table",
     "weighted_mean",
 ]
@@ -35,6 +36,32 @@ def weighted_mean(values: np.ndarray, log_weights: np.ndarray | None) -> np.ndar
     w = np.exp(lw)
     w = w / w.sum()
     return np.tensordot(w, values, axes=([0, 1], [0, 1]))
+
+
+def linearised_values(values, log_weights, per_chain: bool = False) -> np.ndarray:
+    """The per-draw series whose plain mean is the self-normalised estimate, with the same
+    Monte Carlo error to first order (the delta method), shape of ``values``
+    ``(chains, draws, ...)``:
+
+    .. math::
+
+        \\psi_i = \\hat\\mu + \\frac{w_i}{\\bar w}\\,(f_i - \\hat\\mu), \\qquad
+        \\hat\\mu = \\frac{\\sum_i w_i f_i}{\\sum_i w_i},
+
+    over all draws, or over each chain's own draws with ``per_chain`` (each chain its own
+    estimate, as an antithetic pair's chains are averaged). The values themselves when
+    ``log_weights`` is ``None``.
+    """
+    values = np.asarray(values, dtype=float)
+    if log_weights is None:
+        return values
+    axes = (1,) if per_chain else (0, 1)
+    lw = np.asarray(log_weights, dtype=float)
+    w = np.exp(lw - np.max(lw, axis=axes, keepdims=True))
+    w = w / w.mean(axis=axes, keepdims=True)
+    w = w.reshape(w.shape + (1,) * (values.ndim - 2))
+    mu = (w * values).mean(axis=axes, keepdims=True)
+    return mu + w * (values - mu)
 
 
 def reduction_table(names, plain, series: np.ndarray, **extra):
@@ -77,6 +104,8 @@ class VarianceReducer:
 
     Contract
     --------
+    * ``pairs``, ``pairing(chains)``, ``mirrored(chains)`` and ``rejoin(step_size, rngs)``
+      describe a coupling of the chains (antithetic pairs); by default there is none.
     * ``log_weights(sampler, state, step_size)`` returns the per-chain log importance weight
       of a retained draw, or ``None`` when draws are equally weighted. The run loop stores
       it with each draw as ``result.log_weights``.
@@ -90,6 +119,20 @@ class VarianceReducer:
 
     def estimate(self, values: np.ndarray, log_weights: np.ndarray | None) -> np.ndarray:
         return weighted_mean(values, log_weights)
+
+    #: Whether the run couples its chains in pairs (:mod:`hamiltonia.antithetic`).
+    pairs = False
+
+    def pairing(self, chains: int) -> list:
+        """The coupled pairs of chains, ``[]`` for independent chains."""
+        return []
+
+    def mirrored(self, chains: int) -> np.ndarray:
+        """The chains that refresh their momentum through the reversal: none here."""
+        return np.zeros(chains, dtype=bool)
+
+    def rejoin(self, step_size: np.ndarray, rngs) -> None:
+        """Resynchronise coupled chains after their streams may have parted: nothing here."""
 
     def __repr__(self):
         return f"{type(self).__name__}()"

@@ -219,7 +219,7 @@ class _Chunker:
 def _share_step_size(smp, state, rngs) -> None:
     """After warm-up, the secondary chain of each antithetic pair takes its primary's step
     size (the research tunes X and reuses its step size for Y) and generator state."""
-    if getattr(smp.reducer, "pairs", False) and state.step_size is not None:
+    if smp.reducer.pairs and state.step_size is not None:
         step = np.array(np.broadcast_to(state.step_size, (len(rngs),)), dtype=float)
         smp.reducer.rejoin(step, rngs)
         state.step_size = step
@@ -458,10 +458,8 @@ def _sample(target, sampler, *, chains, warmup, draws, seed, initial, progress, 
     smp = _resolve_sampler(sampler, target, options)
     _check_memory(chains, draws, target.dim, len(smp.stats()))
     plan = _choose_plan(smp, compiled)
-    if getattr(smp.reducer, "pairs", False):
-        from hamiltonia.antithetic import pairs_of
-
-        pairs_of(chains)  # an even number of chains, or the error naming it
+    if smp.reducer.pairs:
+        smp.reducer.pairing(chains)  # an even number of chains, or the error naming it
         # The two chains of a pair draw the same numbers (hamiltonia.antithetic).
         primaries, seq = make_rngs(seed, chains // 2)
         rngs = [g for rng in primaries for g in (rng, copy.deepcopy(rng))]
@@ -502,11 +500,7 @@ def _run(target, smp, plan, rngs, seq, requested, options, run_file, *, chains, 
             # E-BFMI check reads.
             "momentum_memory": float(getattr(getattr(smp, "refresh", None), "rho", 0.0)),
             # Chains 2k and 2k+1 are an antithetic pair (hamiltonia.antithetic); [] if none.
-            "antithetic_pairs": (
-                np.arange(chains).reshape(-1, 2).tolist()
-                if getattr(smp.reducer, "pairs", False)
-                else []
-            ),
+            "antithetic_pairs": smp.reducer.pairing(chains),
         }
     else:
         previous, info = resume_from

@@ -140,8 +140,7 @@ def find_initial_step_size(sampler, chain: ChainState, rngs, step_size=1.0, max_
             break
         eps[active] *= 2.0 ** direction[active]
         prob = probe(active)
-    if getattr(sampler.reducer, "pairs", False):
-        sampler.reducer.rejoin(eps, rngs)
+    sampler.reducer.rejoin(eps, rngs)
     return eps
 
 

@@ -239,12 +239,7 @@ class CompiledPlan:
         tune_state = own(state) if state is not None else np.zeros((n_chains, 1))
         fn, fdata, idata = self.kernel.function, self.kernel.fdata, self.kernel.idata
         chain_kernel, PF, PI, rows = self.chain_kernel, layout.PF, layout.PI, layout.scratch_rows
-        reducer = self.sampler.reducer
-        mirror = (
-            reducer.mirrored(n_chains)
-            if getattr(reducer, "pairs", False)
-            else np.zeros(n_chains, dtype=bool)
-        )
+        mirror = self.sampler.reducer.mirrored(n_chains)
 
         def one(c):
             chain_kernel(

@@ -158,11 +158,11 @@ class HamiltonianSampler(Sampler):
         # curvature) counts those gradients, as its compiled kernel adds them to n_grad.
         ham.start_counting(len(rngs))
         state = ham.update_auxiliary(chain.phase, rngs)
-        mirror = self.reducer.mirrored(len(rngs)) if getattr(self.reducer, "pairs", False) else None
-        if mirror is not None:
+        mirror = self.reducer.mirrored(len(rngs))
+        if mirror.any():
             state = self._reversed(state, mirror)
         state = self.refresh.refresh(ham, state, rngs, chain.step_size)
-        if mirror is not None:
+        if mirror.any():
             # The secondary of an antithetic pair refreshes through the reversal, so its
             # momentum normals enter negated (hamiltonia.antithetic).
             state = self._reversed(state, mirror)
