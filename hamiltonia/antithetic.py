@@ -50,7 +50,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from hamiltonia.reducers import VarianceReducer, linearised_values, reduction_table
+from hamiltonia.reducers import (
+    ReducerWrapper,
+    VarianceReducer,
+    linearised_values,
+    reduction_table,
+)
 
 __all__ = [
     "AntitheticPairs",
@@ -132,7 +137,7 @@ def pair_summary(result):
     )
 
 
-class AntitheticPairs(VarianceReducer):
+class AntitheticPairs(ReducerWrapper):
     """Antithetic pairs of chains (module docs), over an ``inner`` reducer that supplies the
     draws' weights (:class:`~hamiltonia.reducers.ImportanceWeights` for a shadow sampler).
 
@@ -144,23 +149,9 @@ class AntitheticPairs(VarianceReducer):
     pairs = True
 
     def __init__(self, inner: VarianceReducer | None = None):
-        if inner is not None and not isinstance(inner, VarianceReducer):
-            raise TypeError(f"inner must be a VarianceReducer, got {type(inner).__name__}")
-        self.inner = VarianceReducer() if inner is None else inner
+        super().__init__(inner)
         if self.inner.pairs:
             raise ValueError("antithetic pairs cannot be nested")
-
-    @property
-    def column(self):
-        """The statistics column of the inner reducer's log weights (compiled path)."""
-        return getattr(self.inner, "column", None)
-
-    @property
-    def weighted(self) -> bool:
-        return bool(getattr(self.inner, "weighted", False))
-
-    def log_weights(self, sampler, state, step_size):
-        return self.inner.log_weights(sampler, state, step_size)
 
     def pairing(self, chains: int) -> list:
         """Chains ``2k`` and ``2k+1``, as lists (an even number of chains is required)."""
@@ -187,6 +178,3 @@ class AntitheticPairs(VarianceReducer):
     def estimate(self, values, log_weights):
         """The pair mean: each chain's self-normalised mean, averaged over chains."""
         return linearised_values(values, log_weights, per_chain=True).mean(axis=(0, 1))
-
-    def __repr__(self):
-        return f"AntitheticPairs({self.inner!r})"

@@ -243,6 +243,8 @@ def _report(result, target, output, out) -> int:
     print(f"max r_hat            {np.max(summary['r_hat']):.4f}", file=out)
     if result.pairs:
         _print_pairs(result, out)
+    if result.gradients is not None:
+        _print_control_variates(result, out)
     print(
         f"seconds              {result.warmup_seconds:.3g} warm-up (with any compiling), "
         f"{result.sampling_seconds:.3g} sampling",
@@ -283,6 +285,24 @@ def _print_pairs(result, out) -> None:
         f"{table['reduction'].median():,.1f} at twice the cost of the primary chains",
         file=out,
     )
+
+
+def _print_control_variates(result, out) -> None:
+    """The zero-variance control-variate estimates beside the plain ones
+    (hamiltonia.control_variates), from the gradients the run kept."""
+    order = int(result.attrs.get("control_variates", 1))
+    table = result.control_variate_summary(order)
+    print(
+        f"\ncontrol variates (order {order}): the controlled mean against the plain one; "
+        "reduction = (plain mcse / mcse)^2",
+        file=out,
+    )
+    shown = table.copy()
+    for column in ("plain_mean", "plain_mcse", "mean", "mcse"):
+        shown[column] = shown[column].map(lambda v: f"{v:.4g}")
+    shown["reduction"] = shown["reduction"].map(lambda v: f"{v:,.1f}")
+    print(shown.to_string(), file=out)
+    print(f"median reduction {table['reduction'].median():,.1f}", file=out)
 
 
 def main(argv=None) -> int:

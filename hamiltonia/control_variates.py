@@ -28,7 +28,15 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["ORDERS", "control_variate_features", "control_variate_summary", "controlled_values"]
+from hamiltonia.reducers import ReducerWrapper, VarianceReducer
+
+__all__ = [
+    "ORDERS",
+    "ControlVariates",
+    "control_variate_features",
+    "control_variate_summary",
+    "controlled_values",
+]
 
 #: Polynomial degrees of the trial functions.
 ORDERS = (1, 2)
@@ -75,22 +83,28 @@ def controlled_values(values, draws, grads, order: int = 1, log_weights=None) ->
     return (F - H @ beta).reshape(values.shape)
 
 
-def control_variate_summary(result, order: int = 1, grads=None):
+def control_variate_summary(result, order: int | None = None, grads=None):
     """Plain and control-variate estimates of each parameter's mean (a pandas DataFrame):
     ``plain_mean``, ``plain_mcse`` (the run's own summary), ``mean``, ``mcse`` (of the
     controlled values :math:`\\tilde f`, weighted and paired as the run is) and
     ``reduction`` :math:`= (\\text{plain\\_mcse}/\\text{mcse})^2`.
 
+    ``order`` is that of the run's :class:`ControlVariates` reducer by default, else 1.
     ``grads`` are the gradients of the log density at the draws, shape of
-    ``result.draws``; by default they are computed from the run's target, one gradient
-    per draw (the run does not keep the gradients of its draws). The draws must be the
-    target's own coordinates (a target that reports constrained draws is refused).
+    ``result.draws``; by default those the run kept (``result.gradients``, a run with
+    :class:`ControlVariates`), else they are computed from the run's target, one gradient
+    per draw. The draws must be the target's own coordinates (a target that reports
+    constrained draws is refused).
     """
     from hamiltonia.antithetic import pair_means
     from hamiltonia.reducers import linearised_values, reduction_table
     from hamiltonia.targets.base import Target
 
     draws = result.draws
+    if order is None:
+        order = int(result.attrs.get("control_variates", 1))
+    if grads is None:
+        grads = result.gradients
     if grads is None:
         target = result.get_target()
         if type(target).constrain is not Target.constrain:
@@ -108,3 +122,34 @@ def control_variate_summary(result, order: int = 1, grads=None):
         )
     series = linearised_values(controlled, result.log_weights)
     return reduction_table(result.names, result.summary(), series)
+
+
+class ControlVariates(ReducerWrapper):
+    """Zero-variance control variates (module docs) over an ``inner`` reducer (the weights of
+    a shadow sampler, antithetic pairs).
+
+    The run keeps the gradient of the log density at each retained draw, which the sampler
+    computed anyway (``result.gradients``);
+    :meth:`hamiltonia.Result.control_variate_summary` gives the controlled estimates at this
+    ``order`` from them, without a gradient evaluation more.
+    """
+
+    records_gradients = True
+
+    def __init__(self, order: int = 1, inner: VarianceReducer | None = None):
+        if isinstance(order, bool) or order not in ORDERS:
+            raise ValueError(f"control variates: order must be 1 or 2, got {order!r}")
+        super().__init__(inner)
+        self.order = int(order)
+
+    def estimate(self, values, log_weights, draws=None, grads=None):
+        """The inner reducer's estimate of the controlled values :math:`\\tilde f` (weighted,
+        paired as the inner reducer does); ``draws`` and ``grads`` are the positions and
+        gradients of the log density the values were taken at."""
+        if draws is None or grads is None:
+            raise ValueError("control variates need the draws and their gradients (grads=)")
+        controlled = controlled_values(values, draws, grads, self.order, log_weights)
+        return self.inner.estimate(controlled, log_weights)
+
+    def __repr__(self):
+        return f"ControlVariates(order={self.order}, inner={self.inner!r})"

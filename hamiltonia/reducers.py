@@ -12,6 +12,7 @@ import numpy as np
 
 __all__ = [
     "ImportanceWeights",
+    "ReducerWrapper",
     "VarianceReducer",
     "gives_weights",
     "linearised_values",
@@ -134,8 +135,57 @@ class VarianceReducer:
     def rejoin(self, step_size: np.ndarray, rngs) -> None:
         """Resynchronise coupled chains after their streams may have parted: nothing here."""
 
+    #: Whether the run keeps the gradient of the log density at each draw
+    #: (``result.gradients``; :mod:`hamiltonia.control_variates` reads it).
+    records_gradients = False
+
     def __repr__(self):
         return f"{type(self).__name__}()"
+
+
+class ReducerWrapper(VarianceReducer):
+    """A reducer over an ``inner`` one, to which it defers everything it does not change:
+    the weights, the coupling of the chains, the recorded gradients."""
+
+    def __init__(self, inner: VarianceReducer | None = None):
+        if inner is not None and not isinstance(inner, VarianceReducer):
+            raise TypeError(f"inner must be a VarianceReducer, got {type(inner).__name__}")
+        self.inner = VarianceReducer() if inner is None else inner
+
+    @property
+    def column(self):
+        """The statistics column of the inner reducer's log weights (compiled path)."""
+        return getattr(self.inner, "column", None)
+
+    @property
+    def weighted(self) -> bool:
+        return gives_weights(self.inner)
+
+    @property
+    def pairs(self) -> bool:
+        return self.inner.pairs
+
+    @property
+    def records_gradients(self) -> bool:
+        return self.inner.records_gradients
+
+    def log_weights(self, sampler, state, step_size):
+        return self.inner.log_weights(sampler, state, step_size)
+
+    def estimate(self, values, log_weights):
+        return self.inner.estimate(values, log_weights)
+
+    def pairing(self, chains: int) -> list:
+        return self.inner.pairing(chains)
+
+    def mirrored(self, chains: int) -> np.ndarray:
+        return self.inner.mirrored(chains)
+
+    def rejoin(self, step_size: np.ndarray, rngs) -> None:
+        self.inner.rejoin(step_size, rngs)
+
+    def __repr__(self):
+        return f"{type(self).__name__}({self.inner!r})"
 
 
 class ImportanceWeights(VarianceReducer):

@@ -15,6 +15,8 @@ from hamiltonia.reducers import weighted_mean
 __all__ = ["Result", "load"]
 
 _LOG_WEIGHT = "log_weight"
+#: The sample_stats variable of the gradients of the log density at the draws.
+_GRADIENT = "gradient"
 
 
 @dataclass
@@ -32,6 +34,9 @@ class Result:
         Parameter names.
     log_weights : ndarray (chains, draws) or None
         Log importance weights (shadow samplers), ``None`` for equally weighted draws.
+    gradients : ndarray (chains, draws, dim) or None
+        The gradient of the log density at each draw, kept by a run with
+        :class:`~hamiltonia.control_variates.ControlVariates`; ``None`` otherwise.
     sampler : str
         The sampler's registered name.
     target : str
@@ -48,6 +53,7 @@ class Result:
     stats: dict
     names: tuple
     log_weights: np.ndarray | None = None
+    gradients: np.ndarray | None = None
     sampler: str = ""
     target: str = ""
     warmup_seconds: float = 0.0
@@ -137,11 +143,12 @@ class Result:
 
         return pair_summary(self)
 
-    def control_variate_summary(self, order: int = 1, grads=None):
+    def control_variate_summary(self, order: int | None = None, grads=None):
         """Plain and zero-variance control-variate estimates of the means, their standard
         errors and the variance reduction (a pandas DataFrame; see
         :func:`hamiltonia.control_variates.control_variate_summary`), over the pair
-        estimates for an antithetic run and weighted for a shadow sampler."""
+        estimates for an antithetic run and weighted for a shadow sampler; from the
+        gradients the run kept (``control_variates=`` option) where it kept them."""
         from hamiltonia.control_variates import control_variate_summary
 
         return control_variate_summary(self, order, grads)
@@ -221,10 +228,18 @@ class Result:
         sample_stats = dict(self.stats)
         if self.log_weights is not None:
             sample_stats[_LOG_WEIGHT] = self.log_weights
+        dims = {}
+        if self.gradients is not None:
+            sample_stats[_GRADIENT] = self.gradients
+            dims = {_GRADIENT: ["parameter"]}
         with warnings.catch_warnings():
             # A partial run (see ``sample(output=...)``) may hold fewer draws than chains.
             warnings.filterwarnings("ignore", message="Found chain dimension to be longer")
-            tree = from_dict({"posterior": posterior, "sample_stats": sample_stats})
+            tree = from_dict(
+                {"posterior": posterior, "sample_stats": sample_stats},
+                dims=dims,
+                coords={"parameter": list(self.names)} if dims else None,
+            )
         tree.attrs.update(
             {
                 "hamiltonia_sampler": self.sampler,
@@ -244,13 +259,16 @@ class Result:
         post = tree["posterior"]
         draws = np.stack([np.asarray(post[name].values, dtype=float) for name in names], axis=-1)
         ss = tree["sample_stats"]
-        stats = {k: np.asarray(ss[k].values) for k in ss.data_vars if k != _LOG_WEIGHT}
+        own = (_LOG_WEIGHT, _GRADIENT)
+        stats = {k: np.asarray(ss[k].values) for k in ss.data_vars if k not in own}
         log_weights = np.asarray(ss[_LOG_WEIGHT].values) if _LOG_WEIGHT in ss.data_vars else None
+        gradients = np.asarray(ss[_GRADIENT].values) if _GRADIENT in ss.data_vars else None
         return cls(
             draws=draws,
             stats=stats,
             names=names,
             log_weights=log_weights,
+            gradients=gradients,
             sampler=str(tree.attrs.get("hamiltonia_sampler", "")),
             target=str(tree.attrs.get("hamiltonia_target", "")),
             warmup_seconds=float(tree.attrs.get("warmup_seconds", 0.0)),
@@ -283,7 +301,7 @@ def load(path) -> Result:
     path = Path(path)
     if not path.exists():
         if partial_dir(path).is_dir():
-            manifest, q, stats, log_weights = read_partial(path)
+            manifest, q, stats, log_weights, gradients = read_partial(path)
             attrs = dict(manifest.get("attrs", {}))
             attrs.update(complete=False, draws_done=int(manifest["draws_done"]))
             return Result(
@@ -291,6 +309,7 @@ def load(path) -> Result:
                 stats=stats,
                 names=tuple(manifest["names"]),
                 log_weights=log_weights,
+                gradients=gradients,
                 sampler=str(manifest.get("sampler", "")),
                 target=str(manifest.get("target", "")),
                 warmup_seconds=float(manifest.get("warmup_seconds", 0.0)),

@@ -142,8 +142,11 @@ def _initial_state(sampler: Sampler, target: Target, initial, rngs) -> ChainStat
 class _Recorder:
     """Buffers for the retained draws and the declared statistics."""
 
-    def __init__(self, chains: int, draws: int, dim: int, stats, checkpoint=None):
+    def __init__(self, chains: int, draws: int, dim: int, stats, checkpoint=None,
+                 gradients: bool = False):  # fmt: skip
         self.q = np.empty((chains, draws, dim))
+        # The gradient of the log density at each draw, for a reducer that reads it.
+        self.grads = np.empty((chains, draws, dim)) if gradients else None
         self.declared = tuple(stats)
         self.stats: dict[str, np.ndarray] = {}
         self.log_weights: np.ndarray | None = None
@@ -152,9 +155,12 @@ class _Recorder:
         self.shape = (chains, draws)
         self.checkpoint = checkpoint  # called with the chain state after each stored block
 
-    def record(self, it, q, info: dict, log_weight, state=None) -> None:
-        """Store iteration ``it`` (an index, or a slice for a block of iterations)."""
+    def record(self, it, q, info: dict, log_weight, state=None, grad=None) -> None:
+        """Store iteration ``it`` (an index, or a slice for a block of iterations); ``grad``
+        where the gradients are kept and were not written in place."""
         self.q[:, it] = array_backend.to_numpy(q)
+        if self.grads is not None and grad is not None:
+            self.grads[:, it] = array_backend.to_numpy(grad)
         for name, dtype in self.declared:
             if name not in info:
                 raise KeyError(f"the sampler declared the statistic {name!r} but did not report it")
@@ -180,15 +186,20 @@ class _Recorder:
         if previous.log_weights is not None:
             self.log_weights = np.empty(self.shape)
             self.log_weights[:, :n] = previous.log_weights
+        if self.grads is not None:
+            if previous.gradients is None:
+                raise ValueError("the interrupted run kept no gradients to continue from")
+            self.grads[:, :n] = previous.gradients
         self.n_divergent = int(np.sum(previous.stats["diverging"]))
         self.n_done = n
 
     def truncated(self):
-        """Draws, statistics and weights of the iterations completed so far."""
+        """Draws, statistics, weights and gradients of the iterations completed so far."""
         n = self.n_done
         stats = {k: v[:, :n] for k, v in self.stats.items()}
         weights = None if self.log_weights is None else self.log_weights[:, :n]
-        return self.q[:, :n], stats, weights
+        grads = None if self.grads is None else self.grads[:, :n]
+        return self.q[:, :n], stats, weights, grads
 
 
 #: Most numbers (draws and statistics, all chains) one compiled chunk writes: 16 MB.
@@ -247,7 +258,10 @@ def _run_numpy(smp, target, state, rngs, warmup, draws, rec, bar, start=0):
     for it in range(start, draws):
         state, info = _step(smp, state, rngs, it, "sampling")
         info = {**info, "step_size": state.step_size, "lp": state.phase.log_prob}
-        rec.record(it, target.constrain(state.phase.q), info, smp.log_weight(state), state)
+        rec.record(
+            it, target.constrain(state.phase.q), info, smp.log_weight(state), state,
+            state.phase.grad,
+        )  # fmt: skip
         bar.update(1)
         if it % 50 == 0:
             bar.set_postfix_str(f"divergences={rec.n_divergent}", refresh=False)
@@ -288,7 +302,8 @@ def _run_compiled(plan, smp, target, state, rngs, warmup, draws, rec, bar, start
     bar.set_description(f"{smp.name} sampling")
     for first, n in chunker.split(start, draws):
         block = slice(first, first + n)
-        layout = plan.run(state, rngs, n, False, rec.q[:, block], buf_s[:, :n])
+        grads = None if rec.grads is None else rec.grads[:, block]
+        layout = plan.run(state, rngs, n, False, rec.q[:, block], buf_s[:, :n], grads)
         info = _columns(layout, buf_s[:, :n])
         # Importance weights travel in a statistics column of the kernel.
         weights = info.pop(getattr(smp.reducer, "column", None), None)
@@ -502,6 +517,9 @@ def _run(target, smp, plan, rngs, seq, requested, options, run_file, *, chains, 
             # Chains 2k and 2k+1 are an antithetic pair (hamiltonia.antithetic); [] if none.
             "antithetic_pairs": smp.reducer.pairing(chains),
         }
+        order = getattr(smp.reducer, "order", None)
+        if smp.reducer.records_gradients and order is not None:
+            attrs["control_variates"] = order
     else:
         previous, info = resume_from
         for rng, rng_state in zip(rngs, info["rng_states"], strict=True):
@@ -518,7 +536,7 @@ def _run(target, smp, plan, rngs, seq, requested, options, run_file, *, chains, 
     times = {"t0": time.perf_counter(), "t1": None, "saved": time.perf_counter(), "resume": None}
 
     def build_result(complete: bool) -> Result:
-        q, stats, weights = rec.truncated()
+        q, stats, weights, grads = rec.truncated()
         now = time.perf_counter()
         t1 = times["t1"] if times["t1"] is not None else now
         warmup_seconds, sampling_seconds = t1 - times["t0"], now - t1
@@ -530,6 +548,7 @@ def _run(target, smp, plan, rngs, seq, requested, options, run_file, *, chains, 
             stats=stats,
             names=target.names,
             log_weights=weights,
+            gradients=grads,
             sampler=smp.name,
             target=getattr(target, "registered_name", type(target).__name__),
             warmup_seconds=warmup_seconds,
@@ -554,7 +573,7 @@ def _run(target, smp, plan, rngs, seq, requested, options, run_file, *, chains, 
             "sampling_seconds": partial.sampling_seconds,
             "attrs": _json_safe(partial.attrs),
         }
-        run_file.append(partial.draws, partial.stats, partial.log_weights, meta)
+        run_file.append(partial.draws, partial.stats, partial.log_weights, meta, partial.gradients)
         times["saved"] = time.perf_counter()
 
     def checkpoint(current):
@@ -567,7 +586,9 @@ def _run(target, smp, plan, rngs, seq, requested, options, run_file, *, chains, 
         if time.perf_counter() - times["saved"] >= checkpoint_seconds:
             persist()
 
-    rec = _Recorder(chains, draws, target.dim, smp.stats(), checkpoint)
+    rec = _Recorder(
+        chains, draws, target.dim, smp.stats(), checkpoint, smp.reducer.records_gradients
+    )
     if resume_from is not None:
         rec.prefill(resume_from[0])
     total = warmup + draws if resume_from is None else draws - start

@@ -186,9 +186,10 @@ class RunFile:
             self.lock.unlink(missing_ok=True)
             self._locked = False
 
-    def append(self, q, stats: dict, log_weights, meta: dict) -> None:
-        """Store the draws ``q[:, self.written:]`` (and their statistics and weights) as a
-        new block, then the manifest ``meta`` (attrs, resume state, names, ...) naming it."""
+    def append(self, q, stats: dict, log_weights, meta: dict, gradients=None) -> None:
+        """Store the draws ``q[:, self.written:]`` (and their statistics, weights and
+        gradients) as a new block, then the manifest ``meta`` (attrs, resume state, names,
+        ...) naming it."""
         n = q.shape[1]
         if n > self.written:
             first, name = self.written, f"block-{self.written:012d}.npz"
@@ -196,6 +197,8 @@ class RunFile:
             arrays.update({f"stat_{k}": v[:, first:n] for k, v in stats.items()})
             if log_weights is not None:
                 arrays["log_weights"] = log_weights[:, first:n]
+            if gradients is not None:
+                arrays["gradients"] = gradients[:, first:n]
 
             def write(tmp: Path) -> None:
                 with open(tmp, "wb") as f:
@@ -245,11 +248,12 @@ def _read_manifest(folder: Path) -> dict:
     return manifest
 
 
-def read_partial(path) -> tuple[dict, np.ndarray, dict, np.ndarray | None]:
-    """The manifest, draws, statistics and log weights of the unfinished run of ``path``."""
+def read_partial(path) -> tuple[dict, np.ndarray, dict, np.ndarray | None, np.ndarray | None]:
+    """The manifest, draws, statistics, log weights and gradients (``None`` where the run
+    keeps none) of the unfinished run of ``path``."""
     folder = partial_dir(path)
     manifest = _read_manifest(folder)
-    qs, stats, weights = [], {}, []
+    qs, stats, weights, grads = [], {}, [], []
     expected = 0
     try:
         for first, n, name in manifest["blocks"]:
@@ -267,6 +271,8 @@ def read_partial(path) -> tuple[dict, np.ndarray, dict, np.ndarray | None]:
                         stats.setdefault(key[5:], []).append(block[key])
                 if "log_weights" in block.files:
                     weights.append(block["log_weights"])
+                if "gradients" in block.files:
+                    grads.append(block["gradients"])
             expected += n
     except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as err:
         raise RunFileError(f"the unfinished run in {folder} cannot be read: {err}") from None
@@ -275,4 +281,5 @@ def read_partial(path) -> tuple[dict, np.ndarray, dict, np.ndarray | None]:
     q = np.concatenate(qs, axis=1)
     stats = {k: np.concatenate(v, axis=1) for k, v in stats.items()}
     log_weights = np.concatenate(weights, axis=1) if weights else None
-    return manifest, q, stats, log_weights
+    gradients = np.concatenate(grads, axis=1) if grads else None
+    return manifest, q, stats, log_weights, gradients

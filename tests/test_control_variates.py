@@ -70,3 +70,70 @@ def test_control_variate_inputs_are_checked():
         control_variate_features(x, x, 3)
     with pytest.raises(ValueError, match="differ in shape"):
         control_variate_features(x, np.zeros((1, 3, 1)))
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_the_run_keeps_the_gradients_its_sampler_computed(compiled):
+    """With control_variates=, each draw's gradient is the target's gradient there, on both
+    paths; the summary then needs no gradient evaluation (it gives the table a recomputed
+    gradient gives)."""
+    target = hm.targets.get("banana")
+    run = hm.sample(target, "hmc", chains=2, warmup=100, draws=200, seed=3, progress=False,
+                    compiled=compiled, n_steps=5, control_variates=2)  # fmt: skip
+    assert run.attrs["compiled"] is compiled
+    assert run.gradients.shape == run.draws.shape
+    _, expected = target.log_prob_and_grad(run.draws.reshape(-1, 2))
+    np.testing.assert_allclose(run.gradients.reshape(-1, 2), expected, rtol=1e-12, atol=1e-12)
+    kept = run.control_variate_summary()
+    recomputed = run.control_variate_summary(2, grads=expected.reshape(run.draws.shape))
+    np.testing.assert_allclose(kept["mean"], recomputed["mean"], rtol=1e-10)
+    run.get_target = None  # the summary must not need the target
+    run.control_variate_summary()
+
+
+def test_both_paths_keep_the_same_gradients():
+    # A fixed step size: the paths' warm-ups differ (the compiled one tunes in chunks).
+    kwargs = dict(chains=2, warmup=0, draws=100, seed=9, progress=False, n_steps=5,
+                  step_size=0.3, control_variates=1)  # fmt: skip
+    numpy_run = hm.sample("banana", "hmc", compiled=False, **kwargs)
+    compiled_run = hm.sample("banana", "hmc", compiled=True, **kwargs)
+    np.testing.assert_allclose(compiled_run.draws, numpy_run.draws, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(compiled_run.gradients, numpy_run.gradients, rtol=0, atol=1e-9)
+
+
+def test_kept_gradients_survive_the_file_and_a_resume(tmp_path, monkeypatch):
+    from tests.interrupting import interrupted
+
+    kwargs = dict(chains=2, warmup=100, draws=2000, seed=6, progress=False, n_steps=5,
+                  control_variates=1)  # fmt: skip
+    full = hm.sample("banana", "hmc", **kwargs)
+    path = tmp_path / "run.nc"
+    with pytest.warns(RuntimeWarning, match="interrupted"):
+        part = interrupted(monkeypatch, 2, lambda: hm.sample(
+            "banana", "hmc", output=path, checkpoint_seconds=0.0, **kwargs))  # fmt: skip
+    assert 0 < part.n_draws < 2000
+    np.testing.assert_array_equal(hm.load(path).gradients, part.gradients)
+    resumed = hm.resume(path, progress=False)
+    np.testing.assert_array_equal(resumed.gradients, full.gradients)
+    loaded = hm.load(path)
+    np.testing.assert_array_equal(loaded.gradients, full.gradients)
+    assert loaded.attrs["control_variates"] == 1
+    assert set(loaded.stats) == set(full.stats)
+
+
+def test_control_variates_option_is_checked():
+    with pytest.raises(ValueError, match="control_variates must be False, 1 or 2, got 3"):
+        hm.sample("banana", "hmc", control_variates=3, progress=False)
+    with pytest.raises(ValueError, match="control_variates must be False, 1 or 2, got 'yes'"):
+        hm.sample("banana", "nuts", control_variates="yes", progress=False)
+
+
+def test_the_cli_prints_the_control_variate_estimates(capsys):
+    from hamiltonia.cli import main
+
+    code = main(["sample", "gaussian-d10", "--draws", "300", "--warmup", "200", "--seed", "1",
+                 "--option", "control_variates=1", "--no-progress"])  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "control variates (order 1)" in out
+    assert "median reduction" in out

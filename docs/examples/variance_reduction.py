@@ -19,13 +19,14 @@ def main(out=PICTURE):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    # control_variates=1 keeps the gradients the sampler computed at the draws.
     run = hm.sample("blr-heart", "a-mhmc", chains=4, warmup=1000, draws=1000, seed=2024,
-                    progress=False)  # fmt: skip
+                    progress=False, control_variates=1)  # fmt: skip
     pairs = run.pair_summary()
     both = run.control_variate_summary(order=1)
     # Control variates alone: on the primary chains, as a run without pairs.
     primaries = hm.Result(draws=run.draws[0::2], stats={}, names=run.names,
-                          _target=run.get_target())  # fmt: skip
+                          gradients=run.gradients[0::2])  # fmt: skip
     alone = primaries.control_variate_summary(order=1)
     plain_var = pairs["plain_mcse"] ** 2
     factors = {

@@ -91,14 +91,15 @@ def _reverse(p, aux, PF, PI):
 
 def run_chain(
     q, p, grad, lp, eps, aux, rng, mirror, n_iter, adapt, tune_state, PF, PI, logp, fdata,
-    idata, out_q, out_stats, n_scratch,
+    idata, out_q, out_stats, out_grad, n_scratch,
 ):  # fmt: skip
     """Run ``n_iter`` iterations of one chain in place (each: the Hamiltonian's auxiliary
     update, the structure's preparation, the refresh, the transition, the weight of the
     retained state, the tuner): ``q``,
     ``p``, ``grad`` (dim,), ``lp`` and ``eps`` (1,) and ``aux`` hold the chain's state and
     are updated; draw ``i``
-    goes to ``out_q[i]`` and its statistics to ``out_stats[i]``; the transition gets
+    goes to ``out_q[i]``, its statistics to ``out_stats[i]`` and, unless ``out_grad`` has
+    no rows, the gradient of the log density there to ``out_grad[i]``; the transition gets
     ``n_scratch`` rows of scratch space (the most any part declared). With ``mirror`` (the
     secondary chain of an antithetic pair) the refresh runs between two reversals, so that
     its momentum normals enter negated (:mod:`hamiltonia.antithetic`)."""
@@ -129,3 +130,6 @@ def run_chain(
         row[1] = eps[0]
         for i in range(d):
             out_q[it, i] = q[i]
+        if out_grad.shape[0] > 0:
+            for i in range(d):
+                out_grad[it, i] = grad[i]

@@ -208,10 +208,12 @@ class CompiledPlan:
         self.chain_kernel = _composed(layout.functions)
         return layout
 
-    def run(self, chain, rngs, n_iter: int, adapt: bool, out_q: np.ndarray, out_stats: np.ndarray):
+    def run(self, chain, rngs, n_iter: int, adapt: bool, out_q: np.ndarray, out_stats: np.ndarray,
+            out_grad: np.ndarray | None = None):  # fmt: skip
         """Advance all chains ``n_iter`` iterations, writing ``out_q[c, :n_iter]`` and
-        ``out_stats[c, :n_iter]`` (columns of :meth:`layout`'s ``stats``); with ``adapt``,
-        the step-size tuner runs inside the kernel. Returns the layout used.
+        ``out_stats[c, :n_iter]`` (columns of :meth:`layout`'s ``stats``) and, when given,
+        the gradients of the log density at the draws to ``out_grad[c, :n_iter]``; with
+        ``adapt``, the step-size tuner runs inside the kernel. Returns the layout used.
 
         During warm-up the layout is rebuilt for every chunk (a tuner may have changed a
         part since); after it, the parts are frozen and the first sampling layout is kept.
@@ -240,12 +242,14 @@ class CompiledPlan:
         fn, fdata, idata = self.kernel.function, self.kernel.fdata, self.kernel.idata
         chain_kernel, PF, PI, rows = self.chain_kernel, layout.PF, layout.PI, layout.scratch_rows
         mirror = self.sampler.reducer.mirrored(n_chains)
+        if out_grad is None:
+            out_grad = np.empty((n_chains, 0, phase.q.shape[1]))
 
         def one(c):
             chain_kernel(
                 q[c], p[c], grad[c], lp[c : c + 1], eps[c : c + 1], aux[c], rngs[c],
                 bool(mirror[c]), n_iter, tuner is not None, tune_state[c], PF, PI, fn, fdata,
-                idata, out_q[c], out_stats[c], rows,
+                idata, out_q[c], out_stats[c], out_grad[c], rows,
             )  # fmt: skip
 
         if n_chains == 1 or self.workers == 1:

@@ -204,17 +204,36 @@ def _hamiltonian(target, metric, mass_volatility):
     return RandomMassHamiltonian(target, beta, metric)
 
 
-def _reducer(antithetic, hamiltonian):
-    """Antithetic pairs over the importance weights a shadow Hamiltonian needs, or the
-    sampler's default reducer (``None``)."""
-    if not check_flag(antithetic, "antithetic"):
-        return None
+def _reducer(antithetic, control_variates, hamiltonian):
+    """Control variates over antithetic pairs over the importance weights a shadow
+    Hamiltonian needs, as asked, or the sampler's default reducer (``None``)."""
     from hamiltonia.antithetic import AntitheticPairs
+    from hamiltonia.control_variates import ControlVariates
     from hamiltonia.hamiltonians.shadow import ShadowHamiltonian
     from hamiltonia.reducers import ImportanceWeights
+    from hamiltonia.targets.base import Target
 
-    shadow = isinstance(hamiltonian, ShadowHamiltonian)
-    return AntitheticPairs(ImportanceWeights() if shadow else None)
+    antithetic = check_flag(antithetic, "antithetic")
+    if control_variates is False:
+        control_variates = 0
+    elif control_variates is True:
+        control_variates = 1
+    if isinstance(control_variates, bool | np.bool_) or control_variates not in (0, 1, 2):
+        raise ValueError(f"control_variates must be False, 1 or 2, got {control_variates!r}")
+    if not (antithetic or control_variates):
+        return None
+    target = hamiltonian.target
+    if control_variates and type(target).constrain is not Target.constrain:
+        raise ValueError(
+            f"control_variates: target {type(target).__name__} reports constrained draws, "
+            "and the control variates need the gradient in the coordinates of the draws"
+        )
+    reducer = ImportanceWeights() if isinstance(hamiltonian, ShadowHamiltonian) else None
+    if antithetic:
+        reducer = AntitheticPairs(reducer)
+    if control_variates:
+        reducer = ControlVariates(int(control_variates), reducer)
+    return reducer
 
 
 def _step_size_tuners(step_size, adapt_step_size, target_accept):
@@ -250,6 +269,7 @@ def hmc(
     hessian: str = "finite-difference",
     shadow_sign: str = "corrected",
     antithetic: bool = False,
+    control_variates: int | bool = False,
 ) -> HamiltonianSampler:
     """Hamiltonian Monte Carlo with a static number of leapfrog steps.
 
@@ -334,6 +354,11 @@ def hmc(
         Run the chains in antithetic pairs (:class:`~hamiltonia.antithetic.AntitheticPairs`:
         shared random numbers, the secondary's momentum normals negated; an even number of
         chains); default ``False``.
+    control_variates : {False, 1, 2}
+        Keep the gradient of the log density at each draw for zero-variance control
+        variates of this polynomial order
+        (:class:`~hamiltonia.control_variates.ControlVariates`;
+        :meth:`hamiltonia.Result.control_variate_summary`); default ``False``.
     """
     fixed_metric, metric_tuners = _metric_and_tuner(metric, target.dim, adapt_windows)
     if n_steps is None:
@@ -350,7 +375,7 @@ def hmc(
         trajectory=_trajectory(n_steps, n_steps_jitter, step_size_jitter),
         refresh=_refresh(rho, hamiltonian),
         tuners=_step_size_tuners(step_size, adapt_step_size, target_accept) + metric_tuners,
-        reducer=_reducer(antithetic, hamiltonian),
+        reducer=_reducer(antithetic, control_variates, hamiltonian),
         step_size=step_size,
     )
     sampler.name = "hmc"
@@ -376,6 +401,7 @@ def nuts(
     fixed_point_tolerance: float = 1e-6,
     fixed_point_max_iterations: int = 100,
     antithetic: bool = False,
+    control_variates: int | bool = False,
 ) -> HamiltonianSampler:
     """The no-U-turn sampler (multinomial NUTS, generalised criterion), as in Stan and NumPyro.
 
@@ -412,6 +438,8 @@ def nuts(
     antithetic : bool
         Antithetic pairs of chains, as in :func:`hmc`: the pair shares the tree's random
         numbers too, so on a symmetric target the secondary's tree mirrors the primary's.
+    control_variates : {False, 1, 2}
+        Keep the draws' gradients for zero-variance control variates, as in :func:`hmc`.
 
     References
     ----------
@@ -431,7 +459,7 @@ def nuts(
         integrator=_integrator(integrator, structure),
         trajectory=NoUTurn(max_tree_depth, criterion),
         tuners=_step_size_tuners(step_size, adapt_step_size, target_accept) + metric_tuners,
-        reducer=_reducer(antithetic, hamiltonian),
+        reducer=_reducer(antithetic, control_variates, hamiltonian),
         step_size=step_size,
     )
     sampler.name = "nuts"
@@ -447,6 +475,7 @@ def mala(
     metric="identity",
     integrator="leapfrog",
     rho: float = 0.0,
+    control_variates: int | bool = False,
 ) -> HamiltonianSampler:
     """Metropolis-adjusted Langevin algorithm: HMC with one leapfrog step.
 
@@ -455,9 +484,9 @@ def mala(
     :math:`x' = x + \\tfrac{\\varepsilon^2}{2}\\nabla\\log\\pi(x) + \\varepsilon z`, and the
     Metropolis test on :math:`H` equals the MALA ratio
     :math:`\\pi(x')q(x|x')/(\\pi(x)q(x'|x))` (spec/seed002_ch1-3.md §2.2). Default target
-    acceptance 0.6, the thesis's value for MALA (ch. 9). ``integrator`` and ``rho`` are
-    those of :func:`hmc` (with ``rho > 0`` it is Horowitz's generalised HMC with one step,
-    a discretised underdamped Langevin diffusion).
+    acceptance 0.6, the thesis's value for MALA (ch. 9). ``integrator``, ``rho`` and
+    ``control_variates`` are those of :func:`hmc` (with ``rho > 0`` it is Horowitz's
+    generalised HMC with one step, a discretised underdamped Langevin diffusion).
 
     References
     ----------
@@ -473,6 +502,7 @@ def mala(
         metric=metric,
         integrator=integrator,
         rho=rho,
+        control_variates=control_variates,
     )
     sampler.name = "mala"
     return sampler
