@@ -99,7 +99,7 @@ def step_seconds(
         plan.chain_kernel(
             q, p, grad, lp, eps, np.zeros(layout.n_aux), np.random.default_rng(0), False,
             n_iter, False, np.zeros(1), layout.PF, layout.PI, kernel.function, kernel.fdata,
-            kernel.idata, out_q, out_s, layout.scratch_rows,
+            kernel.idata, out_q, out_s, np.empty((0, dim)), layout.scratch_rows,
         )  # fmt: skip
         return int(np.sum(out_s[:, n_grad]))
 
