@@ -5,7 +5,7 @@
 >>> result.summary()  # doctest: +SKIP
 """
 
-from hamiltonia import diagnostics, integrators, samplers, targets
+from hamiltonia import constraints, diagnostics, integrators, samplers, targets
 from hamiltonia.hamiltonians import (
     EuclideanHamiltonian,
     Hamiltonian,
@@ -23,6 +23,18 @@ from hamiltonia.integrators import (
 )
 from hamiltonia.magnetic import MagneticStructure, random_field, research_field
 from hamiltonia.momentum import FullRefresh, MomentumRefresh, PartialRefresh
+from hamiltonia.parameters import (
+    Param,
+    ParameterLayout,
+    cholesky_corr,
+    interval,
+    lower,
+    ordered,
+    positive,
+    real,
+    simplex,
+    upper,
+)
 from hamiltonia.poisson import CanonicalStructure, PoissonStructure
 from hamiltonia.reducers import ImportanceWeights, VarianceReducer
 from hamiltonia.results import Result, load
@@ -31,6 +43,7 @@ from hamiltonia.runfile import RunFileError
 from hamiltonia.samplers import HamiltonianSampler, RandomWalkMetropolis, Sampler
 from hamiltonia.state import ModelError
 from hamiltonia.targets import Target
+from hamiltonia.targets.model import Model
 from hamiltonia.trajectories import (
     MetropolisTrajectory,
     RandomLength,
@@ -55,8 +68,11 @@ __all__ = [
     "Leapfrog",
     "MagneticStructure",
     "MetropolisTrajectory",
+    "Model",
     "ModelError",
     "MomentumRefresh",
+    "Param",
+    "ParameterLayout",
     "PartialRefresh",
     "PoissonStructure",
     "ProcessedLeapfrog",
@@ -77,13 +93,22 @@ __all__ = [
     "TwoStage",
     "VarianceReducer",
     "__version__",
+    "cholesky_corr",
+    "constraints",
     "diagnostics",
     "integrators",
+    "interval",
     "load",
+    "lower",
+    "ordered",
+    "positive",
     "random_field",
+    "real",
     "research_field",
     "resume",
     "sample",
     "samplers",
+    "simplex",
     "targets",
+    "upper",
 ]

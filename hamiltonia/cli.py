@@ -181,10 +181,11 @@ def _report(result, target, output, out) -> int:
     import pandas as pd
 
     from hamiltonia.diagnose import diagnose
+    from hamiltonia.results import format_summary
 
     summary = result.summary()
     with pd.option_context("display.max_rows", 200, "display.width", 120):
-        print(summary.round(4).to_string(), file=out)
+        print(format_summary(result.summary(lp=True)), file=out)
     exact = target.exact_moments
     if exact is not None:
         z = (summary["mean"] - exact.mean) / summary["mcse"]

@@ -212,7 +212,13 @@ def diagnose(result, summary=None) -> list[Problem]:
     if summary is None:
         summary = result.summary()
     names = [str(i) for i in summary.index]
-    r_hat = np.asarray(summary["r_hat"], dtype=float)
+    # A value equal in every draw of every chain is fixed by the model (the first entry of
+    # a Cholesky factor of a correlation matrix), not a sampling problem; a chain that
+    # never moved is reported above.
+    fixed = np.zeros(len(names), dtype=bool)
+    if result.draws.shape[-1] == len(names):
+        fixed = np.all(result.draws == result.draws[:1, :1], axis=(0, 1))
+    r_hat = np.where(fixed, 1.0, np.asarray(summary["r_hat"], dtype=float))
     high = np.flatnonzero(~(r_hat <= R_HAT_MAX))
     if high.size:
         # A chain that never moved gives no within-chain variance: R-hat is nan or inf.
@@ -231,7 +237,7 @@ def diagnose(result, summary=None) -> list[Problem]:
             )
         )
     for column in ("ess_bulk", "ess_tail"):
-        per_chain = np.asarray(summary[column], dtype=float) / chains
+        per_chain = np.where(fixed, np.inf, np.asarray(summary[column], dtype=float) / chains)
         low = np.flatnonzero(~(per_chain >= ESS_PER_CHAIN_MIN))
         if low.size:
             per_chain = np.where(np.isnan(per_chain), 0.0, per_chain)

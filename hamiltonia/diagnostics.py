@@ -62,7 +62,12 @@ def _per_parameter(function, draws: np.ndarray) -> np.ndarray:
 def ess(draws: np.ndarray, method: str = "bulk") -> np.ndarray:
     """Effective sample size per parameter (``method`` ``"bulk"``, ``"tail"``, ``"mean"``...,
     as in :mod:`arviz_stats`)."""
-    prob = (0.05, 0.95) if method == "tail" else None  # ArviZ's tail quantiles
+    prob = None
+    if method == "tail":
+        from arviz_base import rcParams
+
+        # arviz_stats.summary's own default: the quantiles of its credible interval.
+        prob = rcParams["stats.ci_prob"]
     return _per_parameter(lambda x: array_stats.ess(x, method=method, prob=prob), draws)
 
 

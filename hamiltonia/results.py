@@ -17,6 +17,86 @@ __all__ = ["Result", "load"]
 _LOG_WEIGHT = "log_weight"
 #: The sample_stats variable of the gradients of the log density at the draws.
 _GRADIENT = "gradient"
+#: Most numbers (chains x draws x observations) the log_likelihood group holds unasked.
+LOG_LIKELIHOOD_MAX_VALUES = 50_000_000
+
+
+#: The quantiles :meth:`Result.summary` reports by default.
+DEFAULT_QUANTILES = (0.05, 0.95)
+
+
+def _check_quantiles(quantiles) -> tuple:
+    try:
+        q = tuple(float(x) for x in np.atleast_1d(quantiles))
+    except (TypeError, ValueError):
+        raise ValueError(f"quantiles must be numbers in (0, 1), got {quantiles!r}") from None
+    if not all(0.0 < x < 1.0 for x in q):
+        raise ValueError(f"quantiles must be numbers in (0, 1), got {quantiles!r}")
+    return q
+
+
+def quantile_label(q: float) -> str:
+    """The column name of quantile ``q``: ``"5%"``, ``"2.5%"``."""
+    return f"{100 * q:g}%"
+
+
+def _weighted_quantiles(draws: np.ndarray, log_weights, probs) -> np.ndarray:
+    """Quantiles per parameter (rows ``probs``), weighted by the importance weights."""
+    flat = draws.reshape(-1, draws.shape[-1])
+    lw = None if log_weights is None else np.asarray(log_weights, dtype=float).reshape(-1)
+    if lw is None or np.ptp(lw) == 0:
+        # Equal weights: ArviZ's (interpolated) quantiles; numpy's weighted quantiles take
+        # the inverse of the empirical CDF, which differs from them by up to one draw.
+        return np.quantile(flat, probs, axis=0)
+    w = np.exp(lw - lw.max())
+    return np.stack(
+        [np.quantile(flat[:, i], probs, weights=w, method="inverted_cdf")
+         for i in range(flat.shape[1])],
+        axis=-1,
+    )  # fmt: skip
+
+
+def _summary_table(draws, names, log_weights, quantiles):
+    import pandas as pd
+
+    mean = weighted_mean(draws, log_weights)
+    n_eff = draws.shape[0] * draws.shape[1]
+    if log_weights is not None:
+        n_eff = diagnostics.kish_ess(log_weights)
+    # Without Bessel's correction, as arviz_stats.summary's sd.
+    sd = np.sqrt(np.maximum(weighted_mean((draws - mean) ** 2, log_weights), 0.0))
+    qs = _weighted_quantiles(draws, log_weights, (0.5, *quantiles))
+    ess_bulk = diagnostics.ess(draws, "bulk")
+    ess_tail = diagnostics.ess(draws, "tail")
+    if log_weights is None:
+        mcse = diagnostics.mcse(draws, "mean")
+    else:
+        factor = n_eff / log_weights.size
+        ess_bulk, ess_tail = ess_bulk * factor, ess_tail * factor
+        # ArviZ's MCSE of the mean takes the sd with Bessel's correction (Kish's size here).
+        corrected = sd * np.sqrt(n_eff / max(n_eff - 1.0, 1e-300))
+        mcse = corrected / np.sqrt(diagnostics.ess(draws, "mean") * factor)
+    columns = {"mean": mean, "sd": sd, "median": qs[0]}
+    columns.update({quantile_label(q): qs[k + 1] for k, q in enumerate(quantiles)})
+    columns.update(
+        {"mcse": mcse, "ess_bulk": ess_bulk, "ess_tail": ess_tail, "r_hat": diagnostics.rhat(draws)}
+    )
+    return pd.DataFrame(columns, index=pd.Index(names, name="parameter"))
+
+
+def format_summary(table) -> str:
+    """A summary table as text rounded for reading: ESS as whole numbers, :math:`\\hat R`
+    to two decimals, the estimates to four significant digits."""
+    shown = table.copy()
+    for column in shown.columns:
+        values = shown[column]
+        if column.startswith("ess"):
+            shown[column] = values.map(lambda v: f"{v:,.0f}" if np.isfinite(v) else "nan")
+        elif column == "r_hat":
+            shown[column] = values.map(lambda v: f"{v:.2f}")
+        else:
+            shown[column] = values.map(lambda v: f"{v:.4g}")
+    return shown.to_string()
 
 
 @dataclass
@@ -61,6 +141,8 @@ class Result:
     attrs: dict = field(default_factory=dict)
     _target: object = field(default=None, repr=False, compare=False)
     _summary: tuple = field(default=None, repr=False, compare=False)
+    _log_likelihood: dict | None = field(default=None, repr=False, compare=False)
+    _observed: dict | None = field(default=None, repr=False, compare=False)
 
     @property
     def n_chains(self) -> int:
@@ -161,87 +243,172 @@ class Result:
 
         return diagnose(self, self.summary())
 
-    def summary(self):
+    def summary(self, quantiles=None, *, lp: bool = False, per_chain: bool = False):
         """A table (pandas DataFrame) with one row per parameter.
 
-        Columns: ``mean``, ``sd`` (with Bessel's correction, as ArviZ), ``mcse`` (standard
-        error of the mean), ``ess_bulk``,
-        ``ess_tail`` and ``r_hat``. With importance weights the mean and sd are weighted,
-        ESS values are multiplied by the Kish factor :math:`\\text{ESS}_{\\text{IMP}}/N`, and
-        the MCSE is the weighted sd over the square root of the weighted ESS of the mean.
+        Columns: ``mean``, ``sd`` (without Bessel's correction, as ArviZ), ``median`` and the
+        ``quantiles`` (default :data:`DEFAULT_QUANTILES`, 5 % and 95 %: columns ``"5%"``,
+        ``"95%"``), ``mcse`` (standard error of the mean), ``ess_bulk``, ``ess_tail`` and
+        ``r_hat``, the diagnostics from :mod:`arviz_stats` with its defaults. With
+        importance weights the mean, sd, median and quantiles are weighted, ESS values are
+        multiplied by the Kish factor :math:`\\text{ESS}_{\\text{IMP}}/N`, and the MCSE is
+        the weighted sd over the square root of the weighted ESS of the mean.
+
+        ``lp=True`` adds a row ``lp`` for the log density of the draws (Stan's ``lp__``);
+        ``per_chain=True`` gives one table per chain, stacked with a ``chain`` index level
+        (its ESS that of the chain alone; :math:`\\hat R`, which compares chains, is nan).
 
         The table is computed once per set of draws (the rank normalisation of the ESS and
         :math:`\\hat R` sorts every parameter's draws) and a copy is returned.
         """
-        key = (id(self.draws), self.draws.shape, id(self.log_weights))
+        quantiles = _check_quantiles(DEFAULT_QUANTILES if quantiles is None else quantiles)
+        if per_chain:
+            import pandas as pd
+
+            tables = [
+                Result(
+                    draws=self.draws[c : c + 1],
+                    stats={k: v[c : c + 1] for k, v in self.stats.items()},
+                    names=self.names,
+                    log_weights=None if self.log_weights is None else self.log_weights[c : c + 1],
+                ).summary(quantiles, lp=lp)
+                for c in range(self.n_chains)
+            ]
+            return pd.concat(tables, keys=range(self.n_chains), names=["chain"])
+        key = (id(self.draws), self.draws.shape, id(self.log_weights), quantiles, lp)
         if self._summary is None or self._summary[0] != key:
+            draws, names = self.draws, self.names
+            if lp and "lp" in self.stats:
+                draws = np.concatenate([draws, self.stats["lp"][..., None]], axis=-1)
+                names = (*names, "lp")
             with warnings.catch_warnings():
                 # Chains that never moved have no variance: ArviZ divides by zero and gives
                 # nan or inf, which the table shows and diagnose() reports.
                 warnings.filterwarnings("ignore", "divide by zero", RuntimeWarning)
                 warnings.filterwarnings("ignore", "invalid value", RuntimeWarning)
-                self._summary = (key, self._compute_summary())
+                self._summary = (key, _summary_table(draws, names, self.log_weights, quantiles))
         return self._summary[1].copy()
 
-    def _compute_summary(self):
-        import pandas as pd
+    def print_summary(self, quantiles=None, *, file=None) -> None:
+        """Print :meth:`summary` (with the ``lp`` row) rounded for reading, and the number of
+        divergences, as NumPyro's ``print_summary`` does."""
+        import sys
 
-        mean = self.mean()
-        n_eff = self.draws.shape[0] * self.draws.shape[1]
-        if self.log_weights is not None:
-            n_eff = diagnostics.kish_ess(self.log_weights)
-        # Bessel's correction (with the Kish size when weighted), as ArviZ's sd.
-        var = weighted_mean((self.draws - mean) ** 2, self.log_weights)
-        sd = np.sqrt(np.maximum(var, 0.0) * n_eff / max(n_eff - 1.0, 1e-300))
-        ess_bulk = diagnostics.ess(self.draws, "bulk")
-        ess_tail = diagnostics.ess(self.draws, "tail")
-        if self.log_weights is None:
-            mcse = diagnostics.mcse(self.draws, "mean")
-        else:
-            factor = n_eff / self.log_weights.size
-            ess_bulk, ess_tail = ess_bulk * factor, ess_tail * factor
-            mcse = sd / np.sqrt(diagnostics.ess(self.draws, "mean") * factor)
-        return pd.DataFrame(
-            {
-                "mean": mean,
-                "sd": sd,
-                "mcse": mcse,
-                "ess_bulk": ess_bulk,
-                "ess_tail": ess_tail,
-                "r_hat": diagnostics.rhat(self.draws),
-            },
-            index=pd.Index(self.names, name="parameter"),
-        )
+        out = sys.stdout if file is None else file
+        print(format_summary(self.summary(quantiles, lp=True)), file=out)
+        if "diverging" in self.stats:
+            print(f"\nNumber of divergences: {self.n_divergent}", file=out)
 
     def multivariate_ess(self, batch_size="sqroot") -> float:
         """Multivariate ESS, times the Kish factor when the draws are weighted."""
         return diagnostics.combined_ess(self.draws, self.log_weights, batch_size)
 
     # ------------------------------------------------------------------ ArviZ and files
-    def to_datatree(self):
-        """An ArviZ-compatible :class:`xarray.DataTree` with ``posterior`` and
-        ``sample_stats`` groups (dimensions ``chain`` and ``draw``), one posterior variable
-        per parameter. Run information is in the root's attributes."""
+    def variables(self) -> dict:
+        """The draws by variable: each named block (a model's parameters and generated
+        quantities) as one array of shape ``(chains, draws) + shape``; one scalar variable
+        per name for a target without blocks."""
+        blocks = self.attrs.get("blocks")
+        if not blocks:
+            return {name: self.draws[..., i] for i, name in enumerate(self.names)}
+        out, start = {}, 0
+        for name, shape, _ in blocks:
+            size = int(np.prod(shape, dtype=int))
+            out[name] = self.draws[..., start : start + size].reshape(
+                self.draws.shape[:2] + tuple(shape)
+            )
+            start += size
+        return out
+
+    def _dims(self, dims=None) -> dict:
+        out = {}
+        for name, _shape, block_dims in self.attrs.get("blocks") or []:
+            if block_dims:
+                out[name] = list(block_dims)
+        out.update({k: list(v) for k, v in (dims or {}).items()})
+        return out
+
+    def log_likelihood(self) -> dict | None:
+        """The pointwise log likelihood at each draw by observed variable, shape
+        ``(chains, draws, n_obs)``, from the run's target (or the file); ``None`` when the
+        target reports none."""
+        if self._log_likelihood is not None:
+            return self._log_likelihood
+        try:
+            target = self.get_target()
+        except (KeyError, ValueError, TypeError):
+            return None
+        values = target.pointwise_log_likelihood(self.draws)
+        if values is not None:
+            self._log_likelihood = {k: np.asarray(v, dtype=float) for k, v in values.items()}
+        return self._log_likelihood
+
+    def _observed_data(self) -> dict | None:
+        if self._observed is not None:
+            return self._observed
+        try:
+            return self.get_target().observed_data
+        except (KeyError, ValueError, TypeError):
+            return None
+
+    @property
+    def posterior(self):
+        """The ``posterior`` group (an :class:`xarray.Dataset`): ``result.posterior["theta"]``
+        has dimensions ``(chain, draw, ...)``."""
+        return self.to_datatree(log_likelihood=False)["posterior"].to_dataset()
+
+    def to_datatree(self, *, coords=None, dims=None, log_likelihood=None):
+        """An ArviZ :class:`xarray.DataTree`, as NumPyro's converter gives it.
+
+        Groups: ``posterior`` (one variable per named block, with its dims, or per
+        parameter), ``sample_stats`` (ArviZ names: ``diverging``, ``energy``, ``lp``,
+        ``tree_depth``, ``n_steps``, ``step_size``, ``acceptance_rate``, ...), and where the
+        target supplies them ``log_likelihood`` (pointwise, for ``arviz_stats.loo``) and
+        ``observed_data``. The root's attributes hold ``inference_library`` and its
+        version and the run's settings.
+
+        Parameters
+        ----------
+        coords, dims : dict, optional
+            Labels of dimensions and the dimensions of variables, over those the target
+            declared.
+        log_likelihood : bool or None
+            Include the ``log_likelihood`` group: ``None`` (default) when the target
+            supplies it and it holds at most :data:`LOG_LIKELIHOOD_MAX_VALUES` numbers (else
+            with a warning), ``True`` always, ``False`` never.
+        """
         from arviz_base import from_dict
 
-        posterior = {name: self.draws[..., i] for i, name in enumerate(self.names)}
+        import hamiltonia
+
+        data = {"posterior": self.variables()}
         sample_stats = dict(self.stats)
         if self.log_weights is not None:
             sample_stats[_LOG_WEIGHT] = self.log_weights
-        dims = {}
+        all_dims = self._dims(dims)
         if self.gradients is not None:
             sample_stats[_GRADIENT] = self.gradients
-            dims = {_GRADIENT: ["parameter"]}
+            all_dims[_GRADIENT] = ["unconstrained_parameter"]
+        data["sample_stats"] = sample_stats
+        if log_likelihood is not False:
+            values = self._log_likelihood
+            if values is None and log_likelihood is not False:
+                values = self._pointwise_within_limit(bool(log_likelihood))
+            if values:
+                data["log_likelihood"] = values
+        observed = self._observed_data()
+        if observed:
+            data["observed_data"] = observed
+        all_coords = dict(self.attrs.get("coords") or {})
+        all_coords.update(coords or {})
         with warnings.catch_warnings():
             # A partial run (see ``sample(output=...)``) may hold fewer draws than chains.
             warnings.filterwarnings("ignore", message="Found chain dimension to be longer")
-            tree = from_dict(
-                {"posterior": posterior, "sample_stats": sample_stats},
-                dims=dims,
-                coords={"parameter": list(self.names)} if dims else None,
-            )
+            tree = from_dict(data, dims=all_dims or None, coords=all_coords or None)
         tree.attrs.update(
             {
+                "inference_library": "hamiltonia",
+                "inference_library_version": hamiltonia.__version__,
                 "hamiltonia_sampler": self.sampler,
                 "hamiltonia_target": self.target,
                 "hamiltonia_names": json.dumps(list(self.names)),
@@ -252,18 +419,51 @@ class Result:
         )
         return tree
 
+    def _pointwise_within_limit(self, forced: bool):
+        try:
+            target = self.get_target()
+        except (KeyError, ValueError, TypeError):
+            return None
+        observed = target.observed_data or {}
+        n_obs = sum(int(np.size(v)) for v in observed.values()) or None
+        size = self.n_chains * self.n_draws * (n_obs or 1)
+        if not forced and n_obs is not None and size > LOG_LIKELIHOOD_MAX_VALUES:
+            warnings.warn(
+                f"the log_likelihood group would hold {size:,} numbers (chains x draws x "
+                f"{n_obs:,} observations); it is left out: pass log_likelihood=True to "
+                "to_datatree to include it",
+                UserWarning,
+                stacklevel=3,
+            )
+            return None
+        return self.log_likelihood()
+
     @classmethod
     def from_datatree(cls, tree) -> Result:
-        """Rebuild a result from :meth:`to_datatree`'s output."""
-        names = tuple(json.loads(tree.attrs["hamiltonia_names"]))
+        """Rebuild a result from :meth:`to_datatree`'s output, or from any ArviZ DataTree
+        with a ``posterior`` group (another library's run: its variables become blocks;
+        statistics it lacks stay absent)."""
+        if "posterior" not in tree.children:
+            raise ValueError("it has no posterior group")
         post = tree["posterior"]
-        draws = np.stack([np.asarray(post[name].values, dtype=float) for name in names], axis=-1)
+        if "hamiltonia_names" not in tree.attrs:
+            return cls._from_foreign(tree)
+        names = tuple(json.loads(tree.attrs["hamiltonia_names"]))
+        attrs = json.loads(tree.attrs.get("hamiltonia_attrs", "{}"))
+        if attrs.get("blocks"):
+            draws = np.concatenate(
+                [np.asarray(post[name].values, dtype=float).reshape(
+                    (*post[name].shape[:2], -1)) for name, _, _ in attrs["blocks"]],
+                axis=-1,
+            )  # fmt: skip
+        else:
+            draws = np.stack([np.asarray(post[name].values, dtype=float) for name in names], -1)
         ss = tree["sample_stats"]
         own = (_LOG_WEIGHT, _GRADIENT)
         stats = {k: np.asarray(ss[k].values) for k in ss.data_vars if k not in own}
         log_weights = np.asarray(ss[_LOG_WEIGHT].values) if _LOG_WEIGHT in ss.data_vars else None
         gradients = np.asarray(ss[_GRADIENT].values) if _GRADIENT in ss.data_vars else None
-        return cls(
+        result = cls(
             draws=draws,
             stats=stats,
             names=names,
@@ -273,8 +473,53 @@ class Result:
             target=str(tree.attrs.get("hamiltonia_target", "")),
             warmup_seconds=float(tree.attrs.get("warmup_seconds", 0.0)),
             sampling_seconds=float(tree.attrs.get("sampling_seconds", 0.0)),
-            attrs=json.loads(tree.attrs.get("hamiltonia_attrs", "{}")),
+            attrs=attrs,
         )
+        result._read_groups(tree)
+        return result
+
+    def _read_groups(self, tree) -> None:
+        if "log_likelihood" in tree.children:
+            ll = tree["log_likelihood"]
+            self._log_likelihood = {k: np.asarray(ll[k].values) for k in ll.data_vars}
+        if "observed_data" in tree.children:
+            od = tree["observed_data"]
+            self._observed = {k: np.asarray(od[k].values) for k in od.data_vars}
+
+    @classmethod
+    def _from_foreign(cls, tree) -> Result:
+        from hamiltonia.parameters import element_names
+
+        post = tree["posterior"]
+        blocks, columns, names = [], [], []
+        coords = {}
+        for name in post.data_vars:
+            var = post[name]
+            if var.dims[:2] != ("chain", "draw"):
+                raise ValueError(
+                    f"posterior variable {name!r} has dims {var.dims}, not (chain, draw, ...)"
+                )
+            shape = tuple(var.shape[2:])
+            blocks.append([str(name), list(shape), [str(d) for d in var.dims[2:]] or None])
+            columns.append(np.asarray(var.values, dtype=float).reshape((*var.shape[:2], -1)))
+            names.extend(element_names(str(name), shape))
+            for d in var.dims[2:]:
+                if d in post.coords:
+                    coords[str(d)] = post.coords[d].values.tolist()
+        stats = {}
+        if "sample_stats" in tree.children:
+            ss = tree["sample_stats"]
+            stats = {str(k): np.asarray(ss[k].values) for k in ss.data_vars
+                     if ss[k].dims[:2] == ("chain", "draw")}  # fmt: skip
+        result = cls(
+            draws=np.concatenate(columns, axis=-1),
+            stats=stats,
+            names=tuple(names),
+            sampler=str(tree.attrs.get("inference_library", "")),
+            attrs={"blocks": blocks, "coords": coords, "foreign": True},
+        )
+        result._read_groups(tree)
+        return result
 
     def save(self, path) -> Path:
         """Write the run as netCDF-4 (ArviZ layout); returns the path."""
@@ -322,5 +567,7 @@ def load(path) -> Result:
             return Result.from_datatree(tree.load())
     except (OSError, ValueError, KeyError, TypeError) as err:
         raise RunFileError(
-            f"{path} is not a readable hamiltonia run file ({type(err).__name__}: {err})"
+            f"{path} is not a readable hamiltonia run file: {err} (hamiltonia reads the "
+            "ArviZ DataTree "
+            "files it writes and any with a posterior group of (chain, draw, ...) variables)"
         ) from None

@@ -101,19 +101,7 @@ def _init(sampler: Sampler, q) -> ChainState:
 def _initial_state(sampler: Sampler, target: Target, initial, rngs) -> ChainState:
     chains, dim = len(rngs), target.dim
     if initial is not None:
-        try:
-            q = np.asarray(initial, dtype=float)
-        except (TypeError, ValueError, OverflowError):
-            raise ValueError(
-                f"initial must be an array of numbers of shape ({dim},) or ({chains}, {dim}), "
-                f"got {initial!r:.80}"
-            ) from None
-        if q.shape == (dim,):
-            q = np.broadcast_to(q, (chains, dim)).copy()
-        if q.shape != (chains, dim):
-            raise ValueError(
-                f"initial must have shape ({dim},) or ({chains}, {dim}), got {q.shape}"
-            )
+        q = target.unconstrain(initial, chains)
         if not np.all(np.isfinite(q)):
             raise ValueError("initial must contain only finite values")
         state = _init(sampler, q)
@@ -143,10 +131,12 @@ class _Recorder:
     """Buffers for the retained draws and the declared statistics."""
 
     def __init__(self, chains: int, draws: int, dim: int, stats, checkpoint=None,
-                 gradients: bool = False):  # fmt: skip
+                 gradients: bool = False, sampler_dim: int | None = None):  # fmt: skip
         self.q = np.empty((chains, draws, dim))
-        # The gradient of the log density at each draw, for a reducer that reads it.
-        self.grads = np.empty((chains, draws, dim)) if gradients else None
+        # The gradient of the log density at each draw (in the sampler's coordinates), for
+        # a reducer that reads it.
+        grad_dim = dim if sampler_dim is None else sampler_dim
+        self.grads = np.empty((chains, draws, grad_dim)) if gradients else None
         self.declared = tuple(stats)
         self.stats: dict[str, np.ndarray] = {}
         self.log_weights: np.ndarray | None = None
@@ -287,6 +277,8 @@ def _run_compiled(plan, smp, target, state, rngs, warmup, draws, rec, bar, start
         largest = CHUNK_BUFFER_FLOATS // (chains * (dim + n_stats))
         chunker = _Chunker(largest=int(min(max(largest, 64), 2**20)))
     buf_q = np.empty((chains, chunker.largest, dim))
+    # Draws go through the target's constrain into the recorder, which may hold another
+    # number of reported values than the sampler's dimension.
     buf_s = np.empty((chains, chunker.largest, n_stats))
     boundaries = [b for tuner in smp.tuners for b in tuner.boundaries(warmup)]
     for first, n in chunker.split(0, warmup, boundaries):
@@ -303,11 +295,11 @@ def _run_compiled(plan, smp, target, state, rngs, warmup, draws, rec, bar, start
     for first, n in chunker.split(start, draws):
         block = slice(first, first + n)
         grads = None if rec.grads is None else rec.grads[:, block]
-        layout = plan.run(state, rngs, n, False, rec.q[:, block], buf_s[:, :n], grads)
+        layout = plan.run(state, rngs, n, False, buf_q[:, :n], buf_s[:, :n], grads)
         info = _columns(layout, buf_s[:, :n])
         # Importance weights travel in a statistics column of the kernel.
         weights = info.pop(getattr(smp.reducer, "column", None), None)
-        rec.record(block, target.constrain(rec.q[:, block]), info, weights, state)
+        rec.record(block, target.constrain(buf_q[:, :n]), info, weights, state)
         bar.update(n)
         bar.set_postfix_str(f"divergences={rec.n_divergent}", refresh=False)
     return state, t1
@@ -471,7 +463,7 @@ def _sample(target, sampler, *, chains, warmup, draws, seed, initial, progress, 
     if not isinstance(overwrite, bool):
         raise ValueError(f"overwrite must be True or False, got {overwrite!r}")
     smp = _resolve_sampler(sampler, target, options)
-    _check_memory(chains, draws, target.dim, len(smp.stats()))
+    _check_memory(chains, draws, len(target.reported_names), len(smp.stats()))
     plan = _choose_plan(smp, compiled)
     if smp.reducer.pairs:
         smp.reducer.pairing(chains)  # an even number of chains, or the error naming it
@@ -517,6 +509,10 @@ def _run(target, smp, plan, rngs, seq, requested, options, run_file, *, chains, 
             # Chains 2k and 2k+1 are an antithetic pair (hamiltonia.antithetic); [] if none.
             "antithetic_pairs": smp.reducer.pairing(chains),
         }
+        if target.blocks is not None:
+            # Named blocks with shapes and dims: the ArviZ variables of the draws.
+            attrs["blocks"] = target.blocks
+            attrs["coords"] = target.coords
         order = getattr(smp.reducer, "order", None)
         if smp.reducer.records_gradients and order is not None:
             attrs["control_variates"] = order
@@ -546,7 +542,7 @@ def _run(target, smp, plan, rngs, seq, requested, options, run_file, *, chains, 
         return Result(
             draws=q,
             stats=stats,
-            names=target.names,
+            names=target.reported_names,
             log_weights=weights,
             gradients=grads,
             sampler=smp.name,
@@ -587,8 +583,9 @@ def _run(target, smp, plan, rngs, seq, requested, options, run_file, *, chains, 
             persist()
 
     rec = _Recorder(
-        chains, draws, target.dim, smp.stats(), checkpoint, smp.reducer.records_gradients
-    )
+        chains, draws, len(target.reported_names), smp.stats(), checkpoint,
+        smp.reducer.records_gradients, target.dim,
+    )  # fmt: skip
     if resume_from is not None:
         rec.prefill(resume_from[0])
     total = warmup + draws if resume_from is None else draws - start

@@ -171,11 +171,11 @@ def test_a_log_density_of_extreme_scale_reports_the_collapse():
 
 def test_summary_is_computed_once_per_set_of_draws(monkeypatch):
     result = _healthy()
+    from hamiltonia import results
+
     calls = []
-    original = hm.Result._compute_summary
-    monkeypatch.setattr(
-        hm.Result, "_compute_summary", lambda self: calls.append(1) or original(self)
-    )
+    original = results._summary_table
+    monkeypatch.setattr(results, "_summary_table", lambda *args: calls.append(1) or original(*args))
     first = result.summary()
     first.loc["x0", "mean"] = 99.0  # a copy: the cached table is not changed
     second = result.summary()
@@ -210,3 +210,13 @@ def test_ctrl_c_during_warm_up_exits_130_without_a_traceback():
     assert proc.returncode == EXIT_INTERRUPTED
     assert "interrupted before the first draw" in err
     assert "Traceback" not in err
+
+
+def test_a_value_fixed_by_the_model_is_not_a_sampling_problem():
+    """The fixed entries of a Cholesky factor (L[0, 0] = 1, L[0, 1] = 0) have no variance;
+    only the moving entries are judged."""
+    rng = np.random.default_rng(0)
+    draws = np.concatenate([rng.normal(size=(4, 500, 1)), np.ones((4, 500, 1))], axis=-1)
+    result = hm.Result(draws=draws, stats={"diverging": np.zeros((4, 500), bool)},
+                       names=("x", "L[0, 0]"))  # fmt: skip
+    assert result.diagnose() == []

@@ -14,10 +14,15 @@ def result():
 
 def test_summary_columns(result):
     summary = result.summary()
-    assert list(summary.columns) == ["mean", "sd", "mcse", "ess_bulk", "ess_tail", "r_hat"]
+    assert list(summary.columns) == ["mean", "sd", "median", "5%", "95%", "mcse", "ess_bulk",
+                                     "ess_tail", "r_hat"]  # fmt: skip
     assert list(summary.index) == ["w1", "w2"]
+    flat = result.draws.reshape(-1, 2)
+    np.testing.assert_allclose(
+        summary[["median", "5%", "95%"]].T, np.quantile(flat, [0.5, 0.05, 0.95], axis=0)
+    )
     np.testing.assert_allclose(summary["mean"], result.draws.mean(axis=(0, 1)))
-    np.testing.assert_allclose(summary["sd"], result.draws.reshape(-1, 2).std(axis=0, ddof=1))
+    np.testing.assert_allclose(summary["sd"], result.draws.reshape(-1, 2).std(axis=0))
     np.testing.assert_allclose(summary["r_hat"], hm.diagnostics.rhat(result.draws))
 
 
@@ -80,3 +85,33 @@ def test_equal_weights_change_nothing():
     res = _weighted_result(np.zeros((2, 500)))
     plain = _weighted_result(None)
     np.testing.assert_allclose(res.summary().values, plain.summary().values, rtol=1e-10)
+
+
+def test_the_summary_agrees_with_arviz_stats(result):
+    """Each diagnostic is arviz_stats.summary's, with its defaults (its tail ESS included)."""
+    import arviz_stats
+
+    ours = result.summary()
+    theirs = arviz_stats.summary(result.to_datatree(), round_to="none")
+    for mine, name in [
+        ("mean", "mean"),
+        ("sd", "sd"),
+        ("mcse", "mcse_mean"),
+        ("ess_bulk", "ess_bulk"),
+        ("ess_tail", "ess_tail"),
+        ("r_hat", "r_hat"),
+    ]:
+        np.testing.assert_allclose(ours[mine].to_numpy(), theirs[name].to_numpy(dtype=float),
+                                   rtol=1e-10, err_msg=mine)  # fmt: skip
+
+
+def test_summary_options_and_print(result, capsys):
+    table = result.summary([0.025, 0.5, 0.975], lp=True)
+    assert {"2.5%", "50%", "97.5%"} <= set(table.columns) and table.index[-1] == "lp"
+    per_chain = result.summary(per_chain=True)
+    assert per_chain.index.names == ["chain", "parameter"] and len(per_chain) == 2 * result.n_chains
+    with pytest.raises(ValueError, match=r"quantiles must be numbers in \(0, 1\), got \[1.5\]"):
+        result.summary([1.5])
+    result.print_summary()
+    out = capsys.readouterr().out
+    assert "Number of divergences:" in out and "lp" in out

@@ -253,9 +253,9 @@ def test_output_is_checkpointed_and_completed(tmp_path, monkeypatch):
     saves, blocks = [], []
     original = RunFile.append
 
-    def spy(self, q, stats, log_weights, meta):
+    def spy(self, q, stats, log_weights, meta, gradients=None):
         before = self.written
-        original(self, q, stats, log_weights, meta)
+        original(self, q, stats, log_weights, meta, gradients)
         saves.append(self.written)
         blocks.append(self.written - before)
 

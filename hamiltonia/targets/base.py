@@ -18,7 +18,14 @@ import numpy as np
 
 from hamiltonia._validation import check_positions
 
-__all__ = ["ExactMoments", "FunctionTarget", "Target"]
+__all__ = [
+    "ExactMoments",
+    "FunctionTarget",
+    "RowByRowWarning",
+    "Target",
+    "accepts_batches",
+    "autograd_functions",
+]
 
 
 @dataclass(frozen=True)
@@ -78,9 +85,7 @@ class Target:
     backends: tuple[str, ...] = ("numpy",)
 
     def __init__(self, dim: int, names: Sequence[str] | None = None):
-        if isinstance(dim, bool) or not isinstance(dim, int | np.integer) or dim < 1:
-            raise ValueError(f"dim must be a positive integer, got {dim!r}")
-        self._dim = int(dim)
+        self._dim = check_dim(dim)
         if names is None:
             names = [f"x{i + 1}" for i in range(self._dim)]
         names = [str(n) for n in names]
@@ -145,8 +150,64 @@ class Target:
         return None
 
     def constrain(self, x: np.ndarray) -> np.ndarray:
-        """Map unconstrained draws to the reported parameter space (identity by default)."""
+        """Map unconstrained draws ``(..., dim)`` to the reported values
+        ``(..., len(reported_names))`` (identity by default)."""
         return x
+
+    @property
+    def reported_names(self) -> tuple[str, ...]:
+        """Names of the values :meth:`constrain` reports (``names`` by default): with named
+        blocks, ``mu``, ``eta[0]``, ...; they label the result's draws."""
+        return self.names
+
+    @property
+    def blocks(self) -> list | None:
+        """The reported values as named blocks ``[name, shape, dims]``, in the order of
+        :attr:`reported_names`, or ``None``: each name is then a scalar variable."""
+        return None
+
+    @property
+    def coords(self) -> dict:
+        """Labels of the named dimensions of :attr:`blocks` (ArviZ coords)."""
+        return {}
+
+    def unconstrain(self, values, chains: int = 1) -> np.ndarray:
+        """The unconstrained positions, shape ``(chains, dim)``, of initial ``values``:
+        an array of shape ``(dim,)`` or ``(chains, dim)`` here; named values for a target
+        with :attr:`blocks` of parameters."""
+        from collections.abc import Mapping
+
+        if isinstance(values, Mapping):
+            raise ValueError(
+                f"target {type(self).__name__} has no named parameters: give initial as an "
+                f"array of shape ({self.dim},) or ({chains}, {self.dim})"
+            )
+        try:
+            q = np.asarray(values, dtype=float)
+        except (TypeError, ValueError, OverflowError):
+            raise ValueError(
+                f"initial must be an array of numbers of shape ({self.dim},) or "
+                f"({chains}, {self.dim}), got {values!r:.80}"
+            ) from None
+        if q.shape == (self.dim,):
+            q = np.broadcast_to(q, (chains, self.dim)).copy()
+        if q.shape != (chains, self.dim):
+            raise ValueError(
+                f"initial must have shape ({self.dim},) or ({chains}, {self.dim}), got {q.shape}"
+            )
+        return q
+
+    def pointwise_log_likelihood(self, draws: np.ndarray) -> dict | None:
+        """The log likelihood of each observation at each of ``draws`` (reported values,
+        shape ``(..., len(reported_names))``), by observed variable: arrays of shape
+        ``draws.shape[:-1] + (n_obs,)``; ``None`` when the target has no likelihood to
+        report (the ArviZ ``log_likelihood`` group, for LOO and WAIC)."""
+        return None
+
+    @property
+    def observed_data(self) -> dict | None:
+        """The observations by name (the ArviZ ``observed_data`` group), or ``None``."""
+        return None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(dim={self.dim})"
@@ -158,7 +219,7 @@ class Target:
         dim: int,
         names: Sequence[str] | None = None,
         *,
-        vectorized: bool = False,
+        vectorized: bool | None = None,
     ) -> FunctionTarget:
         """A target from a log density written with ``autograd.numpy``.
 
@@ -174,38 +235,18 @@ class Target:
             Number of parameters.
         names : sequence of str, optional
             Parameter names (default ``x1 .. x{dim}``).
-        vectorized : bool
-            Set when ``logp`` also accepts ``(..., dim)`` and returns ``(...)``: one call then
-            serves all chains. Otherwise the function is applied row by row.
+        vectorized : bool or None
+            Whether ``logp`` also accepts ``(..., dim)`` and returns ``(...)``: one call then
+            serves all chains. ``None`` (default) finds out by calling it on a batch of
+            three points and on each of them (:func:`accepts_batches`); when it does not,
+            the function is applied row by row and a :class:`RowByRowWarning` says what a
+            gradient costs that way.
         """
-        import autograd
-
         if not callable(logp):
             raise TypeError(f"logp must be callable, got {type(logp).__name__}")
-        if vectorized:
-            make_vjp = autograd.make_vjp(logp)
-
-            def lp_grad(x):
-                # One reverse pass gives every row's gradient, because rows do not interact.
-                vjp, lp = make_vjp(x)
-                return lp, vjp(np.ones_like(lp))
-
-            hess_vec = autograd.make_hvp(lambda x: np.sum(logp(x)))
-
-            def hvp(x, v):
-                return hess_vec(x)[0](v)
-
-            return FunctionTarget(logp, lp_grad, dim=dim, names=names, hvp=hvp, vectorized=True)
-        value_and_grad = autograd.value_and_grad(logp)
-        hess_vec = autograd.make_hvp(logp)
-        return FunctionTarget(
-            logp,
-            value_and_grad,
-            dim=dim,
-            names=names,
-            hvp=lambda x, v: hess_vec(x)[0](v),
-            vectorized=False,
-        )
+        log_prob, lp_grad, hvp, vectorized = autograd_functions(logp, dim, vectorized, "logp")
+        return FunctionTarget(log_prob, lp_grad, dim=dim, names=names, hvp=hvp,
+                              vectorized=vectorized)  # fmt: skip
 
     @staticmethod
     def from_functions(
@@ -221,6 +262,88 @@ class Target:
         return FunctionTarget(
             log_prob, log_prob_and_grad, dim=dim, names=names, hvp=hvp, vectorized=vectorized
         )
+
+
+def check_dim(dim) -> int:
+    """``dim`` as an int, or ``ValueError`` naming it."""
+    if isinstance(dim, bool) or not isinstance(dim, int | np.integer) or dim < 1:
+        raise ValueError(f"dim must be a positive integer, got {dim!r}")
+    return int(dim)
+
+
+class RowByRowWarning(UserWarning):
+    """A log density that does not accept a batch of positions is evaluated one chain at a
+    time (slower); the message gives the cost measured and the way out."""
+
+
+def accepts_batches(f: Callable, dim: int) -> tuple[bool, str]:
+    """Whether ``f`` maps a batch ``(n, dim)`` to the ``(n,)`` values it gives row by row,
+    checked on three random points; and, if not, why. A function that raises on the single
+    points cannot be judged and is taken row by row (the run will show its error)."""
+    x = np.random.default_rng(20261123).normal(scale=0.5, size=(3, dim))
+    with np.errstate(all="ignore"):
+        try:
+            rows = np.array([float(np.asarray(f(row))) for row in x])
+        except Exception:
+            return False, "it could not be evaluated at test points"
+        try:
+            batch = np.asarray(f(x), dtype=float)
+        except Exception as err:
+            return False, f"on a batch it raised {type(err).__name__}: {err}"
+    if batch.shape != (3,):
+        return False, f"on a batch of 3 points it returned shape {batch.shape}, not (3,)"
+    if not np.allclose(batch, rows, rtol=1e-9, atol=1e-12, equal_nan=True):
+        return False, "on a batch it returned values other than row by row"
+    return True, ""
+
+
+def autograd_functions(f: Callable, dim: int, vectorized: bool | None, label: str = "logp"):
+    """``(log_prob, log_prob_and_grad, hvp, vectorized)`` of a log density ``f`` written with
+    ``autograd.numpy``: the gradient by reverse mode, the Hessian-vector product by forward
+    over reverse; batched when ``f`` accepts batches (``vectorized=None`` finds out, and
+    announces the row-by-row fallback with its cost)."""
+    import time
+    import warnings
+
+    import autograd
+
+    dim = check_dim(dim)
+    if vectorized is None:
+        vectorized, reason = accepts_batches(f, dim)
+        if not vectorized and reason != "it could not be evaluated at test points":
+            value_and_grad = autograd.value_and_grad(f)
+            x = np.zeros(dim)
+            began, n = time.perf_counter(), 0
+            while n < 3 or (time.perf_counter() - began < 0.05 and n < 1000):
+                value_and_grad(x)
+                n += 1
+            cost = (time.perf_counter() - began) / n
+            warnings.warn(
+                f"{label} is evaluated one chain at a time, {cost * 1e3:.3g} ms per gradient "
+                f"here, because {reason}. Write it for a batch of positions (leading axes for "
+                "the chains) to have one call serve all chains, or use Target.from_jax; "
+                "vectorized=False silences this",
+                RowByRowWarning,
+                stacklevel=4,
+            )
+    vectorized = bool(vectorized)
+    if vectorized:
+        make_vjp = autograd.make_vjp(f)
+
+        def lp_grad(x):
+            # One reverse pass gives every row's gradient, because rows do not interact.
+            vjp, lp = make_vjp(x)
+            return lp, vjp(np.ones_like(lp))
+
+        hess_vec = autograd.make_hvp(lambda x: np.sum(f(x)))
+    else:
+        lp_grad = autograd.value_and_grad(f)
+        hess_vec = autograd.make_hvp(f)
+
+    def hvp(x, v):
+        return hess_vec(x)[0](v)
+
+    return f, lp_grad, hvp, vectorized
 
 
 class FunctionTarget(Target):

@@ -216,6 +216,18 @@ class LogisticRegression(ClassifierTarget, Target):
         w = check_positions(w, self.dim, "w")
         return log_likelihood_and_grad(self._Xt, self.y, w)[0]
 
+    def pointwise_log_likelihood(self, draws):
+        """:math:`\\ell_i(w) = y_i z_i - \\log(1 + e^{z_i})`, :math:`z = \\tilde X w`, for each
+        training observation: ``{"y": (..., n_obs)}`` (ArviZ's ``log_likelihood`` group)."""
+        w = check_positions(draws, self.dim, "draws")
+        z = w @ self._Xt.T
+        softplus, _ = softplus_and_sigmoid(z)
+        return {"y": z * self.y - softplus}
+
+    @property
+    def observed_data(self):
+        return {"y": self.y}
+
     def log_prob(self, x):
         x = check_positions(x, self.dim)
         z = x @ self._Xt.T

@@ -1,0 +1,330 @@
+"""Constraints of parameters: bijections from the unconstrained space, with log-Jacobians.
+
+A sampler moves in :math:`\\mathbb R^n`; a parameter with a constraint (a positive scale, a
+probability, a simplex, a correlation matrix) is reported as :math:`x = T(z)`. The density
+of :math:`z` is that of :math:`x` times the Jacobian of :math:`T`,
+
+.. math::
+
+    \\log p_Z(z) = \\log p_X(T(z)) + \\log\\,\\lvert\\det J_T(z)\\rvert ,
+
+where :math:`J_T` is taken with respect to the *free* coordinates of :math:`x`
+(:meth:`Constraint.free`: all of them for an elementwise constraint, the first
+:math:`K-1` of a simplex, the strictly lower triangle of a Cholesky factor). The transforms
+are those of the Stan reference manual (Stan Development Team, *Stan Reference Manual*,
+"Constraint transforms"), written once with the array namespace ``xp`` as an argument, so
+that the same code runs under NumPy, ``autograd.numpy`` (whose gradient the target then
+takes) and ``jax.numpy``.
+
+No library in the core's dependency set provides these bijections (TensorFlow Probability's
+and NumPyro's live on their own array libraries), so they are written here, tested against
+finite-difference Jacobians (``tests/test_constraints.py``).
+
+Every function takes arrays with leading batch axes (chains): :math:`z` has shape
+``batch + unconstrained_shape(shape)``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+__all__ = [
+    "CholeskyCorr",
+    "Constraint",
+    "Interval",
+    "LowerBounded",
+    "Ordered",
+    "Real",
+    "Simplex",
+    "UpperBounded",
+]
+
+
+def _softplus(xp, z):
+    """:math:`\\log(1 + e^z)`, stable for large :math:`|z|`."""
+    return xp.logaddexp(0.0, z)
+
+
+class Constraint:
+    """The support of a parameter, and the bijection :math:`T` onto it from
+    :math:`\\mathbb R^n`.
+
+    A subclass sets :attr:`event_ndim` (the trailing axes one transform acts on together:
+    0 for an elementwise constraint) and defines :meth:`forward`, :meth:`inverse`,
+    :meth:`contains` and, if it changes the size, :meth:`unconstrained_shape` and
+    :meth:`free`.
+    """
+
+    #: Trailing axes of the parameter one transform acts on together.
+    event_ndim = 0
+    #: What :meth:`contains` checks, for error messages ("positive", "a simplex", ...).
+    description = "real"
+
+    def unconstrained_shape(self, shape: tuple) -> tuple:
+        """The shape of :math:`z` for a parameter of shape ``shape``."""
+        return tuple(shape)
+
+    def forward(self, z, xp=np):
+        """:math:`(T(z), \\log\\lvert\\det J_T(z)\\rvert)`; the log-Jacobian has one value per
+        event (the shape of ``x`` without its last :attr:`event_ndim` axes)."""
+        raise NotImplementedError
+
+    def inverse(self, x: np.ndarray) -> np.ndarray:
+        """:math:`T^{-1}(x)` (NumPy)."""
+        raise NotImplementedError
+
+    def contains(self, x: np.ndarray) -> np.ndarray:
+        """Whether each event of ``x`` lies in the support (NumPy booleans)."""
+        return np.isfinite(x)
+
+    def free(self, x: np.ndarray) -> np.ndarray:
+        """The free coordinates of ``x`` that the log-Jacobian refers to, flattened over the
+        event axes: shape ``batch + (n,)`` with ``n`` the unconstrained size of one event."""
+        return x[..., None] if self.event_ndim == 0 else x
+
+    def check_shape(self, shape: tuple) -> None:
+        """``ValueError`` if a parameter of this constraint cannot have ``shape``."""
+
+    def __eq__(self, other):
+        return type(self) is type(other) and self.__dict__ == other.__dict__
+
+    def __hash__(self):
+        return hash((type(self).__name__, tuple(sorted(self.__dict__.items()))))
+
+    def __repr__(self):
+        args = ", ".join(f"{v!r}" for v in self.__dict__.values())
+        return f"{type(self).__name__}({args})"
+
+
+class Real(Constraint):
+    """No constraint: :math:`T(z) = z`."""
+
+    def forward(self, z, xp=np):
+        return z, z * 0.0
+
+    def inverse(self, x):
+        return np.asarray(x, dtype=float)
+
+
+class LowerBounded(Constraint):
+    """:math:`x > a`: :math:`x = a + e^z`, :math:`\\log J = z` (``lower=0``: positive)."""
+
+    def __init__(self, lower: float):
+        self.lower = float(lower)
+        if not math.isfinite(self.lower):
+            raise ValueError(f"lower must be a finite number, got {lower!r}")
+        self.description = "positive" if self.lower == 0 else f"greater than {self.lower:g}"
+
+    def forward(self, z, xp=np):
+        return self.lower + xp.exp(z), z
+
+    def inverse(self, x):
+        return np.log(np.asarray(x, dtype=float) - self.lower)
+
+    def contains(self, x):
+        return np.asarray(x) > self.lower
+
+
+class UpperBounded(Constraint):
+    """:math:`x < b`: :math:`x = b - e^z`, :math:`\\log J = z`."""
+
+    def __init__(self, upper: float):
+        self.upper = float(upper)
+        if not math.isfinite(self.upper):
+            raise ValueError(f"upper must be a finite number, got {upper!r}")
+        self.description = f"less than {self.upper:g}"
+
+    def forward(self, z, xp=np):
+        return self.upper - xp.exp(z), z
+
+    def inverse(self, x):
+        return np.log(self.upper - np.asarray(x, dtype=float))
+
+    def contains(self, x):
+        return np.asarray(x) < self.upper
+
+
+class Interval(Constraint):
+    """:math:`a < x < b`: :math:`x = a + (b - a)\\,\\sigma(z)` with the logistic
+    :math:`\\sigma`, and
+
+    .. math::
+
+        \\log J = \\log(b - a) + \\log\\sigma(z) + \\log\\sigma(-z)
+                = \\log(b - a) - \\operatorname{softplus}(-z) - \\operatorname{softplus}(z).
+    """
+
+    def __init__(self, lower: float, upper: float):
+        self.lower, self.upper = float(lower), float(upper)
+        if not (math.isfinite(self.lower) and math.isfinite(self.upper)):
+            raise ValueError(f"interval bounds must be finite, got ({lower!r}, {upper!r})")
+        if not self.lower < self.upper:
+            raise ValueError(f"interval needs lower < upper, got ({lower!r}, {upper!r})")
+        self.description = f"in ({self.lower:g}, {self.upper:g})"
+
+    def forward(self, z, xp=np):
+        width = self.upper - self.lower
+        # tanh form of the logistic: no overflow of exp(-z) for large negative z.
+        x = self.lower + width * 0.5 * (1.0 + xp.tanh(0.5 * z))
+        return x, math.log(width) - _softplus(xp, z) - _softplus(xp, -z)
+
+    def inverse(self, x):
+        u = (np.asarray(x, dtype=float) - self.lower) / (self.upper - self.lower)
+        return np.log(u) - np.log1p(-u)
+
+    def contains(self, x):
+        x = np.asarray(x)
+        return (x > self.lower) & (x < self.upper)
+
+
+class Ordered(Constraint):
+    """An increasing vector: :math:`x_1 = z_1`, :math:`x_k = x_{k-1} + e^{z_k}`, and
+    :math:`\\log J = \\sum_{k \\ge 2} z_k`."""
+
+    event_ndim = 1
+    description = "increasing"
+
+    def check_shape(self, shape):
+        if len(shape) != 1 or shape[0] < 1:
+            raise ValueError(f"an ordered parameter is a vector of length >= 1, got shape {shape}")
+
+    def forward(self, z, xp=np):
+        steps = xp.concatenate([z[..., :1], xp.exp(z[..., 1:])], axis=-1)
+        return xp.cumsum(steps, axis=-1), xp.sum(z[..., 1:], axis=-1)
+
+    def inverse(self, x):
+        x = np.asarray(x, dtype=float)
+        return np.concatenate([x[..., :1], np.log(np.diff(x, axis=-1))], axis=-1)
+
+    def contains(self, x):
+        return np.all(np.diff(np.asarray(x), axis=-1) > 0, axis=-1)
+
+
+class Simplex(Constraint):
+    """A probability vector of length :math:`K` (positive, summing to 1), by Stan's stick
+    breaking: for :math:`k = 1..K-1`, with :math:`u_k = z_k - \\log(K - k)`,
+
+    .. math::
+
+        y_k = \\sigma(u_k), \\quad r_1 = 1, \\quad x_k = y_k r_k, \\quad
+        r_{k+1} = r_k (1 - y_k), \\quad x_K = r_K,
+
+        \\log J = \\sum_{k<K} \\bigl(\\log y_k + \\log(1 - y_k) + \\log r_k\\bigr),
+
+    with respect to :math:`x_1..x_{K-1}`. The offsets :math:`\\log(K-k)` put :math:`z = 0` at
+    the uniform simplex.
+    """
+
+    event_ndim = 1
+    description = "a simplex (positive, summing to 1)"
+
+    def check_shape(self, shape):
+        if len(shape) != 1 or shape[0] < 2:
+            raise ValueError(f"a simplex is a vector of length >= 2, got shape {shape}")
+
+    def unconstrained_shape(self, shape):
+        return (shape[0] - 1,)
+
+    def _offsets(self, n: int) -> np.ndarray:
+        return np.log(np.arange(n, 0, -1, dtype=float))
+
+    def forward(self, z, xp=np):
+        u = z - self._offsets(z.shape[-1])
+        log_y, log_1my = -_softplus(xp, -u), -_softplus(xp, u)
+        cum = xp.cumsum(log_1my, axis=-1)
+        log_r = xp.concatenate([cum[..., :1] * 0.0, cum[..., :-1]], axis=-1)
+        x = xp.concatenate([xp.exp(log_y + log_r), xp.exp(cum[..., -1:])], axis=-1)
+        return x, xp.sum(log_y + log_1my + log_r, axis=-1)
+
+    def inverse(self, x):
+        x = np.asarray(x, dtype=float)
+        r = 1.0 - np.concatenate([np.zeros_like(x[..., :1]), np.cumsum(x[..., :-2], axis=-1)], -1)
+        y = x[..., :-1] / r
+        return np.log(y) - np.log1p(-y) + self._offsets(x.shape[-1] - 1)
+
+    def contains(self, x):
+        x = np.asarray(x)
+        return np.all(x > 0, axis=-1) & (np.abs(np.sum(x, axis=-1) - 1.0) < 1e-8)
+
+    def free(self, x):
+        return x[..., :-1]
+
+
+class CholeskyCorr(Constraint):
+    """The Cholesky factor :math:`L` of a :math:`K \\times K` correlation matrix (lower
+    triangular, positive diagonal, rows of unit length), by Stan's transform: canonical
+    partial correlations :math:`y_{ij} = \\tanh z_{ij}` (:math:`i > j`, row by row), then
+
+    .. math::
+
+        L_{ij} = y_{ij}\\sqrt{1 - \\textstyle\\sum_{k<j} L_{ik}^2}, \\qquad
+        L_{ii} = \\sqrt{1 - \\textstyle\\sum_{k<i} L_{ik}^2},
+
+        \\log J = \\sum_{i>j} \\Bigl(\\log(1 - y_{ij}^2)
+                  + \\tfrac12 \\log\\bigl(1 - \\textstyle\\sum_{k<j} L_{ik}^2\\bigr)\\Bigr),
+
+    with respect to the strictly lower triangle of :math:`L`. :math:`z = 0` is the
+    identity. A correlation matrix is :math:`LL^\\top`; an LKJ prior on it is written on
+    :math:`L` (the LKJ density in Cholesky form).
+    """
+
+    event_ndim = 2
+    description = "the Cholesky factor of a correlation matrix"
+
+    def check_shape(self, shape):
+        if len(shape) != 2 or shape[0] != shape[1] or shape[0] < 2:
+            raise ValueError(f"a Cholesky factor is a K x K matrix with K >= 2, got {shape}")
+
+    def unconstrained_shape(self, shape):
+        k = shape[0]
+        return (k * (k - 1) // 2,)
+
+    @staticmethod
+    def _size(n: int) -> int:
+        return round((1 + math.sqrt(1 + 8 * n)) / 2)
+
+    def forward(self, z, xp=np):
+        k = self._size(z.shape[-1])
+        y = xp.tanh(z)
+        # log(1 - tanh(z)^2), stable for large |z|; the remaining squared length of a row
+        # shrinks by this factor at each entry, 1 - sum_k L_ik^2 = prod_k (1 - y_ik^2), and
+        # is kept in logs so that a saturated tanh gives 0, not log(0).
+        log_1my2 = 2.0 * (math.log(2.0) - z - _softplus(xp, -2.0 * z))
+        log_jac = xp.sum(log_1my2, axis=-1)
+        zero = z[..., 0] * 0.0
+        rows, n = [], 0
+        for i in range(k):
+            entries, log_remaining = [], zero
+            for _ in range(i):
+                entries.append(y[..., n] * xp.exp(0.5 * log_remaining))
+                log_jac = log_jac + 0.5 * log_remaining
+                log_remaining = log_remaining + log_1my2[..., n]
+                n += 1
+            entries.append(xp.exp(0.5 * log_remaining))
+            entries.extend([zero] * (k - i - 1))
+            rows.append(xp.stack(entries, axis=-1))
+        return xp.stack(rows, axis=-2), log_jac
+
+    def inverse(self, x):
+        x = np.asarray(x, dtype=float)
+        k = x.shape[-1]
+        out = []
+        for i in range(1, k):
+            remaining = 1.0 - np.concatenate(
+                [np.zeros_like(x[..., i, :1]), np.cumsum(x[..., i, : i - 1] ** 2, axis=-1)], -1
+            )
+            out.append(np.arctanh(x[..., i, :i] / np.sqrt(remaining)))
+        return np.concatenate(out, axis=-1)
+
+    def contains(self, x):
+        x = np.asarray(x)
+        lower = np.all(np.triu(x, 1) == 0, axis=(-2, -1))
+        diagonal = np.all(np.diagonal(x, axis1=-2, axis2=-1) > 0, axis=-1)
+        unit = np.all(np.abs(np.sum(x**2, axis=-1) - 1.0) < 1e-8, axis=-1)
+        return lower & diagonal & unit
+
+    def free(self, x):
+        i, j = np.tril_indices(x.shape[-1], -1)
+        return x[..., i, j]

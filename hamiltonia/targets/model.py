@@ -1,0 +1,229 @@
+"""A user's model: a log density over named, constrained parameter blocks.
+
+.. code-block:: python
+
+    import autograd.numpy as np
+    import hamiltonia as hm
+
+    y = np.array([28.0, 8, -3, 7, -1, 1, 18, 12])
+    sigma = np.array([15.0, 10, 16, 11, 9, 11, 10, 18])
+
+    def logp(p):                       # eight schools, non-centred
+        theta = p["mu"] + p["tau"] * p["eta"]
+        return (-0.5 * (p["mu"] / 5) ** 2 - np.log1p((p["tau"] / 5) ** 2)
+                - 0.5 * np.sum(p["eta"] ** 2) - 0.5 * np.sum(((y - theta) / sigma) ** 2))
+
+    model = hm.Model(logp, {"mu": hm.real(), "tau": hm.positive(),
+                            "eta": hm.real(8, dims="school")})
+    result = hm.sample(model)          # result.posterior["eta"]: (chain, draw, school)
+
+The sampler moves in the unconstrained space of :class:`~hamiltonia.ParameterLayout`; the
+target's log density there is
+
+.. math::
+
+    \\log p(z) = \\texttt{logp}(T(z)) + \\log\\lvert\\det J_T(z)\\rvert,
+
+with :math:`T` the blocks' constraints (:mod:`hamiltonia.constraints`). The gradient and the
+Hessian-vector product come from autograd; ``logp`` gets every block with the chains as
+leading axes when it accepts them (found out on three test points), and otherwise one chain
+at a time, which a :class:`~hamiltonia.targets.base.RowByRowWarning` announces with its cost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+import numpy as np
+
+from hamiltonia.parameters import ParameterLayout, element_names
+from hamiltonia.targets.base import FunctionTarget, autograd_functions
+
+__all__ = ["Model"]
+
+
+def _as_dict(out, default: str) -> dict:
+    return dict(out) if isinstance(out, Mapping) else {default: out}
+
+
+class Model(FunctionTarget):
+    """A target from a log density over named blocks (module docs).
+
+    Parameters
+    ----------
+    logp : callable
+        ``logp(params) -> float``: the log density (up to a constant) of the constrained
+        blocks ``params[name]``, written with ``autograd.numpy``. Priors and likelihood
+        together; the Jacobians of the constraints are added by the model.
+    params : mapping of str to Param
+        The blocks, e.g. ``{"mu": hm.real(), "tau": hm.positive(), "w": hm.simplex(3)}``.
+    log_likelihood : callable, optional
+        ``log_likelihood(params)``: the log likelihood of each observation, an array of
+        shape ``(n_obs,)`` (or a dict of them by observed variable): the ArviZ
+        ``log_likelihood`` group, for ``arviz_stats.loo``.
+    observed_data : mapping, optional
+        The observations by name: the ArviZ ``observed_data`` group.
+    generated : callable, optional
+        ``generated(params) -> {name: array}``: quantities derived from each draw (as
+        NumPyro's ``deterministic`` sites), reported after the parameters.
+    coords : mapping, optional
+        Labels of the named dimensions (``dims=`` of the blocks), e.g.
+        ``{"school": ["A", ..., "H"]}``.
+    vectorized : bool or None
+        Whether the functions accept blocks with the chains as leading axes; ``None``
+        finds out.
+    """
+
+    def __init__(
+        self,
+        logp: Callable,
+        params: Mapping,
+        *,
+        log_likelihood: Callable | None = None,
+        observed_data: Mapping | None = None,
+        generated: Callable | None = None,
+        coords: Mapping | None = None,
+        generated_dims: Mapping | None = None,
+        vectorized: bool | None = None,
+    ):
+        for label, fn in (("logp", logp), ("log_likelihood", log_likelihood),
+                          ("generated", generated)):  # fmt: skip
+            if fn is not None and not callable(fn):
+                raise TypeError(f"{label} must be callable, got {type(fn).__name__}")
+        if vectorized is not None and not isinstance(vectorized, bool):
+            raise ValueError(f"vectorized must be True, False or None, got {vectorized!r}")
+        self.layout = layout = ParameterLayout(params)
+        self._user_logp = logp
+
+        def log_density(z):
+            values, log_jac = layout.constrain(z, _autograd_numpy())
+            return logp(values) + log_jac
+
+        log_prob, lp_grad, hvp, vectorized = autograd_functions(log_density, layout.dim,
+                                                                vectorized)  # fmt: skip
+        names = [
+            n if type(p.constraint).__name__ == "Real" else f"{n}__unconstrained"
+            for name, p in layout.params.items()
+            for n in element_names(name, p.unconstrained_shape if p.shape else ())
+        ]
+        super().__init__(log_prob, lp_grad, layout.dim, names, hvp=hvp, vectorized=vectorized)
+        self._coords = {str(k): list(v) for k, v in (coords or {}).items()}
+        self._observed = None if observed_data is None else {
+            str(k): np.asarray(v) for k, v in observed_data.items()
+        }  # fmt: skip
+        self._log_likelihood = log_likelihood
+        self._generated = generated
+        self._generated_blocks: list = []
+        if generated is not None:
+            self._generated_blocks = self._describe_generated(generated_dims or {})
+        self._reported = layout.names + tuple(
+            n for name, shape, _ in self._generated_blocks for n in element_names(name, shape)
+        )
+
+    # ------------------------------------------------------------------ reporting
+    def _per_draw(self, fn: Callable, values: dict, batch: tuple, default: str) -> dict:
+        """``fn`` at each draw of the blocks ``values`` (leading axes ``batch``): one call
+        on the batch when ``fn`` accepts it, else draw by draw."""
+        n = int(np.prod(batch, dtype=int))
+        flat = {k: np.reshape(v, (n, *np.shape(v)[len(batch) :])) for k, v in values.items()}
+        if n >= 3 and self._batches(fn, flat):
+            out = _as_dict(fn(flat), default)
+        else:
+            rows = [_as_dict(fn({k: v[i] for k, v in flat.items()}), default) for i in range(n)]
+            out = {k: np.stack([np.asarray(r[k], dtype=float) for r in rows]) for k in rows[0]}
+        return {k: np.reshape(np.asarray(v, dtype=float), batch + np.shape(v)[1:])
+                for k, v in out.items()}  # fmt: skip
+
+    def _batches(self, fn: Callable, flat: dict) -> bool:
+        """Whether ``fn`` gives on the first three draws as a batch what it gives on each."""
+        cache = self.__dict__.setdefault("_batch_ok", {})
+        if id(fn) not in cache:
+            sample = {k: v[:3] for k, v in flat.items()}
+            try:
+                with np.errstate(all="ignore"):
+                    batch = _as_dict(fn(sample), "value")
+                    rows = [_as_dict(fn({k: v[i] for k, v in sample.items()}), "value")
+                            for i in range(3)]  # fmt: skip
+                cache[id(fn)] = batch.keys() == rows[0].keys() and all(
+                    np.shape(batch[k]) == (3, *np.shape(rows[0][k]))
+                    and np.allclose(
+                        np.asarray(batch[k], dtype=float),
+                        np.stack([np.asarray(r[k], dtype=float) for r in rows]),
+                        equal_nan=True,
+                    )
+                    for k in batch
+                )
+            except Exception:
+                cache[id(fn)] = False
+        return cache[id(fn)]
+
+    def _describe_generated(self, dims: Mapping) -> list:
+        values, _ = self.layout.constrain(np.zeros(self.layout.dim))
+        out = _as_dict(self._generated(values), "generated")
+        blocks = []
+        for name, value in out.items():
+            if name in self.layout.params:
+                raise ValueError(f"generated quantity {name!r} has the name of a parameter")
+            shape = tuple(np.shape(value))
+            d = dims.get(name)
+            d = None if d is None else ((d,) if isinstance(d, str) else tuple(d))
+            if d is not None and len(d) != len(shape):
+                raise ValueError(
+                    f"generated_dims[{name!r}] must name the {len(shape)} axes of {shape}"
+                )
+            blocks.append([name, shape, d])
+        return blocks
+
+    def constrain(self, x):
+        x = np.asarray(x, dtype=float)
+        batch = x.shape[:-1]
+        values, _ = self.layout.constrain(x)
+        flat = self.layout.flatten(values, batch)
+        if self._generated is None:
+            return flat
+        extra = self._per_draw(self._generated, values, batch, "generated")
+        parts = [flat] + [
+            np.reshape(extra[name], (*batch, int(np.prod(shape, dtype=int))))
+            for name, shape, _ in self._generated_blocks
+        ]
+        return np.concatenate(parts, axis=-1)
+
+    def unconstrain(self, values, chains: int = 1):
+        if isinstance(values, Mapping):
+            return self.layout.unconstrain(values, (chains,))
+        return super().unconstrain(values, chains)
+
+    @property
+    def reported_names(self):
+        return self._reported
+
+    @property
+    def blocks(self):
+        own = [[n, list(p.shape), None if p.dims is None else list(p.dims)]
+               for n, p in self.layout.params.items()]  # fmt: skip
+        extra = [[n, list(s), None if d is None else list(d)] for n, s, d in self._generated_blocks]
+        return own + extra
+
+    @property
+    def coords(self):
+        return dict(self._coords)
+
+    def pointwise_log_likelihood(self, draws):
+        if self._log_likelihood is None:
+            return None
+        draws = np.asarray(draws, dtype=float)
+        values = self.layout.unflatten(draws[..., : self.layout.size])
+        return self._per_draw(self._log_likelihood, values, draws.shape[:-1], "y")
+
+    @property
+    def observed_data(self):
+        return None if self._observed is None else dict(self._observed)
+
+    def __repr__(self):
+        return f"Model({', '.join(self.layout.params)}; dim={self.dim})"
+
+
+def _autograd_numpy():
+    import autograd.numpy as anp
+
+    return anp
