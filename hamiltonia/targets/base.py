@@ -25,6 +25,7 @@ __all__ = [
     "Target",
     "accepts_batches",
     "autograd_functions",
+    "jax_functions",
 ]
 
 
@@ -249,6 +250,30 @@ class Target:
                               vectorized=vectorized)  # fmt: skip
 
     @staticmethod
+    def from_jax(logp: Callable, dim: int | None = None, names=None, *, params=None, **model):
+        """A target from a log density of one point written with ``jax.numpy`` (extra
+        ``jax``): compiled with ``jax.jit``, vectorised over the chains with ``jax.vmap``,
+        gradient and Hessian-vector product from JAX, in float64 (:func:`jax_functions`).
+
+        Give ``dim`` (and optionally ``names``) for a flat vector ``x``, or ``params``, the
+        named blocks of a :class:`~hamiltonia.Model` (``logp(p)`` then gets them by name,
+        constrained, and ``model`` takes :class:`~hamiltonia.Model`'s other arguments:
+        ``log_likelihood``, ``generated``, ``observed_data``, ``coords``...).
+        """
+        if not callable(logp):
+            raise TypeError(f"logp must be callable, got {type(logp).__name__}")
+        if (dim is None) == (params is None):
+            raise ValueError("give either dim (a flat vector) or params (named blocks)")
+        if params is not None:
+            from hamiltonia.targets.model import Model
+
+            return Model(logp, params, backend="jax", **model)
+        if model:
+            raise TypeError(f"unexpected arguments {sorted(model)} for a flat target")
+        log_prob, lp_grad, hvp = jax_functions(logp, dim)
+        return FunctionTarget(log_prob, lp_grad, dim, names, hvp=hvp, vectorized=True)
+
+    @staticmethod
     def from_functions(
         log_prob: Callable,
         log_prob_and_grad: Callable,
@@ -344,6 +369,44 @@ def autograd_functions(f: Callable, dim: int, vectorized: bool | None, label: st
         return hess_vec(x)[0](v)
 
     return f, lp_grad, hvp, vectorized
+
+
+def jax_functions(f: Callable, dim: int):
+    """``(log_prob, log_prob_and_grad, hvp)`` of a log density ``f`` of one point written
+    with ``jax.numpy``: vectorised over the chains with ``jax.vmap`` and compiled with
+    ``jax.jit``; the gradient by reverse mode, the Hessian-vector product by forward over
+    reverse (``jax.jvp`` of ``jax.grad``). JAX is switched to 64-bit floats
+    (``jax_enable_x64``), as the samplers' accept tests need them. Each returns NumPy
+    arrays."""
+    try:
+        import jax
+    except ImportError:
+        raise ImportError("Target.from_jax needs JAX: pip install 'hamiltonia[jax]'") from None
+    jax.config.update("jax_enable_x64", True)
+    dim = check_dim(dim)
+    batched_lp = jax.jit(jax.vmap(f))
+    batched_lp_grad = jax.jit(jax.vmap(jax.value_and_grad(f)))
+    batched_hvp = jax.jit(jax.vmap(lambda x, v: jax.jvp(jax.grad(f), (x,), (v,))[1]))
+
+    def rows(x):
+        x = np.asarray(x, dtype=np.float64)
+        return x, x.reshape(-1, dim)
+
+    def log_prob(x):
+        x, flat = rows(x)
+        return np.asarray(batched_lp(flat)).reshape(x.shape[:-1])
+
+    def log_prob_and_grad(x):
+        x, flat = rows(x)
+        lp, grad = batched_lp_grad(flat)
+        return np.asarray(lp).reshape(x.shape[:-1]), np.asarray(grad).reshape(x.shape)
+
+    def hvp(x, v):
+        x, v = np.broadcast_arrays(np.asarray(x, dtype=np.float64), np.asarray(v, dtype=np.float64))
+        out = batched_hvp(x.reshape(-1, dim), v.reshape(-1, dim))
+        return np.asarray(out).reshape(x.shape)
+
+    return log_prob, log_prob_and_grad, hvp
 
 
 class FunctionTarget(Target):

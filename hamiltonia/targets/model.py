@@ -37,7 +37,7 @@ from collections.abc import Callable, Mapping
 import numpy as np
 
 from hamiltonia.parameters import ParameterLayout, element_names
-from hamiltonia.targets.base import FunctionTarget, autograd_functions
+from hamiltonia.targets.base import FunctionTarget, autograd_functions, jax_functions
 
 __all__ = ["Model"]
 
@@ -72,6 +72,10 @@ class Model(FunctionTarget):
     vectorized : bool or None
         Whether the functions accept blocks with the chains as leading axes; ``None``
         finds out.
+    backend : {"autograd", "jax"}
+        ``"jax"`` (as :meth:`Target.from_jax <hamiltonia.Target.from_jax>`): the functions
+        take one point and are written with ``jax.numpy``; JAX compiles them, maps them
+        over the chains and differentiates them.
     """
 
     def __init__(
@@ -85,6 +89,7 @@ class Model(FunctionTarget):
         coords: Mapping | None = None,
         generated_dims: Mapping | None = None,
         vectorized: bool | None = None,
+        backend: str = "autograd",
     ):
         for label, fn in (("logp", logp), ("log_likelihood", log_likelihood),
                           ("generated", generated)):  # fmt: skip
@@ -92,15 +97,24 @@ class Model(FunctionTarget):
                 raise TypeError(f"{label} must be callable, got {type(fn).__name__}")
         if vectorized is not None and not isinstance(vectorized, bool):
             raise ValueError(f"vectorized must be True, False or None, got {vectorized!r}")
+        if backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
         self.layout = layout = ParameterLayout(params)
+        self.backend = backend
         self._user_logp = logp
+        xp = _namespace(backend)
 
         def log_density(z):
-            values, log_jac = layout.constrain(z, _autograd_numpy())
+            values, log_jac = layout.constrain(z, xp)
             return logp(values) + log_jac
 
-        log_prob, lp_grad, hvp, vectorized = autograd_functions(log_density, layout.dim,
-                                                                vectorized)  # fmt: skip
+        if backend == "jax":
+            log_prob, lp_grad, hvp = jax_functions(log_density, layout.dim)
+            vectorized = True
+        else:
+            log_prob, lp_grad, hvp, vectorized = autograd_functions(
+                log_density, layout.dim, vectorized
+            )
         names = [
             n if type(p.constraint).__name__ == "Real" else f"{n}__unconstrained"
             for name, p in layout.params.items()
@@ -126,7 +140,13 @@ class Model(FunctionTarget):
         on the batch when ``fn`` accepts it, else draw by draw."""
         n = int(np.prod(batch, dtype=int))
         flat = {k: np.reshape(v, (n, *np.shape(v)[len(batch) :])) for k, v in values.items()}
-        if n >= 3 and self._batches(fn, flat):
+        if self.backend == "jax":
+            # A function of one point, mapped over the draws by JAX.
+            mapped = self.__dict__.setdefault("_jax_mapped", {})
+            if id(fn) not in mapped:  # traced and compiled once per function
+                mapped[id(fn)] = _jax_vmap(fn)
+            out = _as_dict(mapped[id(fn)](flat), default)
+        elif n >= 3 and self._batches(fn, flat):
             out = _as_dict(fn(flat), default)
         else:
             rows = [_as_dict(fn({k: v[i] for k, v in flat.items()}), default) for i in range(n)]
@@ -223,7 +243,21 @@ class Model(FunctionTarget):
         return f"Model({', '.join(self.layout.params)}; dim={self.dim})"
 
 
-def _autograd_numpy():
+#: How a model's gradient is taken: autograd (NumPy code) or JAX (``jax.numpy`` code).
+BACKENDS = ("autograd", "jax")
+
+
+def _namespace(backend: str):
+    if backend == "jax":
+        import jax.numpy as jnp
+
+        return jnp
     import autograd.numpy as anp
 
     return anp
+
+
+def _jax_vmap(fn: Callable):
+    import jax
+
+    return jax.jit(jax.vmap(fn))
