@@ -5,7 +5,7 @@
 >>> result.summary()  # doctest: +SKIP
 """
 
-from hamiltonia import constraints, diagnostics, integrators, samplers, targets
+from hamiltonia import constraints, diagnostics, integrators, plots, samplers, targets
 from hamiltonia.hamiltonians import (
     EuclideanHamiltonian,
     Hamiltonian,
@@ -101,6 +101,7 @@ __all__ = [
     "load",
     "lower",
     "ordered",
+    "plots",
     "positive",
     "random_field",
     "real",

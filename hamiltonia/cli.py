@@ -89,6 +89,17 @@ def _build_parser() -> argparse.ArgumentParser:
     rp = sub.add_parser("resume", help="continue an interrupted run written with --output")
     rp.add_argument("path", help="the run file")
     rp.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    pp = sub.add_parser("plot", help="draw a diagnostic plot of a run file")
+    pp.add_argument("path", help="the run file (netCDF, from --output or Result.save)")
+    pp.add_argument("--kind", default="trace", help="trace, rank, pair or energy (default trace)")
+    pp.add_argument(
+        "--var",
+        action="append",
+        metavar="NAME",
+        help="a parameter or block to show (repeatable; default: the first 8)",
+    )
+    pp.add_argument("--output", "-o", required=True, help="the image file (.png, .pdf, .svg)")
+    pp.add_argument("--overwrite", action="store_true", help="replace an existing image")
     # Everything after "bench" goes to hamiltonia.bench.main (its options start with "-",
     # which this subparser must not interpret: hence the prefix character it never sees).
     bp = sub.add_parser(
@@ -154,6 +165,28 @@ def _cmd_sample(args, out) -> int:
             **options,
         )
     return _report(result, target, args.output, out)
+
+
+def _cmd_plot(args, out) -> int:
+    from pathlib import Path
+
+    from hamiltonia.plots import KINDS, plot
+    from hamiltonia.results import load
+
+    if args.kind not in KINDS:
+        raise _UsageError(f"--kind must be one of {', '.join(sorted(KINDS))}, got {args.kind!r}")
+    image = Path(args.output)
+    if image.exists() and not args.overwrite:
+        raise _UsageError(f"{image} exists; pass --overwrite to replace it")
+    if not image.parent.is_dir():
+        raise _UsageError(f"output folder {image.parent} does not exist")
+    figure = plot(load(args.path), args.kind, args.var)
+    from hamiltonia.runfile import atomic_write
+
+    suffix = image.suffix.lstrip(".") or "png"
+    atomic_write(image, lambda tmp: figure.savefig(tmp, format=suffix, dpi=120))
+    print(f"wrote {image}", file=out)
+    return 0
 
 
 def _cmd_resume(args, out) -> int:
@@ -319,6 +352,8 @@ def main(argv=None) -> int:
             return _cmd_sample(args, sys.stdout)
         if args.command == "resume":
             return _cmd_resume(args, sys.stdout)
+        if args.command == "plot":
+            return _cmd_plot(args, sys.stdout)
         if args.command == "bench":
             from hamiltonia import bench
 
