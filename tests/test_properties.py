@@ -738,6 +738,9 @@ def build_raising(construction, error, c, dim):
             return -0.5 * anp.sum(x**2)
 
         target = hm.Target.from_logp(logp, dim=dim)
+        # from_logp probes the function on three test points to find whether it takes
+        # batches; what it raised there is not the run's.
+        raised.clear()
     target.raised = raised
     return target
 

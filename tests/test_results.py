@@ -115,3 +115,27 @@ def test_summary_options_and_print(result, capsys):
     result.print_summary()
     out = capsys.readouterr().out
     assert "Number of divergences:" in out and "lp" in out
+
+
+def test_load_reads_an_arviz_file_another_library_wrote(tmp_path):
+    """A DataTree with a posterior of (chain, draw, ...) variables loads as blocks; a file
+    that is not a run is one clear error."""
+    from arviz_base import from_dict
+
+    rng = np.random.default_rng(0)
+    tree = from_dict(
+        {"posterior": {"mu": rng.normal(size=(2, 50)), "theta": rng.normal(size=(2, 50, 3))},
+         "sample_stats": {"diverging": np.zeros((2, 50), bool)}},
+        dims={"theta": ["school"]}, coords={"school": ["a", "b", "c"]},
+    )  # fmt: skip
+    path = tmp_path / "other.nc"
+    tree.to_netcdf(path, engine="h5netcdf")
+    loaded = hm.load(path)
+    assert loaded.names == ("mu", "theta[0]", "theta[1]", "theta[2]")
+    np.testing.assert_array_equal(loaded.variables()["theta"], tree["posterior"]["theta"].values)
+    assert loaded.posterior["theta"].dims == ("chain", "draw", "school")
+    assert list(loaded.summary().index)[:2] == ["mu", "theta[0]"]
+    not_a_run = tmp_path / "nothing.nc"
+    from_dict({"observed_data": {"y": np.ones(3)}}).to_netcdf(not_a_run, engine="h5netcdf")
+    with pytest.raises(hm.RunFileError, match="not a readable hamiltonia run file: it has no"):
+        hm.load(not_a_run)
