@@ -299,6 +299,19 @@ def _report(result, target, output, out) -> int:
     return 0
 
 
+#: How the columns of a reduction table (hamiltonia.reducers.reduction_table) print.
+_REDUCTION_FORMATS = {"eta": "{:.3f}", "ess_pair": "{:,.0f}", "reduction": "{:,.1f}"}
+
+
+def _reduction_text(table) -> str:
+    """A plain-against-reduced table as text: estimates to four significant digits."""
+    shown = table.copy()
+    for column in shown.columns:
+        fmt = _REDUCTION_FORMATS.get(column, "{:.4g}")
+        shown[column] = shown[column].map(fmt.format)
+    return shown.to_string()
+
+
 def _print_pairs(result, out) -> None:
     """The antithetic pairs' estimates beside the primary chains' (hamiltonia.antithetic)."""
     table = result.pair_summary()
@@ -307,13 +320,7 @@ def _print_pairs(result, out) -> None:
         "alone; reduction = (plain mcse / pair mcse)^2",
         file=out,
     )
-    shown = table.copy()
-    for column in ("plain_mean", "plain_mcse", "mean", "mcse"):
-        shown[column] = shown[column].map(lambda v: f"{v:.4g}")
-    shown["eta"] = shown["eta"].map(lambda v: f"{v:.3f}")
-    shown["ess_pair"] = shown["ess_pair"].map(lambda v: f"{v:,.0f}")
-    shown["reduction"] = shown["reduction"].map(lambda v: f"{v:,.1f}")
-    print(shown.to_string(), file=out)
+    print(_reduction_text(table), file=out)
     print(
         f"eta (max over parameters) {table['eta'].max():.3f}; median reduction "
         f"{table['reduction'].median():,.1f} at twice the cost of the primary chains",
@@ -331,11 +338,7 @@ def _print_control_variates(result, out) -> None:
         "reduction = (plain mcse / mcse)^2",
         file=out,
     )
-    shown = table.copy()
-    for column in ("plain_mean", "plain_mcse", "mean", "mcse"):
-        shown[column] = shown[column].map(lambda v: f"{v:.4g}")
-    shown["reduction"] = shown["reduction"].map(lambda v: f"{v:,.1f}")
-    print(shown.to_string(), file=out)
+    print(_reduction_text(table), file=out)
     print(f"median reduction {table['reduction'].median():,.1f}", file=out)
 
 
