@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 
 import numpy as np
-from arviz_stats.base import array_stats
 
 __all__ = [
     "combined_ess",
@@ -28,6 +27,15 @@ __all__ = [
     "multivariate_ess",
     "rhat",
 ]
+
+
+def _array_stats():
+    # Imported on first use: arviz_stats with xarray-einstats (which LOO needs) takes over a
+    # second to import, and every process that imports hamiltonia, a CLI call or a worker,
+    # would pay it whether or not it computes a diagnostic.
+    from arviz_stats.base import array_stats
+
+    return array_stats
 
 
 def _chain_draw_last(draws: np.ndarray) -> np.ndarray:
@@ -68,17 +76,17 @@ def ess(draws: np.ndarray, method: str = "bulk") -> np.ndarray:
 
         # arviz_stats.summary's own default: the quantiles of its credible interval.
         prob = rcParams["stats.ci_prob"]
-    return _per_parameter(lambda x: array_stats.ess(x, method=method, prob=prob), draws)
+    return _per_parameter(lambda x: _array_stats().ess(x, method=method, prob=prob), draws)
 
 
 def rhat(draws: np.ndarray) -> np.ndarray:
     """Rank-normalised split :math:`\\hat R` per parameter."""
-    return _per_parameter(lambda x: array_stats.rhat(x, method="rank"), draws)
+    return _per_parameter(lambda x: _array_stats().rhat(x, method="rank"), draws)
 
 
 def mcse(draws: np.ndarray, method: str = "mean") -> np.ndarray:
     """Monte Carlo standard error per parameter of the mean (``"mean"``) or sd (``"sd"``)."""
-    return _per_parameter(lambda x: array_stats.mcse(x, method=method), draws)
+    return _per_parameter(lambda x: _array_stats().mcse(x, method=method), draws)
 
 
 def _batch_means_covariance(chain: np.ndarray, batch_size: int) -> np.ndarray:

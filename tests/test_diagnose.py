@@ -196,12 +196,20 @@ def test_the_cli_prints_a_warnings_block(capsys):
     assert "200 divergent transitions" in block and "never moved" in block
 
 
+def _plain_sigint():
+    """In the child: Ctrl-C delivered and handled as in a fresh terminal. A test process may
+    have blocked or ignored SIGINT (a library's threads), and a child inherits both, which
+    left the run deaf to the signal."""
+    signal.pthread_sigmask(signal.SIG_SETMASK, [])
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.skipif(os.name != "posix", reason="SIGINT")
 def test_ctrl_c_during_warm_up_exits_130_without_a_traceback():
     proc = subprocess.Popen(
         [sys.executable, "-m", "hamiltonia.cli", "sample", "gaussian-d100", "--sampler", "rwmh",
          "--warmup", "10000000", "--draws", "10", "--no-progress"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_plain_sigint,
     )  # fmt: skip
     # Past the imports (a slow machine may take many seconds over them, and a Ctrl-C there
     # is Python's, not the run's): the fallback warning comes just before warm-up.
