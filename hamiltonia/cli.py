@@ -172,6 +172,7 @@ def _cmd_plot(args, out) -> int:
 
     from hamiltonia.plots import KINDS, plot
     from hamiltonia.results import load
+    from hamiltonia.runfile import atomic_write
 
     if args.kind not in KINDS:
         raise _UsageError(f"--kind must be one of {', '.join(sorted(KINDS))}, got {args.kind!r}")
@@ -181,8 +182,6 @@ def _cmd_plot(args, out) -> int:
     if not image.parent.is_dir():
         raise _UsageError(f"output folder {image.parent} does not exist")
     figure = plot(load(args.path), args.kind, args.var)
-    from hamiltonia.runfile import atomic_write
-
     suffix = image.suffix.lstrip(".") or "png"
     atomic_write(image, lambda tmp: figure.savefig(tmp, format=suffix, dpi=120))
     print(f"wrote {image}", file=out)

@@ -65,7 +65,9 @@ def _shape(shape) -> tuple[int, ...]:
     return tuple(int(n) for n in shape)
 
 
-def _dims(dims, shape) -> tuple[str, ...] | None:
+def axis_names(dims, shape) -> tuple[str, ...] | None:
+    """``dims`` (a name or a sequence of names) as one name per axis of ``shape``, or
+    ``None``; ``ValueError`` when they do not match."""
     if dims is None:
         return None
     dims = (dims,) if isinstance(dims, str) else tuple(dims)
@@ -91,7 +93,7 @@ class Param:
                 f"constraint must be a Constraint, got {type(self.constraint).__name__}"
             )
         object.__setattr__(self, "shape", _shape(self.shape))
-        object.__setattr__(self, "dims", _dims(self.dims, self.shape))
+        object.__setattr__(self, "dims", axis_names(self.dims, self.shape))
         self.constraint.check_shape(self.shape)
 
     @property

@@ -391,9 +391,7 @@ class Result:
             all_dims[_GRADIENT] = ["unconstrained_parameter"]
         data["sample_stats"] = sample_stats
         if log_likelihood is not False:
-            values = self._log_likelihood
-            if values is None and log_likelihood is not False:
-                values = self._pointwise_within_limit(bool(log_likelihood))
+            values = self._log_likelihood or self._pointwise_within_limit(bool(log_likelihood))
             if values:
                 data["log_likelihood"] = values
         observed = self._observed_data()

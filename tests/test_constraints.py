@@ -91,7 +91,7 @@ def test_the_transforms_stay_finite_far_out():
     z = np.array([-800.0, -40.0, 40.0, 800.0])
     for constraint in (Interval(0.0, 1.0), Simplex()):
         x, jac = constraint.forward(z)
-        assert np.all(np.isfinite(jac)) or constraint.event_ndim
+        assert np.all(np.isfinite(jac))
         assert np.all((x >= 0) & (x <= 1))
     L, jac = CholeskyCorr().forward(np.array([30.0, -30.0, 30.0]))
     assert np.all(np.isfinite(L)) and np.isfinite(jac)

@@ -36,7 +36,8 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
-from hamiltonia.parameters import ParameterLayout, element_names
+from hamiltonia.constraints import Real
+from hamiltonia.parameters import ParameterLayout, axis_names, element_names
 from hamiltonia.targets.base import FunctionTarget, autograd_functions, jax_functions
 
 __all__ = ["Model"]
@@ -116,7 +117,7 @@ class Model(FunctionTarget):
                 log_density, layout.dim, vectorized
             )
         names = [
-            n if type(p.constraint).__name__ == "Real" else f"{n}__unconstrained"
+            n if isinstance(p.constraint, Real) else f"{n}__unconstrained"
             for name, p in layout.params.items()
             for n in element_names(name, p.unconstrained_shape if p.shape else ())
         ]
@@ -185,13 +186,7 @@ class Model(FunctionTarget):
             if name in self.layout.params:
                 raise ValueError(f"generated quantity {name!r} has the name of a parameter")
             shape = tuple(np.shape(value))
-            d = dims.get(name)
-            d = None if d is None else ((d,) if isinstance(d, str) else tuple(d))
-            if d is not None and len(d) != len(shape):
-                raise ValueError(
-                    f"generated_dims[{name!r}] must name the {len(shape)} axes of {shape}"
-                )
-            blocks.append([name, shape, d])
+            blocks.append([name, shape, axis_names(dims.get(name), shape)])
         return blocks
 
     def constrain(self, x):
