@@ -200,11 +200,14 @@ def _kill_and_resume(tmp_path, moments, draws, compiled):
 
 @pytest.mark.skipif(os.name != "posix", reason="SIGKILL")
 def test_a_killed_run_resumes_to_the_uninterrupted_draws(tmp_path):
-    _kill_and_resume(tmp_path, moments=3, draws=400, compiled=False)
+    """Three kills on the compiled path, the one users run (the NumPy path's checkpoints are
+    the same code, and test_run.py resumes it after interruptions at many points)."""
+    _kill_and_resume(tmp_path, moments=3, draws=20_000, compiled=True)
 
 
 @pytest.mark.slow
 @pytest.mark.skipif(os.name != "posix", reason="SIGKILL")
-def test_twenty_kills_at_random_moments_all_resume_exactly(tmp_path):
-    """The issue's script, on the compiled path (the fast test above kills the NumPy path)."""
-    _kill_and_resume(tmp_path, moments=20, draws=30_000, compiled=True)
+@pytest.mark.parametrize(("compiled", "draws"), [(True, 30_000), (False, 1_000)])
+def test_twenty_kills_at_random_moments_all_resume_exactly(tmp_path, compiled, draws):
+    """The issue's script, on both paths (python -m pytest -m slow)."""
+    _kill_and_resume(tmp_path, moments=20, draws=draws, compiled=compiled)

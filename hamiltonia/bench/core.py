@@ -30,6 +30,8 @@ PEER_VARIANTS = {
     "mici": ("sequential",),
 }
 HAMILTONIA_METRICS = ("identity", "diagonal")
+# The samplers of the run matrix: fixed-length HMC (the research protocol) and NUTS (the default).
+MATRIX_SAMPLERS = ("hmc", "nuts")
 CHAIN_COUNTS = (1, 4, 16, 64)
 DASH = "–"
 
@@ -566,6 +568,12 @@ def _build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--output", "-o", help="also write the report here (.rst: a Sphinx page; else markdown)"
     )
+    parser.add_argument(
+        "--samplers",
+        nargs="+",
+        metavar="NAME",
+        help="hamiltonia's samplers in the run matrix, among hmc and nuts (default both)",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--chains", type=int, default=4)
     parser.add_argument("--warmup", type=int, default=None, help="default 1000 (200 --quick)")
@@ -649,7 +657,13 @@ def run_benchmark(args) -> dict:
         "seed": args.seed,
         "quick": quick,
     }
-    samplers = ["hmc"] + (["nuts"] if "nuts" in hm.samplers.names() else [])
+    samplers = _parse_list(args.samplers, MATRIX_SAMPLERS)
+    bad = [s for s in samplers if s not in MATRIX_SAMPLERS]
+    if bad:
+        raise ValueError(
+            f"unknown sampler(s) for the run matrix: {', '.join(bad)} "
+            f"(choose from {', '.join(MATRIX_SAMPLERS)})"
+        )
     report = {
         "machine": machine_info(),
         "settings": settings,
