@@ -63,7 +63,11 @@ def _build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--sampler", default="nuts", help="registered sampler name (default nuts)")
     sp.add_argument("--chains", type=int, default=4)
     sp.add_argument("--warmup", type=int, default=1000)
-    sp.add_argument("--draws", type=int, default=1000)
+    sp.add_argument("--draws", type=int, default=1000, help="sampling iterations per chain")
+    sp.add_argument("--thin", type=int, default=1, help="keep one iteration in THIN (default 1)")
+    sp.add_argument(
+        "--save-warmup", action="store_true", help="keep the warm-up draws in --output too"
+    )
     sp.add_argument("--seed", type=int, default=None)
     sp.add_argument("--step-size", type=float, default=None, help="fixed step size")
     sp.add_argument("--n-steps", type=int, default=None, help="integration steps per trajectory")
@@ -83,6 +87,14 @@ def _build_parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="a target parameter, e.g. -T dim=7 (repeatable)",
     )
+    sp.add_argument(
+        "--executor",
+        default=None,
+        choices=("threads", "processes", "dask"),
+        help="where the sampling iterations run (default threads, in this process)",
+    )
+    sp.add_argument("--scheduler", default=None, help="a Dask scheduler's address (tcp://...)")
+    sp.add_argument("--workers", type=int, default=None, help="worker processes (--executor)")
     sp.add_argument("--output", "-o", default=None, help="write the run to this netCDF file")
     sp.add_argument("--overwrite", action="store_true", help="replace an existing --output file")
     sp.add_argument("--no-progress", action="store_true", help="hide the progress bar")
@@ -158,6 +170,11 @@ def _cmd_sample(args, out) -> int:
             chains=args.chains,
             warmup=args.warmup,
             draws=args.draws,
+            thin=args.thin,
+            save_warmup=args.save_warmup,
+            executor=args.executor,
+            scheduler=args.scheduler,
+            workers=args.workers,
             seed=args.seed,
             progress=not args.no_progress,
             output=args.output,
@@ -245,9 +262,11 @@ def _report(result, target, output, out) -> int:
     stats = result.stats
     print(
         f"\nsampler {result.sampler} on {result.target}: {result.n_chains} chains x "
-        f"{result.n_draws} draws after {result.attrs.get('warmup', '?')} warm-up",
+        f"{result.n_draws} draws after {result.attrs.get('warmup', '?')} warm-up"
+        + (f" (thinned: one iteration in {thin})" if (thin := result.attrs.get("thin", 1)) > 1
+           else ""),
         file=out,
-    )
+    )  # fmt: skip
     print(f"acceptance rate      {result.acceptance_rate:.3f}", file=out)
     print(
         f"step size (per chain) {np.array2string(stats['step_size'][:, -1], precision=4)}", file=out

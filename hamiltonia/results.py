@@ -117,6 +117,10 @@ class Result:
     gradients : ndarray (chains, draws, dim) or None
         The gradient of the log density at each draw, kept by a run with
         :class:`~hamiltonia.control_variates.ControlVariates`; ``None`` otherwise.
+    warmup_draws : ndarray (chains, warm-up draws, dim) or None
+        The kept warm-up iterations of a run with ``save_warmup=True``; ``None`` otherwise.
+    warmup_stats : dict of ndarray (chains, warm-up draws) or None
+        Their statistics.
     sampler : str
         The sampler's registered name.
     target : str
@@ -134,6 +138,8 @@ class Result:
     names: tuple
     log_weights: np.ndarray | None = None
     gradients: np.ndarray | None = None
+    warmup_draws: np.ndarray | None = None
+    warmup_stats: dict | None = None
     sampler: str = ""
     target: str = ""
     warmup_seconds: float = 0.0
@@ -304,19 +310,21 @@ class Result:
         return diagnostics.combined_ess(self.draws, self.log_weights, batch_size)
 
     # ------------------------------------------------------------------ ArviZ and files
-    def variables(self) -> dict:
-        """The draws by variable: each named block (a model's parameters and generated
-        quantities) as one array of shape ``(chains, draws) + shape``; one scalar variable
-        per name for a target without blocks."""
+    def variables(self, *, warmup: bool = False) -> dict:
+        """The draws (or with ``warmup`` the kept warm-up draws) by variable: each named
+        block (a model's parameters and generated quantities) as one array of shape
+        ``(chains, draws) + shape``; one scalar variable per name for a target without
+        blocks."""
+        draws = self.warmup_draws if warmup else self.draws
+        if draws is None:
+            raise ValueError("the run kept no warm-up draws: sample with save_warmup=True")
         blocks = self.attrs.get("blocks")
         if not blocks:
-            return {name: self.draws[..., i] for i, name in enumerate(self.names)}
+            return {name: draws[..., i] for i, name in enumerate(self.names)}
         out, start = {}, 0
         for name, shape, _ in blocks:
             size = int(np.prod(shape, dtype=int))
-            out[name] = self.draws[..., start : start + size].reshape(
-                self.draws.shape[:2] + tuple(shape)
-            )
+            out[name] = draws[..., start : start + size].reshape(draws.shape[:2] + tuple(shape))
             start += size
         return out
 
@@ -362,9 +370,10 @@ class Result:
 
         Groups: ``posterior`` (one variable per named block, with its dims, or per
         parameter), ``sample_stats`` (ArviZ names: ``diverging``, ``energy``, ``lp``,
-        ``tree_depth``, ``n_steps``, ``step_size``, ``acceptance_rate``, ...), and where the
+        ``tree_depth``, ``n_steps``, ``step_size``, ``acceptance_rate``, ...), where the
         target supplies them ``log_likelihood`` (pointwise, for ``arviz_stats.loo``) and
-        ``observed_data``. The root's attributes hold ``inference_library`` and its
+        ``observed_data``, and for a run with ``save_warmup=True`` ``warmup_posterior`` and
+        ``warmup_sample_stats``. The root's attributes hold ``inference_library`` and its
         version and the run's settings.
 
         Parameters
@@ -390,6 +399,9 @@ class Result:
             sample_stats[_GRADIENT] = self.gradients
             all_dims[_GRADIENT] = ["unconstrained_parameter"]
         data["sample_stats"] = sample_stats
+        if self.warmup_draws is not None and self.warmup_draws.shape[1]:
+            data["warmup_posterior"] = self.variables(warmup=True)
+            data["warmup_sample_stats"] = dict(self.warmup_stats)
         if log_likelihood is not False:
             values = self._log_likelihood or self._pointwise_within_limit(bool(log_likelihood))
             if values:
@@ -402,7 +414,8 @@ class Result:
         with warnings.catch_warnings():
             # A partial run (see ``sample(output=...)``) may hold fewer draws than chains.
             warnings.filterwarnings("ignore", message="Found chain dimension to be longer")
-            tree = from_dict(data, dims=all_dims or None, coords=all_coords or None)
+            tree = from_dict(data, dims=all_dims or None, coords=all_coords or None,
+                             save_warmup="warmup_posterior" in data)  # fmt: skip
         tree.attrs.update(
             {
                 "inference_library": "hamiltonia",
@@ -448,14 +461,7 @@ class Result:
             return cls._from_foreign(tree)
         names = tuple(json.loads(tree.attrs["hamiltonia_names"]))
         attrs = json.loads(tree.attrs.get("hamiltonia_attrs", "{}"))
-        if attrs.get("blocks"):
-            draws = np.concatenate(
-                [np.asarray(post[name].values, dtype=float).reshape(
-                    (*post[name].shape[:2], -1)) for name, _, _ in attrs["blocks"]],
-                axis=-1,
-            )  # fmt: skip
-        else:
-            draws = np.stack([np.asarray(post[name].values, dtype=float) for name in names], -1)
+        draws = _group_draws(post, names, attrs.get("blocks"))
         ss = tree["sample_stats"]
         own = (_LOG_WEIGHT, _GRADIENT)
         stats = {k: np.asarray(ss[k].values) for k in ss.data_vars if k not in own}
@@ -468,6 +474,7 @@ class Result:
             log_weights=log_weights,
             gradients=gradients,
             sampler=str(tree.attrs.get("hamiltonia_sampler", "")),
+            **_warmup_groups(tree, names, attrs.get("blocks")),
             target=str(tree.attrs.get("hamiltonia_target", "")),
             warmup_seconds=float(tree.attrs.get("warmup_seconds", 0.0)),
             sampling_seconds=float(tree.attrs.get("sampling_seconds", 0.0)),
@@ -532,6 +539,27 @@ class Result:
         )
 
 
+def _group_draws(group, names, blocks) -> np.ndarray:
+    """The draws array of a posterior-like group written by :meth:`Result.to_datatree`."""
+    if blocks:
+        return np.concatenate(
+            [np.asarray(group[name].values, dtype=float).reshape((*group[name].shape[:2], -1))
+             for name, _, _ in blocks],
+            axis=-1,
+        )  # fmt: skip
+    return np.stack([np.asarray(group[name].values, dtype=float) for name in names], -1)
+
+
+def _warmup_groups(tree, names, blocks) -> dict:
+    if "warmup_posterior" not in tree.children:
+        return {}
+    ss = tree["warmup_sample_stats"] if "warmup_sample_stats" in tree.children else None
+    return {
+        "warmup_draws": _group_draws(tree["warmup_posterior"], names, blocks),
+        "warmup_stats": {} if ss is None else {k: np.asarray(ss[k].values) for k in ss.data_vars},
+    }
+
+
 def load(path) -> Result:
     """Read a run written by :meth:`Result.save` or :func:`hamiltonia.sample`; a run still
     going on or interrupted is read from its checkpoints (``path.partial``, see
@@ -544,15 +572,18 @@ def load(path) -> Result:
     path = Path(path)
     if not path.exists():
         if partial_dir(path).is_dir():
-            manifest, q, stats, log_weights, gradients = read_partial(path)
+            part = read_partial(path)
+            manifest = part.manifest
             attrs = dict(manifest.get("attrs", {}))
             attrs.update(complete=False, draws_done=int(manifest["draws_done"]))
             return Result(
-                draws=q,
-                stats=stats,
+                draws=part.draws,
+                stats=part.stats,
                 names=tuple(manifest["names"]),
-                log_weights=log_weights,
-                gradients=gradients,
+                log_weights=part.log_weights,
+                gradients=part.gradients,
+                warmup_draws=part.warmup_draws,
+                warmup_stats=part.warmup_stats,
                 sampler=str(manifest.get("sampler", "")),
                 target=str(manifest.get("target", "")),
                 warmup_seconds=float(manifest.get("warmup_seconds", 0.0)),

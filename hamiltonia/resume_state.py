@@ -22,7 +22,7 @@ from hamiltonia import backend as array_backend
 from hamiltonia.runfile import RunFileError
 from hamiltonia.state import PhaseState
 
-__all__ = ["capture", "restore_metric", "restore_phase", "validate"]
+__all__ = ["capture", "chain_state", "restore", "restore_metric", "restore_phase", "validate"]
 
 
 def _json_ready(value) -> bool:
@@ -45,6 +45,12 @@ def capture(target, sampler, options, state, rngs, smp) -> dict | None:
     names = isinstance(target, str) or hasattr(target, "registered_name")
     if not (names and isinstance(sampler, str) and _json_ready(options)):
         return None
+    return {"sampler": sampler, "options": options, **chain_state(state, rngs, smp)}
+
+
+def chain_state(state, rngs, smp) -> dict:
+    """The chains' whole state, generators, step sizes, metric and the sampler's counters, as
+    JSON-ready values: what :func:`restore` needs to continue exactly."""
     metric = getattr(getattr(smp, "hamiltonian", None), "metric", None)
     metric_info = None
     if metric is not None:
@@ -56,8 +62,6 @@ def capture(target, sampler, options, state, rngs, smp) -> dict | None:
     host = array_backend.to_numpy
     phase = state.phase
     return {
-        "sampler": sampler,
-        "options": options,
         "rng_states": [rng.bit_generator.state for rng in rngs],
         "q": host(phase.q).tolist(),
         "p": host(phase.p).tolist(),
@@ -194,6 +198,20 @@ def restore_phase(info) -> PhaseState:
         None if info.get("grad") is None else floats(info["grad"]),
         {k: floats(v) for k, v in info.get("aux", {}).items()},
     )
+
+
+def restore(smp, info, rngs):
+    """Put a checked :func:`chain_state` back: the generators ``rngs`` take their saved
+    states, ``smp`` its metric and counters; returns the chain state."""
+    for rng, rng_state in zip(rngs, info["rng_states"], strict=True):
+        rng.bit_generator.state = rng_state
+    restore_metric(smp, info.get("metric"))
+    state = smp.init(np.asarray(info["q"]))
+    if "log_prob" in info:
+        state.phase = restore_phase(info)
+    state.step_size = np.asarray(info["step_size"], dtype=float)
+    smp.restore_extra_state(info.get("sampler_state", {}))
+    return state
 
 
 def restore_metric(smp, info) -> None:

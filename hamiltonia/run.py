@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import os
 import time
@@ -16,8 +17,9 @@ from hamiltonia._validation import as_float, check_flag, check_int
 from hamiltonia.results import Result
 from hamiltonia.runfile import RunFile, RunFileError, partial_dir
 from hamiltonia.samplers.base import Sampler
-from hamiltonia.state import ChainState, ModelError, check_reject_on, rejecting
+from hamiltonia.state import _REJECT_ON, ChainState, ModelError, check_reject_on, rejecting
 from hamiltonia.targets.base import Target
+from hamiltonia.thinning import kept, thin_statistic, thin_statistics
 
 __all__ = ["FallbackWarning", "InterruptedRunWarning", "make_rngs", "resume", "sample"]
 
@@ -233,9 +235,31 @@ def _step(smp, state, rngs, it, phase):
         raise err.during(f"iteration {it} of {phase}") from err.__cause__
 
 
-def _run_numpy(smp, target, state, rngs, warmup, draws, rec, bar, start=0):
+def _draw_stats(info: dict, state) -> dict:
+    """The statistics of an iteration with the step size it used and the draw's log density."""
+    step = None if state.step_size is None else np.array(state.step_size, dtype=float)
+    return {**info, "step_size": step, "lp": state.phase.log_prob}
+
+
+def _group_stats(group: list, names, chains: int) -> dict:
+    """The statistics of a kept draw from those of the ``thin`` iterations it stands for."""
+    return {
+        name: thin_statistic(
+            name,
+            np.stack(
+                [np.broadcast_to(array_backend.to_numpy(g[name]), (chains,)) for g in group], -1
+            ),
+        )
+        for name in names
+    }
+
+
+def _run_numpy(smp, target, state, rngs, warmup, draws, rec, bar, start=0, thin=1,
+               warm_rec=None):  # fmt: skip
     for it in range(warmup):
         state, info = _step(smp, state, rngs, it, "warm-up")
+        if warm_rec is not None:
+            warm_rec.record(it, target.constrain(state.phase.q), _draw_stats(info, state), None)
         for tuner in smp.tuners:
             tuner.update(smp, state, info, it)
         bar.update(1)
@@ -245,15 +269,19 @@ def _run_numpy(smp, target, state, rngs, warmup, draws, rec, bar, start=0):
         _share_step_size(smp, state, rngs)
     t1 = time.perf_counter()
     bar.set_description(f"{smp.name} sampling")
-    for it in range(start, draws):
-        state, info = _step(smp, state, rngs, it, "sampling")
-        info = {**info, "step_size": state.step_size, "lp": state.phase.log_prob}
+    names = list(dict.fromkeys([name for name, _ in rec.declared] + ["diverging"]))
+    for k in range(start, draws):
+        group = []
+        for it in range(k * thin, (k + 1) * thin):
+            state, info = _step(smp, state, rngs, it, "sampling")
+            group.append(_draw_stats(info, state))
+            bar.update(1)
+        info = group[0] if thin == 1 else _group_stats(group, names, len(rngs))
         rec.record(
-            it, target.constrain(state.phase.q), info, smp.log_weight(state), state,
+            k, target.constrain(state.phase.q), info, smp.log_weight(state), state,
             state.phase.grad,
         )  # fmt: skip
-        bar.update(1)
-        if it % 50 == 0:
+        if k % 50 == 0:
             bar.set_postfix_str(f"divergences={rec.n_divergent}", refresh=False)
     return state, t1
 
@@ -267,22 +295,31 @@ def _columns(layout, block: np.ndarray) -> dict:
 
 
 def _run_compiled(plan, smp, target, state, rngs, warmup, draws, rec, bar, start=0,
-                  chunker=None):  # fmt: skip
+                  chunker=None, thin=1, warm_rec=None):  # fmt: skip
     chains, dim = state.phase.q.shape
     n_stats = len(plan.layout().stats)
     if chunker is None:
         # Chunks grow until one lasts a tenth of a second, within a buffer of bounded size:
         # on a cheap target a fixed cap of 4096 iterations made the calls from Python between
         # chunks 15 % of the sampling time.
-        largest = CHUNK_BUFFER_FLOATS // (chains * (dim + n_stats))
+        largest = CHUNK_BUFFER_FLOATS // (chains * (dim + n_stats) * thin)
         chunker = _Chunker(largest=int(min(max(largest, 64), 2**20)))
-    buf_q = np.empty((chains, chunker.largest, dim))
+    # A sampling chunk of n kept draws runs n * thin iterations; a warm-up chunk, at most
+    # chunker.largest iterations.
+    rows = chunker.largest * thin
+    buf_q = np.empty((chains, rows, dim))
     # Draws go through the target's constrain into the recorder, which may hold another
     # number of reported values than the sampler's dimension.
-    buf_s = np.empty((chains, chunker.largest, n_stats))
+    buf_s = np.empty((chains, rows, n_stats))
+    buf_g = np.empty((chains, rows, dim)) if rec.grads is not None and thin > 1 else None
     boundaries = [b for tuner in smp.tuners for b in tuner.boundaries(warmup)]
     for first, n in chunker.split(0, warmup, boundaries):
-        plan.run(state, rngs, n, True, buf_q[:, :n], buf_s[:, :n])
+        layout = plan.run(state, rngs, n, True, buf_q[:, :n], buf_s[:, :n])
+        if warm_rec is not None:
+            warm_rec.record(
+                slice(first, first + n), target.constrain(buf_q[:, :n]),
+                _columns(layout, buf_s[:, :n]), None,
+            )  # fmt: skip
         for tuner in smp.tuners:
             tuner.update_chunk(smp, state, buf_q[:, :n], first)
         bar.update(n)
@@ -293,16 +330,89 @@ def _run_compiled(plan, smp, target, state, rngs, warmup, draws, rec, bar, start
     t1 = time.perf_counter()
     bar.set_description(f"{smp.name} sampling")
     for first, n in chunker.split(start, draws):
-        block = slice(first, first + n)
-        grads = None if rec.grads is None else rec.grads[:, block]
-        layout = plan.run(state, rngs, n, False, buf_q[:, :n], buf_s[:, :n], grads)
-        info = _columns(layout, buf_s[:, :n])
+        block, m = slice(first, first + n), n * thin
+        grads = None if rec.grads is None else rec.grads[:, block] if thin == 1 else buf_g[:, :m]
+        layout = plan.run(state, rngs, m, False, buf_q[:, :m], buf_s[:, :m], grads)
+        info = thin_statistics(_columns(layout, buf_s[:, :m]), thin)
         # Importance weights travel in a statistics column of the kernel.
         weights = info.pop(getattr(smp.reducer, "column", None), None)
-        rec.record(block, target.constrain(buf_q[:, :n]), info, weights, state)
-        bar.update(n)
+        if buf_g is not None:
+            rec.grads[:, block] = kept(grads, thin)
+        rec.record(block, target.constrain(kept(buf_q[:, :m], thin)), info, weights, state)
+        bar.update(m)
         bar.set_postfix_str(f"divergences={rec.n_divergent}", refresh=False)
     return state, t1
+
+
+def _warm_up(plan, smp, target, state, rngs, warmup, rec, bar, thin, warm_rec):
+    """Warm-up only (no draws), on the path the run chose."""
+    if plan is None:
+        return _run_numpy(smp, target, state, rngs, warmup, 0, rec, bar, 0, thin, warm_rec)
+    with plan:
+        return _run_compiled(plan, smp, target, state, rngs, warmup, 0, rec, bar, 0,
+                             thin=thin, warm_rec=warm_rec)  # fmt: skip
+
+
+def _chains_of(info: dict, chains: list) -> dict:
+    """The part of a :func:`~hamiltonia.resume_state.chain_state` that holds ``chains``."""
+    out = dict(info)
+    for key in ("q", "p", "log_prob", "grad", "rng_states"):
+        if out.get(key) is not None:
+            out[key] = [info[key][c] for c in chains]
+    out["aux"] = {k: [v[c] for c in chains] for k, v in info.get("aux", {}).items()}
+    if isinstance(info["step_size"], list):
+        out["step_size"] = [info["step_size"][c] for c in chains]
+    return out
+
+
+def _sample_on(executor, smp, target, state, rngs, rec, bar, compiled, thin, run_file,
+               checkpoint_seconds, warmup):  # fmt: skip
+    """The sampling iterations as tasks of one chain (one antithetic pair) on ``executor``,
+    from the state after warm-up; their draws go to ``rec``. Returns the tasks continued
+    from a checkpoint (a worker died), by index, with the draw they continued from, and the
+    number of checkpoints the tasks wrote."""
+    from hamiltonia import executors
+
+    chains, draws = rec.shape
+    units = smp.reducer.pairing(chains) or [[c] for c in range(chains)]
+    info = resume_state.chain_state(state, rngs, smp)
+    output = None if run_file is None else run_file.path
+    folder = executors.task_folder(output)
+    common = dict(target=target, sampler=smp, draws=draws, thin=thin, compiled=compiled,
+                  folder=folder, checkpoint_seconds=checkpoint_seconds,
+                  reject_on=_REJECT_ON.get(), backend=array_backend.get_backend())  # fmt: skip
+    tasks = [
+        executors.ChainTask(index=k, chains=tuple(unit), state=_chains_of(info, unit), **common)
+        for k, unit in enumerate(units)
+    ]
+    bar.set_description(f"{smp.name} sampling ({executor.name})")
+
+    def progress(done: list) -> None:
+        per_chain = sum(d * len(t.chains) for d, t in zip(done, tasks, strict=True)) / chains
+        bar.n = warmup + int(per_chain * thin)
+        bar.refresh()
+
+    results = executor.map(tasks, progress)
+    order = [c for unit in units for c in unit]
+    if order != list(range(chains)):
+        raise RuntimeError(f"tasks hold chains {order}, not 0..{chains - 1} in order")
+    joined = {key: [r[key] for r in results] for key in results[0]}
+    weights, grads = joined["log_weights"], joined["gradients"]
+    rec.record(
+        slice(0, draws),
+        np.concatenate(joined["draws"]),
+        {k: np.concatenate([s[k] for s in joined["stats"]]) for k in joined["stats"][0]},
+        None if weights[0] is None else np.concatenate(weights),
+        None,
+        None if grads[0] is None else np.concatenate(grads),
+    )
+    executors.remove_folder(folder)
+    continued = {
+        t.index: r["continued_from"]
+        for t, r in zip(tasks, results, strict=True)
+        if r["continued_from"]
+    }
+    return continued, sum(r["checkpoints"] for r in results)
 
 
 def _choose_plan(smp, compiled):
@@ -330,6 +440,8 @@ def sample(
     chains: int = 4,
     warmup: int = 1000,
     draws: int = 1000,
+    thin: int = 1,
+    save_warmup: bool = False,
     seed=None,
     initial=None,
     progress: bool = True,
@@ -339,6 +451,9 @@ def sample(
     checkpoint_seconds: float = 60.0,
     backend: str | None = None,
     reject_on=(),
+    executor=None,
+    scheduler: str | None = None,
+    workers: int | None = None,
     **options,
 ) -> Result:
     """Run warm-up then sampling for several chains.
@@ -357,7 +472,16 @@ def sample(
     warmup : int
         Warm-up (adaptation) iterations per chain, in ``[0, 10**9]``, discarded.
     draws : int
-        Retained iterations per chain (>= 1).
+        Sampling iterations per chain (>= 1), after warm-up.
+    thin : int
+        Keep one iteration in ``thin`` (>= 1, at most ``draws``): ``draws // thin`` draws per
+        chain, as Stan's ``thin`` and NumPyro's ``thinning``. A kept draw's ``diverging``
+        flags a divergence in any of the iterations it stands for, and its ``n_grad`` counts
+        their gradients (:mod:`hamiltonia.thinning`).
+    save_warmup : bool
+        Also keep the warm-up iterations (thinned alike): ``result.warmup_draws`` and
+        ``result.warmup_stats``, the ``warmup_posterior`` and ``warmup_sample_stats`` groups
+        of :meth:`Result.to_datatree`. Diagnostics and summaries read the draws only.
     seed : int, SeedSequence or None
         Chain ``c`` uses child ``c`` of ``SeedSequence(seed)``: the same seed gives the same
         draws. ``None`` draws fresh entropy (recorded in ``result.attrs["seed_entropy"]``).
@@ -397,6 +521,19 @@ def sample(
         the run with :class:`~hamiltonia.state.ModelError`, which names the chain, the
         iteration and the position and chains the original exception. Default: none (a model
         that means "outside the support" can also return ``-inf``).
+    executor : {"threads", "processes", "dask"}, Executor or distributed.Client, optional
+        Where the sampling iterations run (:mod:`hamiltonia.executors`). Default
+        ``"threads"``: in this process (the compiled path runs chains on threads, one per
+        core). ``"processes"``: a local process pool. ``"dask"``: Dask distributed, a
+        ``LocalCluster`` or the cluster at ``scheduler``. Warm-up runs here, all chains
+        together; then each chain (each antithetic pair) is a task that checkpoints, and a
+        task whose worker dies continues from its checkpoint elsewhere. Every executor gives
+        the same draws for the same seed.
+    scheduler : str, optional
+        Address of a running Dask scheduler (``"tcp://host:port"``); implies ``"dask"``.
+    workers : int, optional
+        Worker processes of the process pool (default: one per core) or of the
+        ``LocalCluster`` (default 2).
     **options
         Options of the named sampler (for ``hmc``: ``n_steps``, ``step_size``,
         ``target_accept``, ``adapt_step_size``, ``metric``). Unknown options raise
@@ -406,12 +543,22 @@ def sample(
     -------
     Result
     """
+    from hamiltonia.executors import make_executor
+
     reject_on = check_reject_on(reject_on)
-    with array_backend.using(backend), rejecting(reject_on):
+    runner = make_executor(executor, scheduler, workers)
+    # An executor the caller passed serves their later runs too: only one made here closes.
+    owned = runner is not None and runner is not executor
+    with (
+        runner if owned else contextlib.nullcontext(),
+        array_backend.using(backend),
+        rejecting(reject_on),
+    ):
         return _sample(
             target, sampler, chains=chains, warmup=warmup, draws=draws, seed=seed,
             initial=initial, progress=progress, compiled=compiled, output=output,
             overwrite=overwrite, checkpoint_seconds=checkpoint_seconds, options=options,
+            thin=thin, save_warmup=save_warmup, executor=runner,
         )  # fmt: skip
 
 
@@ -443,10 +590,14 @@ def _check_memory(chains: int, draws: int, dim: int, n_stats: int) -> None:
 
 def _sample(target, sampler, *, chains, warmup, draws, seed, initial, progress, compiled,
             output, checkpoint_seconds, options, overwrite=False, resume_from=None,
-            continuing=False):  # fmt: skip
+            continuing=False, thin=1, save_warmup=False, executor=None):  # fmt: skip
     chains = check_int(chains, "chains", minimum=1)
     warmup = check_int(warmup, "warmup", minimum=0, maximum=MAX_WARMUP)
     draws = check_int(draws, "draws", minimum=1)
+    thin = check_int(thin, "thin", minimum=1)
+    if thin > draws:
+        raise ValueError(f"thin must be at most draws ({draws}) so that a draw is kept, got {thin}")
+    save_warmup = check_flag(save_warmup, "save_warmup")
     if compiled is not None:
         compiled = check_flag(compiled, "compiled", allow_none=True)
     checkpoint_seconds = as_float(checkpoint_seconds, "checkpoint_seconds", "a number >= 0")
@@ -463,7 +614,9 @@ def _sample(target, sampler, *, chains, warmup, draws, seed, initial, progress, 
     if not isinstance(overwrite, bool):
         raise ValueError(f"overwrite must be True or False, got {overwrite!r}")
     smp = _resolve_sampler(sampler, target, options)
-    _check_memory(chains, draws, len(target.reported_names), len(smp.stats()))
+    # The warm-up's iterations are held unthinned until its end.
+    held = draws // thin + (warmup if save_warmup else 0)
+    _check_memory(chains, held, len(target.reported_names), len(smp.stats()))
     plan = _choose_plan(smp, compiled)
     if smp.reducer.pairs:
         smp.reducer.pairing(chains)  # an even number of chains, or the error naming it
@@ -478,15 +631,18 @@ def _sample(target, sampler, *, chains, warmup, draws, seed, initial, progress, 
         run_file = RunFile.open(output, overwrite=overwrite, continuing=continuing)
     try:
         return _run(target, smp, plan, rngs, seq, requested, options, run_file, chains=chains,
-                    warmup=warmup, draws=draws, initial=initial, progress=progress,
-                    checkpoint_seconds=checkpoint_seconds, resume_from=resume_from)  # fmt: skip
+                    warmup=warmup, draws=draws // thin, thin=thin, save_warmup=save_warmup,
+                    initial=initial, progress=progress, checkpoint_seconds=checkpoint_seconds,
+                    resume_from=resume_from, executor=executor)  # fmt: skip
     finally:
         if run_file is not None:
             run_file.close()
 
 
 def _run(target, smp, plan, rngs, seq, requested, options, run_file, *, chains, warmup, draws,
-         initial, progress, checkpoint_seconds, resume_from):  # fmt: skip
+         thin, save_warmup, initial, progress, checkpoint_seconds, resume_from,
+         executor=None):  # fmt: skip
+    """Warm up, then make ``draws`` kept draws per chain (``draws * thin`` iterations)."""
     from tqdm.auto import tqdm
 
     rec = None
@@ -497,7 +653,10 @@ def _run(target, smp, plan, rngs, seq, requested, options, run_file, *, chains, 
             "seed_entropy": str(seq.entropy),
             "chains": chains,
             "warmup": warmup,
-            "draws": draws,
+            # Sampling iterations; draws // thin of them are kept.
+            "draws": draws * thin,
+            "thin": thin,
+            "save_warmup": save_warmup,
             "compiled": plan is not None,
             "options": {
                 k: (v if np.isscalar(v) or v is None else repr(v)) for k, v in options.items()
@@ -518,20 +677,26 @@ def _run(target, smp, plan, rngs, seq, requested, options, run_file, *, chains, 
             attrs["control_variates"] = order
     else:
         previous, info = resume_from
-        for rng, rng_state in zip(rngs, info["rng_states"], strict=True):
-            rng.bit_generator.state = rng_state
-        resume_state.restore_metric(smp, info.get("metric"))
-        state = smp.init(np.asarray(info["q"]))
-        if "log_prob" in info:
-            state.phase = resume_state.restore_phase(info)
-        state.step_size = np.asarray(info["step_size"], dtype=float)
-        smp.restore_extra_state(info.get("sampler_state", {}))
+        state = resume_state.restore(smp, info, rngs)
         start = previous.n_draws
         attrs = {k: v for k, v in previous.attrs.items() if k not in ("complete", "draws_done")}
         attrs["compiled"] = plan is not None
     times = {"t0": time.perf_counter(), "t1": None, "saved": time.perf_counter(), "resume": None}
+    warm_rec = None
+    warm = {"draws": None, "stats": None}
+    if resume_from is not None:
+        warm.update(draws=resume_from[0].warmup_draws, stats=resume_from[0].warmup_stats)
+    elif save_warmup:
+        warm_rec = _Recorder(chains, warmup, len(target.reported_names), smp.stats())
+
+    def warmup_output() -> None:
+        """The kept warm-up draws, once warm-up is over."""
+        if warm_rec is not None and warm["draws"] is None:
+            q, stats = warm_rec.truncated()[:2]
+            warm.update(draws=kept(q, thin), stats=thin_statistics(stats, thin))
 
     def build_result(complete: bool) -> Result:
+        warmup_output()
         q, stats, weights, grads = rec.truncated()
         now = time.perf_counter()
         t1 = times["t1"] if times["t1"] is not None else now
@@ -545,6 +710,8 @@ def _run(target, smp, plan, rngs, seq, requested, options, run_file, *, chains, 
             names=target.reported_names,
             log_weights=weights,
             gradients=grads,
+            warmup_draws=warm["draws"],
+            warmup_stats=warm["stats"],
             sampler=smp.name,
             target=getattr(target, "registered_name", type(target).__name__),
             warmup_seconds=warmup_seconds,
@@ -569,12 +736,17 @@ def _run(target, smp, plan, rngs, seq, requested, options, run_file, *, chains, 
             "sampling_seconds": partial.sampling_seconds,
             "attrs": _json_safe(partial.attrs),
         }
-        run_file.append(partial.draws, partial.stats, partial.log_weights, meta, partial.gradients)
+        run_file.append(
+            partial.draws, partial.stats, partial.log_weights, meta, partial.gradients,
+            warmup=None if partial.warmup_draws is None else (
+                partial.warmup_draws, partial.warmup_stats),
+        )  # fmt: skip
         times["saved"] = time.perf_counter()
 
     def checkpoint(current):
         if times["t1"] is None:
             times["t1"] = time.perf_counter()
+            warmup_output()
         if run_file is None:
             return
         # The state after the last stored iteration, from which resume() continues exactly.
@@ -583,12 +755,14 @@ def _run(target, smp, plan, rngs, seq, requested, options, run_file, *, chains, 
             persist()
 
     rec = _Recorder(
-        chains, draws, len(target.reported_names), smp.stats(), checkpoint,
+        chains, draws, len(target.reported_names), smp.stats(),
+        # The tasks of an executor checkpoint their own chains.
+        checkpoint if executor is None else None,
         smp.reducer.records_gradients, target.dim,
     )  # fmt: skip
     if resume_from is not None:
         rec.prefill(resume_from[0])
-    total = warmup + draws if resume_from is None else draws - start
+    total = (warmup + draws * thin) if resume_from is None else (draws - start) * thin
     bar = tqdm(total=total, disable=not progress, desc=f"{smp.name} warmup", unit="it")
     try:
         if resume_from is None:
@@ -602,14 +776,34 @@ def _run(target, smp, plan, rngs, seq, requested, options, run_file, *, chains, 
                 np.asarray(state.step_size, dtype=float), (chains,)
             ).tolist()
         run_warmup = warmup if resume_from is None else 0
-        if plan is None:
+        if executor is not None:
+            state, times["t1"] = _warm_up(plan, smp, target, state, rngs, run_warmup, rec, bar,
+                                          thin, warm_rec)  # fmt: skip
+            warmup_output()
+            attrs["executor"] = executor.name
+            attrs["continued_tasks"], attrs["task_checkpoints"] = _sample_on(
+                executor, smp, target, state, rngs, rec, bar, plan is not None, thin, run_file,
+                checkpoint_seconds, warmup,
+            )  # fmt: skip
+        elif plan is None:
             state, times["t1"] = _run_numpy(
-                smp, target, state, rngs, run_warmup, draws, rec, bar, start
+                smp, target, state, rngs, run_warmup, draws, rec, bar, start, thin, warm_rec
             )
         else:
             with plan:
                 state, times["t1"] = _run_compiled(
-                    plan, smp, target, state, rngs, run_warmup, draws, rec, bar, start
+                    plan,
+                    smp,
+                    target,
+                    state,
+                    rngs,
+                    run_warmup,
+                    draws,
+                    rec,
+                    bar,
+                    start,
+                    thin=thin,
+                    warm_rec=warm_rec,
                 )
     except KeyboardInterrupt:
         if rec.n_done == 0:
@@ -680,7 +874,8 @@ def resume(path, *, progress: bool = True, output=None, checkpoint_seconds: floa
     with array_backend.using(backend), rejecting(reject_on):
         return _sample(
             target, info["sampler"], chains=previous.n_chains, warmup=0,
-            draws=int(previous.attrs["draws"]), seed=None, initial=None, progress=progress,
+            draws=int(previous.attrs["draws"]), thin=int(previous.attrs.get("thin", 1)),
+            seed=None, initial=None, progress=progress,
             compiled=bool(previous.attrs.get("compiled", False)), output=target_path,
             overwrite=overwrite or target_path == Path(path), checkpoint_seconds=checkpoint_seconds,
             options=dict(info["options"]), resume_from=(previous, info), continuing=continuing,

@@ -10,6 +10,7 @@ complete and from which chain state the run continues:
   renamed only after the block it lists: a kill at any moment leaves the previous manifest
   or the new one, each naming only complete blocks, so the folder always loads and resumes;
 * a checkpoint writes the new draws only, so its cost does not grow with the run;
+* the kept warm-up draws (``save_warmup=True``) are one file, written before the first block;
 * the finished run is written the same way (temporary name, ``fsync``, rename), and only
   then is the folder removed.
 
@@ -29,14 +30,16 @@ import re
 import tempfile
 import zipfile
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["RunFile", "RunFileError", "atomic_write", "partial_dir", "read_partial"]
+__all__ = ["PartialRun", "RunFile", "RunFileError", "atomic_write", "partial_dir", "read_partial"]
 
 #: Version of the manifest layout.
 FORMAT = 1
 _MANIFEST = "manifest.json"
+_WARMUP = "warmup.npz"
 _BLOCK_NAME = re.compile(r"block-\d{12}\.npz")
 
 
@@ -112,6 +115,7 @@ class RunFile:
         self.lock = _lock_path(path)
         self.written = 0
         self._blocks: list[list] = []
+        self._warmup_written = False
         self._locked = False
 
     @classmethod
@@ -153,6 +157,7 @@ class RunFile:
                 manifest = _read_manifest(partial)
                 run_file._blocks = manifest["blocks"]
                 run_file.written = int(manifest["draws_done"])
+                run_file._warmup_written = "warmup" in manifest
         except BaseException:
             run_file.release()
             raise
@@ -186,10 +191,16 @@ class RunFile:
             self.lock.unlink(missing_ok=True)
             self._locked = False
 
-    def append(self, q, stats: dict, log_weights, meta: dict, gradients=None) -> None:
+    def append(self, q, stats: dict, log_weights, meta: dict, gradients=None,
+               warmup=None) -> None:  # fmt: skip
         """Store the draws ``q[:, self.written:]`` (and their statistics, weights and
         gradients) as a new block, then the manifest ``meta`` (attrs, resume state, names,
-        ...) naming it."""
+        ...) naming it. ``warmup``, the kept warm-up ``(draws, stats)``, is written once,
+        before the first block."""
+        if warmup is not None and not self._warmup_written:
+            arrays = {"q": warmup[0], **{f"stat_{k}": v for k, v in warmup[1].items()}}
+            atomic_write(self.folder / _WARMUP, lambda tmp: _savez(tmp, arrays))
+            self._warmup_written = True
         n = q.shape[1]
         if n > self.written:
             first, name = self.written, f"block-{self.written:012d}.npz"
@@ -200,14 +211,12 @@ class RunFile:
             if gradients is not None:
                 arrays["gradients"] = gradients[:, first:n]
 
-            def write(tmp: Path) -> None:
-                with open(tmp, "wb") as f:
-                    np.savez(f, **arrays)
-
-            atomic_write(self.folder / name, write)
+            atomic_write(self.folder / name, lambda tmp, arrays=arrays: _savez(tmp, arrays))
             self._blocks.append([first, n - first, name])
             self.written = n
         manifest = {"format": FORMAT, **meta, "blocks": self._blocks, "draws_done": self.written}
+        if self._warmup_written:
+            manifest["warmup"] = _WARMUP
         text = json.dumps(manifest)
         atomic_write(self.folder / _MANIFEST, lambda tmp: tmp.write_text(text))
 
@@ -224,6 +233,11 @@ class RunFile:
         if self._locked and self.folder.is_dir() and not (self.folder / _MANIFEST).exists():
             _remove_folder(self.folder)
         self.release()
+
+
+def _savez(path: Path, arrays: dict) -> None:
+    with open(path, "wb") as f:
+        np.savez(f, **arrays)
 
 
 def _remove_folder(folder: Path) -> None:
@@ -248,9 +262,31 @@ def _read_manifest(folder: Path) -> dict:
     return manifest
 
 
-def read_partial(path) -> tuple[dict, np.ndarray, dict, np.ndarray | None, np.ndarray | None]:
-    """The manifest, draws, statistics, log weights and gradients (``None`` where the run
-    keeps none) of the unfinished run of ``path``."""
+class PartialRun(NamedTuple):
+    """What an unfinished run's folder holds (``None`` where the run keeps none)."""
+
+    manifest: dict
+    draws: np.ndarray
+    stats: dict
+    log_weights: np.ndarray | None
+    gradients: np.ndarray | None
+    warmup_draws: np.ndarray | None
+    warmup_stats: dict | None
+
+
+def _read_warmup(folder: Path, manifest: dict) -> tuple:
+    if "warmup" not in manifest:
+        return None, None
+    if manifest["warmup"] != _WARMUP:
+        raise ValueError(f"warm-up file {manifest['warmup']!r} is not this folder's")
+    with np.load(folder / _WARMUP, allow_pickle=False) as arrays:
+        stats = {k[5:]: arrays[k] for k in arrays.files if k.startswith("stat_")}
+        return arrays["q"], stats
+
+
+def read_partial(path) -> PartialRun:
+    """The manifest, draws, statistics, log weights, gradients and kept warm-up of the
+    unfinished run of ``path``."""
     folder = partial_dir(path)
     manifest = _read_manifest(folder)
     qs, stats, weights, grads = [], {}, [], []
@@ -274,6 +310,7 @@ def read_partial(path) -> tuple[dict, np.ndarray, dict, np.ndarray | None, np.nd
                 if "gradients" in block.files:
                     grads.append(block["gradients"])
             expected += n
+        warmup_draws, warmup_stats = _read_warmup(folder, manifest)
     except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as err:
         raise RunFileError(f"the unfinished run in {folder} cannot be read: {err}") from None
     if not qs:
@@ -282,4 +319,4 @@ def read_partial(path) -> tuple[dict, np.ndarray, dict, np.ndarray | None, np.nd
     stats = {k: np.concatenate(v, axis=1) for k, v in stats.items()}
     log_weights = np.concatenate(weights, axis=1) if weights else None
     gradients = np.concatenate(grads, axis=1) if grads else None
-    return manifest, q, stats, log_weights, gradients
+    return PartialRun(manifest, q, stats, log_weights, gradients, warmup_draws, warmup_stats)

@@ -253,9 +253,9 @@ def test_output_is_checkpointed_and_completed(tmp_path, monkeypatch):
     saves, blocks = [], []
     original = RunFile.append
 
-    def spy(self, q, stats, log_weights, meta, gradients=None):
+    def spy(self, q, stats, log_weights, meta, gradients=None, **kwargs):
         before = self.written
-        original(self, q, stats, log_weights, meta, gradients)
+        original(self, q, stats, log_weights, meta, gradients, **kwargs)
         saves.append(self.written)
         blocks.append(self.written - before)
 
