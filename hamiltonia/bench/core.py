@@ -14,7 +14,7 @@ from hamiltonia.bench.peers import PEERS, detect_peers, peer_versions
 
 __all__ = ["DEFAULT_TARGETS", "N_STEPS", "machine_info", "main", "render_markdown", "render_rst"]
 
-#: The matrix's targets, with the fixed number of leapfrog steps of spec/peers_baseline.md.
+#: The matrix's targets, with the fixed number of leapfrog steps of Mongwe 2022, Table 3.8.
 N_STEPS = {
     "banana": 15,
     "gaussian-d10": 15,
@@ -432,7 +432,7 @@ Notes on method:
   labels), float64; all libraries start from the same uniform(-2, 2) points; target acceptance
   0.8; NumPyro and BlackJAX adapt per chain, mici and hamiltonia pool the metric over chains.
 * Fixed-L HMC with an adapted step size resonates on the Gaussians and mixes badly on German
-  credit; the funnel defeats every diagonal-metric sampler (spec/peers_baseline.md). Compare
+  credit; the funnel defeats every diagonal-metric sampler (see its R-hat above). Compare
   ESS/s where R-hat is near 1, and treat ratios under about 1.5x on sub-second phases as noise.
 * Overhead: one chain of the composed chain kernel (`hamiltonia.compiled.chain.run_chain`:
   momentum, leapfrog, accept, output; no adaptation) per gradient evaluation made, against
@@ -550,7 +550,8 @@ def _build_parser() -> argparse.ArgumentParser:
         prog="hamiltonia bench",
         description="Benchmark hamiltonia against NumPyro, BlackJAX and mici (those installed). "
         "'hamiltonia bench checkpoint -h': the cost of checkpoints; 'hamiltonia bench family -h': "
-        "the magnetic, quantum-inspired and shadow samplers against HMC.",
+        "the magnetic, quantum-inspired and shadow samplers against HMC; "
+        "'hamiltonia bench scale -h': many chains on a process pool and on Dask.",
     )
     parser.add_argument("--quick", action="store_true", help="few draws: a smoke test")
     parser.add_argument(
@@ -778,12 +779,17 @@ def _baseline_main(args) -> int:
 def main(argv=None) -> int:
     """``python -m hamiltonia.bench`` / ``hamiltonia bench``: run, print, optionally write.
     ``hamiltonia bench checkpoint ...`` runs :mod:`hamiltonia.bench.checkpoint` instead, and
-    ``hamiltonia bench family ...`` :mod:`hamiltonia.bench.family`."""
+    ``hamiltonia bench family ...`` :mod:`hamiltonia.bench.family`, ``hamiltonia bench scale
+    ...`` :mod:`hamiltonia.bench.scale`."""
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["checkpoint"]:
         from hamiltonia.bench import checkpoint
 
         return checkpoint.main(argv[1:])
+    if argv[:1] == ["scale"]:
+        from hamiltonia.bench import scale
+
+        return scale.main(argv[1:])
     if argv[:1] == ["family"]:
         from hamiltonia.bench import family
 

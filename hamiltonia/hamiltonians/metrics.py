@@ -230,14 +230,21 @@ class DenseMetric(Metric):
             self._chol = np.linalg.cholesky(m)
         except np.linalg.LinAlgError:
             raise ValueError("inverse_mass of a dense metric must be positive definite") from None
+        self._inv_chol = scipy.linalg.solve_triangular(self._chol, np.eye(len(m)), lower=True)
         self.inverse_mass = m
 
     def velocity(self, p):
-        return p @ self._on_backend("inverse_mass", self.inverse_mass)  # symmetric: p M^{-1}
+        # Row by row (a stack of 1 x d products), so that a chain's velocity does not depend
+        # on how many chains share the batch (BLAS sums a d x d product with m rows in an
+        # order that depends on m): a chain gives the same draws alone on a worker
+        # (hamiltonia.executors) as among others. M^{-1} is symmetric: p M^{-1}.
+        m = self._on_backend("inverse_mass", self.inverse_mass)
+        return (p[..., None, :] @ m)[..., 0, :]
 
     def from_standard(self, z):
-        # Solve L^T p = z for each row.
-        return scipy.linalg.solve_triangular(self._chol, z.T, trans="T", lower=True).T
+        # p = L^{-T} z, as rows: p^T = z^T L^{-1}, a chain at a time (see velocity).
+        inv_chol = self._on_backend("_inv_chol", self._inv_chol)
+        return (z[..., None, :] @ inv_chol)[..., 0, :]
 
     def compiled(self, dim):
         return PartKernels(

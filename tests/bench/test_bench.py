@@ -70,8 +70,8 @@ def test_missing_peer_is_reported_not_an_error(monkeypatch, capsys):
         },
     )
     code = bench.main(
-        ["--quick", "--targets", "banana", "--peers", "numpyro,mici", "--skip-micro",
-         "--warmup", "50", "--draws", "50"]
+        ["--quick", "--targets", "banana", "--samplers", "hmc", "--peers", "numpyro,mici",
+         "--skip-micro", "--warmup", "50", "--draws", "50"]
     )  # fmt: skip
     assert code == 0
     out = capsys.readouterr().out

@@ -7,9 +7,9 @@ from hamiltonia.bench import family
 
 def test_rows_compare_every_sampler_with_the_first_at_the_same_work():
     rows = family.family_cost(
-        ("banana",), ("hmc", "mhmc", "s2hmc"), chains=2, warmup=20, draws=10, rounds=2
+        ("banana",), ("hmc", "s2hmc"), chains=2, warmup=20, draws=10, rounds=2
     )
-    assert [r["sampler"] for r in rows] == ["hmc", "mhmc", "s2hmc"]
+    assert [r["sampler"] for r in rows] == ["hmc", "s2hmc"]
     assert rows[0]["ratio"] == 1.0
     for r in rows:
         assert r["n_steps"] == 15  # banana's research length, the same for every sampler
@@ -21,8 +21,8 @@ def test_rows_compare_every_sampler_with_the_first_at_the_same_work():
         and "/ hmc" in lines[0]
     )
     # The shadow sampler's fixed points cost gradients beyond the leapfrog's 15.
-    assert rows[0]["grad_per_iteration"] == 15 and rows[2]["grad_per_iteration"] > 17
-    assert len(lines) == 2 + 3 and all(ln.count("|") == lines[0].count("|") for ln in lines)
+    assert rows[0]["grad_per_iteration"] == 15 and rows[1]["grad_per_iteration"] > 17
+    assert len(lines) == 2 + 2 and all(ln.count("|") == lines[0].count("|") for ln in lines)
 
 
 def test_bad_sizes_are_refused():

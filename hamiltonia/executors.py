@@ -1,0 +1,417 @@
+"""Where the chains' sampling iterations run: in this process, on a local process pool, or on
+a Dask cluster.
+
+:func:`hamiltonia.sample` warms all chains up together in the calling process, because the
+warm-up's metric adaptation pools the chains (Stan's windowed adaptation over all of them);
+the end of warm-up is the barrier where the tuners pool and freeze. The sampling iterations
+then split into tasks of one chain each (one antithetic pair: its two chains draw the same
+numbers), each continuing from its chain's state after warm-up: its position, momentum, log
+density, gradient, auxiliary variables, step size and generator state, with the frozen
+metric. A chain's iterations depend on nothing else, so every executor gives the draws of the
+in-process run, bit for bit.
+
+A task checkpoints its draws and its chain state as a run file
+(:mod:`hamiltonia.runfile`) in a folder every worker can read (``output.tasks`` beside the
+output, or a temporary folder of the calling machine for a run without ``output``; removed
+when the run is complete). A task that is
+started again, because its worker died, continues from its last checkpoint; the draws are
+those of an undisturbed run. An exception raised by the model is not retried: it is shown.
+
+Executors:
+
+* :class:`ProcessPool`: a local pool of processes (``concurrent.futures`` with the
+  ``spawn`` start method, safe with numba's threads); when a worker process dies the pool
+  is rebuilt and the unfinished tasks resubmitted, up to ``max_retries`` times.
+* :class:`DaskExecutor`: Dask distributed. ``scheduler=None`` starts a ``LocalCluster``;
+  ``scheduler="tcp://host:port"`` connects to a running cluster (``dask scheduler`` and
+  ``dask worker``, or dask-jobqueue on SLURM); a ready ``distributed.Client`` is used as
+  it is. Dask reschedules the tasks of a worker that dies (up to its
+  ``distributed.scheduler.allowed-failures``).
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import pickle
+import shutil
+import tempfile
+import uuid
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor
+from concurrent.futures import wait as futures_wait
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+__all__ = [
+    "ChainTask",
+    "DaskExecutor",
+    "Executor",
+    "ProcessPool",
+    "WorkerLostError",
+    "make_executor",
+    "run_chain_task",
+]
+
+#: Seconds between looks at the tasks' checkpoints for the progress bar.
+POLL_SECONDS = 1.0
+
+
+class WorkerLostError(RuntimeError):
+    """Workers kept dying: the tasks could not finish within the retries allowed."""
+
+
+@dataclass
+class ChainTask:
+    """The sampling iterations of some chains, from their state after warm-up.
+
+    Attributes
+    ----------
+    index : int
+        The task's number (its checkpoint is ``task-<index>.nc`` in ``folder``).
+    chains : tuple of int
+        The chains it runs, in the run's numbering.
+    target, sampler
+        The run's target and its sampler after warm-up (metric and step size frozen).
+    state : dict
+        :func:`hamiltonia.resume_state.chain_state` of these chains.
+    draws, thin : int
+        Kept draws per chain, and iterations per kept draw.
+    compiled : bool
+        Run on the compiled path (as the calling process decided) or the NumPy path.
+    folder : str or None
+        Where the task checkpoints; ``None``: no checkpoints.
+    checkpoint_seconds : float
+        Seconds between checkpoints.
+    reject_on : tuple of exception classes
+        As in :func:`hamiltonia.sample`.
+    backend : str
+        The array backend of the run.
+    """
+
+    index: int
+    chains: tuple
+    target: object
+    sampler: object
+    state: dict
+    draws: int
+    thin: int
+    compiled: bool
+    folder: str | None
+    checkpoint_seconds: float
+    reject_on: tuple = ()
+    backend: str = "numpy"
+
+    @property
+    def path(self) -> Path | None:
+        return None if self.folder is None else Path(self.folder) / f"task-{self.index:06d}.nc"
+
+
+def _dumps(value) -> bytes:
+    """Pickle with cloudpickle where installed (a user's model may be a closure)."""
+    try:
+        import cloudpickle
+    except ImportError:
+        return pickle.dumps(value)
+    return cloudpickle.dumps(value)
+
+
+def _checkpointed(task: ChainTask):
+    """The task's last checkpoint (draws so far and chain state), or ``None``."""
+    from hamiltonia.runfile import RunFileError, partial_dir, read_partial
+
+    path = task.path
+    if path is None or not (partial_dir(path) / "manifest.json").exists():
+        return None
+    try:
+        return read_partial(path)
+    except RunFileError:
+        return None  # unreadable: start the task afresh (its draws come out the same)
+
+
+def run_chain_task(task: ChainTask) -> dict:
+    """Run one task (on a worker), with the run's array backend and ``reject_on``."""
+    from hamiltonia import backend
+    from hamiltonia.state import ModelError, rejecting
+
+    with backend.using(task.backend), rejecting(task.reject_on):
+        try:
+            return _run_chain_task(task)
+        except ModelError as err:  # name the run's chain, not the task's row
+            raise err.renumbered(task.chains) from err.__cause__
+
+
+def _run_chain_task(task: ChainTask) -> dict:
+    """Run one task (on a worker): its chains' sampling iterations, checkpointed, continuing
+    from its last checkpoint where one exists. Returns the draws, statistics, log weights
+    and gradients of its chains, the draw it continued from (0: from warm-up's end) and the
+    number of checkpoints it wrote."""
+    from tqdm.auto import tqdm
+
+    from hamiltonia import resume_state
+    from hamiltonia import run as run_module
+    from hamiltonia.results import Result
+    from hamiltonia.runfile import RunFile
+
+    smp, target = task.sampler, task.target
+    smp.tuners = []  # warm-up is over: the parts are frozen
+    rngs = [np.random.Generator(np.random.PCG64()) for _ in task.chains]
+    part = _checkpointed(task)
+    info = task.state if part is None else part.manifest["chain_state"]
+    state = resume_state.restore(smp, info, rngs)
+    run_file = None
+    if task.path is not None:
+        task.path.parent.mkdir(parents=True, exist_ok=True)
+        run_file = RunFile.open(task.path, overwrite=part is None, continuing=part is not None)
+    names = list(target.reported_names)
+    saved = {"at": 0.0, "count": 0}
+
+    def checkpoint(current):
+        import time
+
+        if run_file is None or time.perf_counter() - saved["at"] < task.checkpoint_seconds:
+            return
+        q, stats, weights, grads = rec.truncated()
+        meta = {"names": names, "chain_state": resume_state.chain_state(current, rngs, smp)}
+        run_file.append(q, stats, weights, meta, grads)
+        saved["at"] = time.perf_counter()
+        saved["count"] += 1
+
+    rec = run_module._Recorder(
+        len(task.chains), task.draws, len(names), smp.stats(), checkpoint,
+        smp.reducer.records_gradients, target.dim,
+    )  # fmt: skip
+    start = 0
+    if part is not None:
+        rec.prefill(
+            Result(draws=part.draws, stats=part.stats, names=tuple(names),
+                   log_weights=part.log_weights, gradients=part.gradients)
+        )  # fmt: skip
+        start = part.draws.shape[1]
+    plan = run_module._choose_plan(smp, task.compiled)
+    bar = tqdm(disable=True)
+    try:
+        if plan is None:
+            run_module._run_numpy(smp, target, state, rngs, 0, task.draws, rec, bar, start,
+                                  task.thin)  # fmt: skip
+        else:
+            with plan:
+                run_module._run_compiled(plan, smp, target, state, rngs, 0, task.draws, rec,
+                                         bar, start, thin=task.thin)  # fmt: skip
+    finally:
+        if run_file is not None:
+            run_file.release()
+    q, stats, weights, grads = rec.truncated()
+    return {"draws": q, "stats": stats, "log_weights": weights, "gradients": grads,
+            "continued_from": start, "checkpoints": saved["count"]}  # fmt: skip
+
+
+def _run_pickled(payload: bytes) -> dict:
+    return run_chain_task(pickle.loads(payload))
+
+
+def _task_progress(task: ChainTask) -> int:
+    """Draws per chain the task has checkpointed (0 when it has none yet)."""
+    from hamiltonia.runfile import partial_dir
+
+    if task.path is None:
+        return 0
+    try:
+        manifest = json.loads((partial_dir(task.path) / "manifest.json").read_text())
+        return int(manifest["draws_done"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return 0
+
+
+class Executor:
+    """Runs :class:`ChainTask`\\ s and returns their results in order."""
+
+    name = "executor"
+
+    def map(self, tasks: list, progress: Callable[[list], None]) -> list:
+        """Results of ``run_chain_task`` for each task, in order; ``progress`` is called
+        with the draws per chain each task has done so far, about once a second."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release what the executor started (a cluster, a pool)."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class ProcessPool(Executor):
+    """A local pool of ``workers`` processes (default: one per core). The processes start
+    with the first run and serve every run until :meth:`close` (use the pool as a context
+    manager, or pass it to several :func:`hamiltonia.sample` calls): starting them, which
+    imports hamiltonia and loads the compiled kernels, takes seconds."""
+
+    name = "processes"
+
+    def __init__(self, workers: int | None = None, max_retries: int = 3):
+        self.workers = workers or os.cpu_count() or 1
+        self.max_retries = max_retries
+        self._pool = None
+
+    def _get_pool(self) -> ProcessPoolExecutor:
+        if self._pool is None:
+            self._pool = ProcessPoolExecutor(
+                max_workers=self.workers, mp_context=multiprocessing.get_context("spawn")
+            )
+        return self._pool
+
+    def map(self, tasks, progress):
+        results: list = [None] * len(tasks)
+        pending = set(range(len(tasks)))
+        failures = 0
+        while pending:
+            pool = self._get_pool()
+            futures = {pool.submit(_run_pickled, _dumps(tasks[i])): i for i in pending}
+            try:
+                waiting = set(futures)
+                while waiting:
+                    done, waiting = futures_wait(
+                        waiting, timeout=POLL_SECONDS, return_when=FIRST_COMPLETED
+                    )
+                    for future in done:
+                        i = futures[future]
+                        results[i] = future.result()  # a model's exception is shown as is
+                        pending.discard(i)
+                    progress(_progress(tasks, results))
+            except BrokenProcessPool:
+                # A worker process died: a new pool continues the unfinished tasks from
+                # their checkpoints.
+                self.close()
+                failures += 1
+                if failures > self.max_retries:
+                    raise WorkerLostError(
+                        f"worker processes died {failures} times; {len(pending)} of "
+                        f"{len(tasks)} tasks unfinished (their checkpoints remain)"
+                    ) from None
+            except BaseException:
+                for future in futures:
+                    future.cancel()
+                raise
+        return results
+
+    def close(self):
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+
+class DaskExecutor(Executor):
+    """Dask distributed: a ``LocalCluster`` of ``workers`` processes (default 2), the
+    cluster at ``scheduler``, or a given ``distributed.Client``."""
+
+    name = "dask"
+
+    def __init__(self, scheduler=None, workers: int | None = None, client=None):
+        try:
+            from distributed import Client, LocalCluster
+        except ImportError:
+            raise ImportError(
+                "executor='dask' needs dask.distributed: pip install 'hamiltonia[dask]'"
+            ) from None
+        self._cluster = None
+        self._own_client = client is None
+        if client is not None:
+            self.client = client
+        elif scheduler is not None:
+            self.client = Client(scheduler)
+        else:
+            self._cluster = LocalCluster(
+                n_workers=workers or 2, threads_per_worker=1, processes=True,
+                dashboard_address=":0",
+            )  # fmt: skip
+            self.client = Client(self._cluster)
+
+    def map(self, tasks, progress):
+        from distributed import wait
+
+        run = uuid.uuid4().hex[:12]
+        futures = [
+            self.client.submit(run_chain_task, task, key=f"hamiltonia-{run}-{task.index}",
+                               pure=False)
+            for task in tasks
+        ]  # fmt: skip
+        results: list = [None] * len(tasks)
+        try:
+            waiting = set(range(len(tasks)))
+            while waiting:
+                try:
+                    wait([futures[i] for i in waiting], timeout=POLL_SECONDS,
+                         return_when="FIRST_COMPLETED")  # fmt: skip
+                except TimeoutError:  # none finished within the poll: show the progress
+                    pass
+                for i in list(waiting):
+                    if futures[i].done():
+                        results[i] = futures[i].result()  # a model's exception is shown as is
+                        waiting.discard(i)
+                progress(_progress(tasks, results))
+        except BaseException:
+            self.client.cancel(futures)
+            raise
+        return results
+
+    def close(self):
+        if self._own_client:
+            self.client.close()
+        if self._cluster is not None:
+            self._cluster.close()
+
+
+def _progress(tasks, results) -> list:
+    pairs = zip(tasks, results, strict=True)
+    return [t.draws if r is not None else _task_progress(t) for t, r in pairs]
+
+
+EXECUTORS = ("threads", "processes", "dask")
+
+
+def make_executor(executor, scheduler=None, workers=None) -> Executor | None:
+    """The executor of ``sample(executor=...)``: ``None`` for the in-process run."""
+    if scheduler is not None and executor not in ("dask", None):
+        raise ValueError(f"scheduler= is for executor='dask', not {executor!r}")
+    if executor is None and scheduler is not None:
+        executor = "dask"
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)
+                                or workers < 1):  # fmt: skip
+        raise ValueError(f"workers must be an integer >= 1, got {workers!r}")
+    if executor is None or executor == "threads":
+        return None
+    if isinstance(executor, Executor):
+        return executor
+    if executor == "processes":
+        return ProcessPool(workers)
+    if executor == "dask":
+        return DaskExecutor(scheduler, workers)
+    if type(executor).__name__ == "Client" and hasattr(executor, "submit"):
+        return DaskExecutor(client=executor)
+    raise ValueError(
+        f"executor must be one of {', '.join(EXECUTORS)}, an Executor or a "
+        f"distributed.Client, got {executor!r}"
+    )
+
+
+def task_folder(output) -> str:
+    """Where the tasks checkpoint, emptied: ``output.tasks`` beside the output (kept if the
+    run stops), or a new temporary folder for a run without output."""
+    if output is None:
+        return tempfile.mkdtemp(prefix="hamiltonia-tasks-")
+    folder = Path(f"{output}.tasks")
+    # Checkpoints of an earlier run that stopped belong to other chain states.
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir()
+    return str(folder)
+
+
+def remove_folder(folder: str) -> None:
+    shutil.rmtree(folder, ignore_errors=True)

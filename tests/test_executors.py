@@ -1,0 +1,215 @@
+"""Executors: the same draws on a process pool and on Dask as in the process, pairs kept
+together, a killed worker's chains continued from their checkpoints, errors shown."""
+
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import hamiltonia as hm
+from hamiltonia.cli import main
+from hamiltonia.executors import ProcessPool, make_executor
+
+RUN = dict(chains=4, warmup=100, draws=200, seed=7, progress=False)
+
+
+def _same_run(a, b):
+    np.testing.assert_array_equal(a.draws, b.draws)
+    assert set(a.stats) == set(b.stats)
+    for name, values in a.stats.items():
+        np.testing.assert_array_equal(b.stats[name], values, err_msg=name)
+
+
+@pytest.fixture(scope="module")
+def dask_client():
+    distributed = pytest.importorskip("distributed")
+    with (
+        distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                 dashboard_address=":0") as cluster,
+        distributed.Client(cluster) as client,
+    ):  # fmt: skip
+        yield client
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_a_process_pool_gives_the_draws_of_the_in_process_run(compiled, tmp_path):
+    serial = hm.sample("banana", "hmc", n_steps=5, compiled=compiled, **RUN)
+    out = tmp_path / "run.nc"
+    pooled = hm.sample("banana", "hmc", n_steps=5, compiled=compiled, executor="processes",
+                       workers=2, output=out, **RUN)  # fmt: skip
+    _same_run(serial, pooled)
+    assert pooled.attrs["executor"] == "processes" and pooled.attrs["continued_tasks"] == {}
+    _same_run(serial, hm.load(out))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.nc"]  # no checkpoints left
+
+
+def test_dask_gives_the_draws_of_the_in_process_run(dask_client):
+    """NUTS on the default diagonal metric, thinned, with the warm-up kept; and a dense metric
+    on the NumPy path, where each task's arrays have one chain instead of four."""
+    kw = dict(RUN, thin=2, save_warmup=True)
+    serial = hm.sample("banana", **kw)
+    distributed = hm.sample("banana", executor=dask_client, **kw)
+    _same_run(serial, distributed)
+    np.testing.assert_array_equal(distributed.warmup_draws, serial.warmup_draws)
+    dense = dict(RUN, metric="dense", compiled=False)
+    _same_run(hm.sample("gaussian-d10", **dense),
+              hm.sample("gaussian-d10", executor=dask_client, **dense))  # fmt: skip
+
+
+def test_an_antithetic_pair_is_one_task(dask_client):
+    serial = hm.sample("banana", "a-hmc", **RUN)
+    distributed = hm.sample("banana", "a-hmc", executor=dask_client, **RUN)
+    _same_run(serial, distributed)
+    # The secondary chain mirrors its primary only if both ran in one task from one stream.
+    np.testing.assert_array_equal(distributed.stats["accepted"][0], serial.stats["accepted"][0])
+
+
+def test_a_killed_worker_costs_no_draws(tmp_path):
+    distributed = pytest.importorskip("distributed")
+    kw = dict(RUN, draws=20_000, checkpoint_seconds=0.0)
+    serial = hm.sample("banana", **{k: v for k, v in kw.items() if k != "checkpoint_seconds"})
+    out = tmp_path / "run.nc"
+    killed = []
+    with (
+        distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                 dashboard_address=":0") as cluster,
+        distributed.Client(cluster) as client,
+    ):  # fmt: skip
+        thread = threading.Thread(
+            target=_kill_once_checkpointed,
+            args=(out, lambda: client.run(os.getpid).values(), killed),
+        )
+        thread.start()
+        result = hm.sample("banana", executor=client, output=out, **kw)
+        thread.join()
+    assert killed, "no worker was killed: the test tested nothing"
+    _same_run(serial, result)
+    # The killed worker's task went on from its checkpoint, not from the start.
+    assert result.attrs["continued_tasks"]
+    assert all(0 < d < 20_000 for d in result.attrs["continued_tasks"].values())
+
+
+def _kill_once_checkpointed(out: Path, pids, killed: list):
+    """Kill one worker process once two tasks have checkpointed (a thread's target)."""
+    folder = Path(f"{out}.tasks")
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and not killed:
+        if len(list(folder.glob("*.partial/manifest.json"))) >= 2:
+            pid = sorted(pids())[0]
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+        time.sleep(0.01)
+
+
+def test_a_process_pool_survives_a_killed_worker(tmp_path):
+    kw = dict(RUN, draws=20_000, checkpoint_seconds=0.0)
+    serial = hm.sample("banana", **{k: v for k, v in kw.items() if k != "checkpoint_seconds"})
+    out = tmp_path / "run.nc"
+    killed = []
+    with ProcessPool(2) as pool:
+        # The pool's processes start with its first run, which then serves the next.
+        hm.sample("banana", executor=pool, **dict(RUN, draws=10))
+        processes = pool._pool._processes
+        assert len(processes) == 2
+        thread = threading.Thread(
+            target=_kill_once_checkpointed, args=(out, lambda: list(processes), killed)
+        )
+        thread.start()
+        result = hm.sample("banana", executor=pool, output=out, **kw)
+        thread.join()
+    assert killed, "no worker was killed: the test tested nothing"
+    _same_run(serial, result)
+    assert result.attrs["continued_tasks"]
+    assert pool._pool is None  # closed with the context
+
+
+def test_a_models_exception_is_shown_not_retried():
+    class Broken(hm.targets.get("banana").__class__):
+        """Fails on the workers only: the warm-up, here, goes through."""
+
+        here = os.getpid()
+
+        def log_prob_and_grad(self, x):
+            if os.getpid() != Broken.here:
+                raise ZeroDivisionError("the model's own bug")
+            return super().log_prob_and_grad(x)
+
+        def numba_kernel(self):
+            return None
+
+    # The worker's traceback comes back as the cause (concurrent.futures); the message names
+    # the exception, the chain and the position.
+    message = r"Broken.log_prob_and_grad raised ZeroDivisionError: the model's own bug \(chain"
+    with pytest.raises(hm.ModelError, match=message):
+        hm.sample(
+            Broken(),
+            "hmc",
+            n_steps=3,
+            executor="processes",
+            workers=1,
+            compiled=False,
+            **dict(RUN, chains=2, warmup=10, draws=10),
+        )
+
+
+def test_reject_on_reaches_the_workers():
+    """A declared "outside the support" exception is a rejection on a worker too."""
+
+    class Bounded(hm.targets.get("banana").__class__):
+        def log_prob_and_grad(self, x):
+            if np.any(np.asarray(x)[..., 0] > 1.5):
+                raise FloatingPointError("outside")
+            return super().log_prob_and_grad(x)
+
+        def numba_kernel(self):
+            return None
+
+    kw = dict(RUN, chains=2, warmup=50, draws=50, n_steps=3, compiled=False,
+              reject_on=FloatingPointError)  # fmt: skip
+    serial = hm.sample(Bounded(), "hmc", **kw)
+    _same_run(serial, hm.sample(Bounded(), "hmc", executor="processes", workers=1, **kw))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"executor": "gpu"}, r"executor must be one of threads, processes, dask, .* got 'gpu'"),
+        ({"executor": "processes", "scheduler": "tcp://x:1"}, r"scheduler= is for executor='dask'"),
+        ({"executor": "processes", "workers": 0}, r"workers must be an integer >= 1, got 0"),
+    ],
+)
+def test_bad_executor_arguments_are_refused(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        make_executor(kwargs.pop("executor"), **kwargs)
+
+
+def test_the_cli_runs_on_dask(tmp_path, capsys):
+    pytest.importorskip("distributed")
+    path = tmp_path / "run.nc"
+    args = [
+        "sample",
+        "banana",
+        "--chains",
+        "2",
+        "--warmup",
+        "50",
+        "--draws",
+        "50",
+        "--seed",
+        "3",
+        "--executor",
+        "dask",
+        "--workers",
+        "2",
+        "--no-progress",
+        "--output",
+        str(path),
+    ]
+    assert main(args) == 0
+    assert "2 chains x 50 draws" in capsys.readouterr().out
+    serial = hm.sample("banana", chains=2, warmup=50, draws=50, seed=3, progress=False)
+    _same_run(serial, hm.load(path))
