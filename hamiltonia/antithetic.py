@@ -1,8 +1,8 @@
 """Antithetic coupling: chains run in pairs whose estimates are negatively correlated.
 
 Piponi, Hoffman and Sountsov (2020), *Hamiltonian Monte Carlo swindles*; A-HMC, A-MHMC and
-A-S2HMC of Mongwe, Mbuvha and Marwala (spec/seed002_ch1-3.md §2.8, Algorithm 8;
-spec/seed002_ch4-10.md §6, Algorithms 14-15). Chains :math:`2k` (the primary :math:`X`) and
+A-S2HMC of Mongwe, Mbuvha and Marwala (Mongwe 2022, thesis, §2.9, Algorithm 8;
+§8.2, Algorithms 14-15). Chains :math:`2k` (the primary :math:`X`) and
 :math:`2k+1` (the secondary :math:`Y`) share every random number and :math:`Y` negates its
 momentum normals. Then
 
@@ -27,7 +27,7 @@ invariant.
 
 Sharing everything, not only the normals and the accept uniforms, makes the coupling exact for
 a target symmetric about a point :math:`c`: the reflection :math:`(q, p) \\mapsto (2c - q, -p)`
-conjugates the leapfrog, the magnetic leapfrog with the same field (spec/seed002_ch4-10.md §6.1)
+conjugates the leapfrog, the magnetic leapfrog with the same field (its flows are linear)
 and the processed leapfrog, maps a no-U-turn tree onto the mirrored tree with the same
 energies, so that with the same uniforms :math:`Y_t = 2c - X_t` once the pair has met; on a
 Gaussian the distance from that relation contracts at every accepted step. Where the target is

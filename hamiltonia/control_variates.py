@@ -3,7 +3,7 @@
 Mira, Solgi and Imparato (2013), *Zero variance Markov chain Monte Carlo for Bayesian
 estimators*, Statistics and Computing 23; Papamarkou, Mira and Girolami (2014), *Zero variance
 differential geometric Markov chain Monte Carlo algorithms*, Bayesian Analysis 9; the
-research's future work (spec/seed002_ch4-10.md §8).
+research's future work (Mongwe 2022, thesis, §10.2).
 
 For a polynomial :math:`P` and a density :math:`\\pi` that vanishes fast enough at the
 boundary,

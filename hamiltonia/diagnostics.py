@@ -5,7 +5,7 @@ Univariate diagnostics follow ArviZ (computed by :mod:`arviz_stats`): rank-norma
 (Vehtari et al. 2021, *Rank-normalization, folding, and localization: an improved R-hat*).
 The research's own metrics are added: the multivariate ESS of Vats, Flegal and Jones (2019)
 by batch means, the Kish effective sample size of importance weights, their product for
-weighted draws (spec/seed002_ch1-3.md §4.10), and ESS per second and per gradient.
+weighted draws (Mongwe 2022, thesis, §3.4.1, eq. 3.12), and ESS per second and per gradient.
 
 Arrays of draws have shape ``(chains, draws, dim)`` (or ``(chains, draws)`` for one
 quantity).

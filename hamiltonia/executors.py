@@ -107,7 +107,8 @@ class ChainTask:
     backend: str = "numpy"
 
     @property
-    def path(self) -> Path | None:
+    def checkpoint_path(self) -> Path | None:
+        """The run file the task checkpoints to, or ``None``."""
         return None if self.folder is None else Path(self.folder) / f"task-{self.index:06d}.nc"
 
 
@@ -124,7 +125,7 @@ def _checkpointed(task: ChainTask):
     """The task's last checkpoint (draws so far and chain state), or ``None``."""
     from hamiltonia.runfile import RunFileError, partial_dir, read_partial
 
-    path = task.path
+    path = task.checkpoint_path
     if path is None or not (partial_dir(path) / "manifest.json").exists():
         return None
     try:
@@ -164,9 +165,11 @@ def _run_chain_task(task: ChainTask) -> dict:
     info = task.state if part is None else part.manifest["chain_state"]
     state = resume_state.restore(smp, info, rngs)
     run_file = None
-    if task.path is not None:
-        task.path.parent.mkdir(parents=True, exist_ok=True)
-        run_file = RunFile.open(task.path, overwrite=part is None, continuing=part is not None)
+    if task.checkpoint_path is not None:
+        task.checkpoint_path.parent.mkdir(parents=True, exist_ok=True)
+        run_file = RunFile.open(
+            task.checkpoint_path, overwrite=part is None, continuing=part is not None
+        )
     names = list(target.reported_names)
     saved = {"at": 0.0, "count": 0}
 
@@ -218,10 +221,10 @@ def _task_progress(task: ChainTask) -> int:
     """Draws per chain the task has checkpointed (0 when it has none yet)."""
     from hamiltonia.runfile import partial_dir
 
-    if task.path is None:
+    if task.checkpoint_path is None:
         return 0
     try:
-        manifest = json.loads((partial_dir(task.path) / "manifest.json").read_text())
+        manifest = json.loads((partial_dir(task.checkpoint_path) / "manifest.json").read_text())
         return int(manifest["draws_done"])
     except (OSError, ValueError, KeyError, TypeError):
         return 0

@@ -11,8 +11,8 @@ with a constant antisymmetric field :math:`G` and its sign :math:`s \\in \\{+1, 
 auxiliary variable of the chain (the state variable ``field_reversed``,
 :math:`s = 1 - 2\\,\\text{field\\_reversed}`). The flow keeps :math:`H` and phase-space volume,
 and :math:`(q, p, s) \\mapsto (q, -p, -s)` reverses it, so a Metropolis step that negates
-:math:`p` and :math:`s` on rejection keeps :math:`e^{-H}` invariant (spec/seed002_ch1-3.md
-§2.4, Algorithm 3; seed000_004.md §3.3).
+:math:`p` and :math:`s` on rejection keeps :math:`e^{-H}` invariant (Mongwe 2022,
+thesis, §2.5, Algorithm 3; Mongwe, Mbuvha and Marwala 2022, SMHMC, Algorithm 2).
 
 A splitting integrator composes the exact flows of the potential (the canonical *kick*) and
 of the kinetic energy (the *drift*, here a rotation of the momentum):
@@ -25,7 +25,8 @@ of the kinetic energy (the *drift*, here a rotation of the momentum):
 
 with :math:`\\varphi_1(X) = \\sum_k X^k/(k+1)!`, exact for a singular :math:`G` (the research's
 field has rank two), where the printed :math:`G^{-1}(e^{\\varepsilon G} - I)` is undefined
-(spec/seed000_004.md §1.3 and the errata of seed002_ch1-3.md §2.4).
+(Mongwe 2022, thesis, §2.5, eq. 2.24, prints an eigen-decomposition form for that case with
+typos: its null-space block must be :math:`\\varepsilon I` and its transposes conjugate).
 
 How it is computed. With :math:`M^{-1} = L L^\\top` and whitened momentum :math:`r = L^\\top
 p`, the drift is the flow of the antisymmetric :math:`\\tilde G = L^\\top G L`. Its real
@@ -357,7 +358,7 @@ def check_field_strength(g, name: str = "g") -> float:
 
 def research_field(dim: int, g: float) -> np.ndarray:
     """The research's field: :math:`G_{1i} = g`, :math:`G_{i1} = -g` for :math:`i \\ge 2`,
-    zero elsewhere (spec/seed002_ch1-3.md §4.11; g = 0.2 for the logistic regressions, 0.1
+    zero elsewhere (Mongwe 2022, thesis, §3.5; g = 0.2 for the logistic regressions, 0.1
     otherwise). Rank two, with eigenvalues :math:`\\pm i g \\sqrt{\\dim - 1}`."""
     dim = check_int(dim, "dim", minimum=1)
     g = check_field_strength(g)

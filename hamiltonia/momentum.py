@@ -103,7 +103,7 @@ class MomentumRefresh:
 
 class FullRefresh(MomentumRefresh):
     """Draw a fresh momentum :math:`p \\sim \\mathcal N(0, M)` every iteration (standard HMC,
-    spec/seed002_ch1-3.md §2.3, Algorithm 2)."""
+    Mongwe 2022, thesis, §2.4, Algorithm 2)."""
 
     def refresh(self, hamiltonian, state, rngs, step_size=None):
         return state.with_momentum(hamiltonian.sample_momentum(rngs, state.aux))
@@ -123,8 +123,8 @@ class PartialRefresh(MomentumRefresh):
     last trajectory and successive trajectories continue in similar directions. A rejected
     proposal negates the momentum (``flip_on_reject``) so that the composition of the
     Metropolis step, the negation and the refresh keeps detailed balance (the generalised
-    HMC of Horowitz; the partial refresh of PMHMC and PS2HMC, spec/seed000_004.md §1.7 and
-    seed002_ch4-10.md §3).
+    HMC of Horowitz; the partial refresh of PMHMC and PS2HMC, Mongwe 2022, thesis, §5.2,
+    eq. 5.1; Mongwe, Mbuvha and Marwala 2021, PS2HMC, eq. 18).
 
     Parameters
     ----------
@@ -203,7 +203,7 @@ def metropolis_partial_refresh_kernel(
 class MetropolisPartialRefresh(PartialRefresh):
     """Partial refreshment with a Metropolis test, for a non-separable Hamiltonian
     :math:`\\hat H` (the mix-and-match refresh of Radivojević and Akhmatskaya; SHMC, PSHMC
-    and SMHMC, spec/seed000_004.md §1.7):
+    and SMHMC, Mongwe, Mbuvha and Marwala 2022, SMHMC, eqs. 17-18):
 
     .. math::
 

@@ -14,8 +14,8 @@ with an antisymmetric structure matrix :math:`J`. The canonical structure
 
 gives Hamilton's equations :math:`\\dot q = \\partial H/\\partial p`,
 :math:`\\dot p = -\\partial H/\\partial q`. Non-canonical structures such as the magnetic
-:math:`J_G = \\begin{pmatrix} 0 & I \\\\ -I & G \\end{pmatrix}` (Tripuraneni et al. 2017,
-spec/seed002_ch1-3.md §2.4) bend trajectories while keeping volume and energy.
+:math:`J_G = \\begin{pmatrix} 0 & I \\\\ -I & G \\end{pmatrix}` (Tripuraneni et al. 2017;
+Mongwe 2022, thesis, §2.5, eq. 2.21) bend trajectories while keeping volume and energy.
 
 An :class:`~hamiltonia.integrators.Integrator` declares the structure it integrates. A
 structure with an auxiliary variable (the sign of the magnetic field,

@@ -196,9 +196,10 @@ class ImportanceWeights(VarianceReducer):
         \\log w(q, p) = \\tilde H(q, p) - H(q, p),
 
     the Hamiltonian's :meth:`~hamiltonia.hamiltonians.ShadowHamiltonian.log_weight` of each
-    retained state at the chain's step size (spec/seed000_004.md §1.8). Estimates are
-    self-normalised weighted means; :meth:`hamiltonia.Result.summary` weighs means and
-    standard deviations and multiplies ESS by the Kish factor.
+    retained state at the chain's step size (Mongwe, Mbuvha and Marwala 2021, PS2HMC,
+    Algorithm 1, line 9). Estimates are self-normalised weighted means;
+    :meth:`hamiltonia.Result.summary` weighs means and standard deviations and multiplies ESS
+    by the Kish factor.
 
     On the compiled path the Hamiltonian's ``weigh`` kernel writes the weight into the
     statistics column :attr:`column`, which the run moves to ``result.log_weights``.

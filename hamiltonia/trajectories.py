@@ -333,7 +333,7 @@ class RandomLength(MetropolisTrajectory):
     """A number of steps drawn per chain and iteration, uniformly on
     :math:`\\{L_{min}, \\dots, L_{max}\\}` (default :math:`L_{min} = 1`), from the chain's own
     generator: jittered trajectory lengths (Neal 2011, §5.4.2.2; the JS2HMC of
-    spec/seed002_ch4-10.md §5)."""
+    Mongwe 2022, thesis, §7.2)."""
 
     def __init__(self, max_steps: int, min_steps: int = 1, step_size_jitter: float = 0.0):
         super().__init__(min_steps, max_steps, step_size_jitter)

@@ -160,7 +160,7 @@ class DualAveraging(Tuner):
 
     with :math:`\\mu = \\log(10\\varepsilon_0)`, :math:`\\bar H_0 = 0`,
     :math:`\\bar\\varepsilon_0 = 1`; after warm-up :math:`\\varepsilon = \\bar\\varepsilon`
-    (spec/seed002_ch1-3.md §2.7, eq. 2.36). Divergent transitions count as
+    (Hoffman and Gelman 2014; Mongwe 2022, thesis, §2.8, eq. 2.36). Divergent transitions count as
     :math:`\\alpha = 0`.
 
     Parameters

@@ -14,8 +14,8 @@ Two measures per target and sampler, all compiled, side by side in this one proc
   second of sampling, of the last round.
 
 The research reports MHMC and QIHMC at about the cost of HMC and QIMHMC 5-20 % slower
-(spec/seed002_ch1-3.md §6), and its shadow samplers 1.7-3.7 times HMC's time on its own
-code (spec/seed002_ch1-3.md §2.6).
+(Mongwe 2022, thesis, Tables 4.1-4.3), and its shadow samplers 1.7-3.7 times HMC's time on
+its own code (Tables 5.1-5.3).
 """
 
 from __future__ import annotations

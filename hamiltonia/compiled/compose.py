@@ -12,11 +12,11 @@ module writes one small Python module per composition, in which
 then imports it by name. Inlining at numba's level puts the parts into the chain loop as one
 function: a call that is left to LLVM passes the parameter tuples ``PF`` and ``PI`` by value
 and counts references to each of their arrays, which made a leapfrog step on a 2-d target
-2.5 times slower. Numba caches the result on disk (spec/numba_notes.md §2: a closure over a
-part, or a part passed as an argument, silently defeats the cache; an importable module does
-not). The module's file name is a hash of its text, which holds the source of every part,
-and of the source files of the compiled helpers it imports, so an edited part gives a new
-module and a stale kernel is never served.
+2.5 times slower. Numba caches the result on disk (measured; ``docs/compiled.rst``,
+"Caching": a closure over a part, or a part passed as an argument, silently defeats the
+cache; an importable module does not). The module's file name is a hash of its text, which
+holds the source of every part, and of the source files of the compiled helpers it imports,
+so an edited part gives a new module and a stale kernel is never served.
 
 The generated modules live in ``<cache root>/kernels`` (``$HAMILTONIA_KERNEL_DIR``
 overrides it; see :func:`hamiltonia.datasets.fetch.cache_root`).
@@ -43,7 +43,7 @@ __all__ = ["SAFE_FASTMATH", "CompositionError", "compose", "kernel_dir", "module
 
 #: NaN-safe fast-math: reassociation lets LLVM vectorise the sums; no flag that assumes
 #: finite values ('nnan', 'ninf', 'nsz'), which would delete the divergence checks
-#: (spec/numba_notes.md §7.2).
+#: (see "Fast-math and errors" in ``docs/compiled.rst``).
 SAFE_FASTMATH = frozenset({"reassoc", "contract", "arcp"})
 #: Options of every compiled function of a composition.
 _FLAGS = ", ".join(repr(flag) for flag in sorted(SAFE_FASTMATH))

@@ -1,7 +1,7 @@
 """Real data sets of the seed research, verified by checksum.
 
-The twelve data sets of the thesis's Table 3.2 and chapter 9 (spec/seed002_ch1-3.md §4.7,
-spec/seed002_ch4-10.md §1.8 and §7.1), each a canonical CSV with a registered sha256:
+The twelve data sets of the thesis's Table 3.2 and chapter 9 (Mongwe 2022, thesis,
+§3.2.7 and §3.3), each a canonical CSV with a registered sha256:
 
 * classification (Bayesian logistic regression): ``pima``, ``heart``, ``australian``,
   ``german``, ``audit`` (13 financial ratios; the two string columns are not features);

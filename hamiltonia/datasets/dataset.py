@@ -1,9 +1,10 @@
 """Train/test splits of the registered data sets (:func:`load`, :class:`Dataset`).
 
-Modelling sets (spec/seed002_ch1-3.md §4.8, thesis §3.2.8: "features normalised, random 90/10
-train/test split"): rows are split at random by ``numpy.random.default_rng(seed).permutation``,
-and each feature is standardised with the mean and standard deviation of the **training** rows
-only, so nothing about the test rows leaks into the model:
+Modelling sets (Mongwe 2022, thesis, §3.2.8: the features "were normalised" and "a random
+90-10 train-test split was used"): rows are split at random by
+``numpy.random.default_rng(seed).permutation``, and each feature is standardised with the
+mean and standard deviation of the **training** rows only, so nothing about the test rows
+leaks into the model:
 
 .. math::
 
@@ -13,7 +14,7 @@ only, so nothing about the test rows leaks into the model:
 
 (a column that is constant on the training rows keeps scale 1). The thesis does not say how
 it normalises; the public reference code uses min-max scaling on the audit data
-(spec/seed002_ch4-10.md §11). Standardisation is used here because it puts the N(0, 10²) BLR
+(WilsonMongwe/hybridtorch). Standardisation is used here because it puts the N(0, 10²) BLR
 prior on the same footing for every feature; pass ``standardize=False`` for raw features.
 Targets ``y`` are never transformed.
 
@@ -183,7 +184,7 @@ def load(
         Modelling sets: ``"random"`` (default; thesis §3.2.8) or ``"ordered"``, the first
         ``1 - test_fraction`` of the rows in file order for training. For ``audit``,
         ``split="ordered"`` reproduces the public code's chronological split, the first 1404 of
-        the 1560 rows (spec/seed002_ch4-10.md §7.1). Price series are always split by date
+        the 1560 rows (WilsonMongwe/hybridtorch). Price series are always split by date
         (``"ordered"``); asking for ``"random"`` raises.
 
     Returns

@@ -236,8 +236,8 @@ def audit_table(
 
     All source columns are kept in their order (``demarcation.code``, ``opinion.code`` and the
     13 ratios) and ``y`` is appended: 0 for the opinions in :data:`CLEAN_OPINIONS`, 1 for any
-    other (qualified, disclaimer, adverse, outstanding), the rule of spec/seed002_ch4-10.md §7.1
-    and §11.
+    other (qualified, disclaimer, adverse, outstanding), the rule of the thesis
+    (Mongwe 2022, §3.3.3, outstanding opinions counted as disclaimers) and of hybridtorch.
     """
     if len(parts) != 1:
         raise ValueError(f"{source}: expected one source file, got {len(parts)}")

@@ -1,9 +1,9 @@
 """The table of data sets: canonical files, checksums, layouts and original sources.
 
 Every entry describes one canonical CSV of ``/work/shared/data/README.md`` (the seed thesis's
-Table 3.2 plus the audit data of its chapter 9; spec/seed002_ch1-3.md §4.7 and
-spec/seed002_ch4-10.md §1.8, §7.1): its file name and sha256, its columns, and where the
-original public source can be downloaded and how it converts (:mod:`.parse`).
+Table 3.2 plus the audit data of its chapter 9; Mongwe 2022, thesis, §3.2.7 and §3.3): its
+file name and sha256, its columns, and where the original public source can be downloaded
+and how it converts (:mod:`.parse`).
 
 Source URLs
 -----------
@@ -158,7 +158,7 @@ _CONCRETE = _cols(
     ["float"] * 7 + ["int", "float"],
 )
 _PROTEIN = _cols("F1,F2,F3,F4,F5,F6,F7,F8,F9,y", ["float"] * 7 + ["int", "float", "float"])
-#: The 13 financial ratios of spec/seed002_ch4-10.md §7.1, in the source's column order.
+#: The 13 financial ratios of Mongwe 2022, thesis, §3.3.4, in the source's column order.
 AUDIT_RATIOS = (
     "Debt to Community Wealth/Equity",
     "Capital Expenditure % Total Expenditure",

@@ -25,7 +25,7 @@ class ConditionalHamiltonian(Hamiltonian):
 
     so an HMC transition leaves :math:`\\pi(w \\mid \\theta)` invariant: one block of a
     Metropolis-within-Gibbs sampler (Neal 2011, §5.4.5; the HMC-with-Gibbs algorithms of
-    spec/seed001_003.md, B.4.2). The other block is updated by
+    Mbuvha 2021, thesis, Algorithm 4.1 and Appendix B.3). The other block is updated by
     :class:`~hamiltonia.samplers.gibbs.GibbsWithin`.
 
     Parameters

@@ -105,8 +105,8 @@ def random_mass_draw_kernel(rng, q, p, aux, PF, PI):
 
 class RandomMassHamiltonian(EuclideanHamiltonian):
     """A Gaussian kinetic energy whose diagonal mass is redrawn every iteration
-    (quantum-inspired HMC, Liu and Zhang 2019; spec/seed002_ch1-3.md §2.5 and
-    seed002_ch4-10.md §2):
+    (quantum-inspired HMC, Liu and Zhang 2019; Mongwe 2022, thesis, §2.6 and
+    §4.2):
 
     .. math::
 
@@ -128,7 +128,7 @@ class RandomMassHamiltonian(EuclideanHamiltonian):
     composition valid, where drawing :math:`m'` and keeping :math:`p` would not be.
 
     The research's convention is followed: :math:`\\beta` is the standard deviation of
-    :math:`\\log m_i` (thesis §4.1). The public code of the research draws
+    :math:`\\log m_i` (thesis §4.2). The public code of the research draws
     :math:`\\sqrt{m_i} = e^{\\beta z}`, so that its :math:`\\beta` is half of this one.
 
     Parameters

@@ -16,7 +16,7 @@ References
 ----------
 Izaguirre and Hampton (2004), *Shadow hybrid Monte Carlo*; Sweet, Hampton, Skeel and Izaguirre
 (2009), *A separable shadow Hamiltonian hybrid Monte Carlo method* (S2HMC); Mongwe, Mbuvha and
-Marwala (2021), PS2HMC and SMHMC (spec/seed000_004.md).
+Marwala (2021, 2022), PS2HMC and SMHMC.
 """
 
 from __future__ import annotations
@@ -139,14 +139,15 @@ class SeparableShadowHamiltonian(ShadowHamiltonian):
         = H(q, p) + \\frac{\\varepsilon^2}{12} K\\bigl(\\nabla U(q)\\bigr),
 
     with :math:`U = -\\log\\pi` and :math:`K(p) = \\tfrac12 p^\\top M^{-1} p`. It is the
-    leapfrog's fourth-order shadow :math:`\\hat H` (spec/seed000_004.md §2.2) written in the
-    coordinates of the canonical map :math:`X` of
+    leapfrog's fourth-order shadow :math:`\\hat H` (Mongwe, Mbuvha and Marwala 2021, PS2HMC,
+    Theorem 1) written in the coordinates of the canonical map :math:`X` of
     :class:`~hamiltonia.integrators.ProcessedLeapfrog`:
     :math:`\\tilde H = \\hat H \\circ X + O(\\varepsilon^4)`, so the processed leapfrog
     :math:`X^{-1} \\circ \\text{LF}^L \\circ X` conserves it to fourth order while it conserves
     :math:`H` to second order. :math:`\\tilde H` is separable with the same Gaussian
     momentum, so a full or partial momentum refresh leaves :math:`e^{-\\tilde H}` invariant
-    with no momentum test (spec/seed000_004.md §1.7). The log importance weight of a draw is
+    with no momentum test (PS2HMC, §III: the test "is actually not required"). The log
+    importance weight of a draw is
 
     .. math::
 
@@ -165,7 +166,7 @@ class SeparableShadowHamiltonian(ShadowHamiltonian):
     ----------
     Sweet, Hampton, Skeel and Izaguirre (2009), *A separable shadow Hamiltonian hybrid Monte
     Carlo method*, J. Chem. Phys. 131; Mongwe, Mbuvha and Marwala (2021), PS2HMC, IEEE Access
-    9 (spec/seed000_004.md §2.3, eq. 14).
+    9:151235-151244, eq. 14.
     """
 
     order = 4
@@ -283,19 +284,20 @@ class LeapfrogShadowHamiltonian(ShadowHamiltonian):
             - \\sigma\\, \\frac{\\varepsilon^2}{12}\\, v^\\top G M^{-1} \\nabla U,
         \\qquad v = M^{-1} p,
 
-    from the backward error analysis of the kick-drift-kick splitting (spec/seed000_004.md
-    §1.6 and §2.2; the magnetic term from the brackets of the structure
-    :math:`J_G`, §3.3), conserved by the (magnetic) leapfrog to
+    from the backward error analysis of the kick-drift-kick splitting (Mongwe, Mbuvha
+    and Marwala 2021, PS2HMC, eqs. 8-13; the magnetic term from the brackets of the structure
+    :math:`J_G`, their 2022 SMHMC, Theorem 1, eqs. 13-16), conserved by the (magnetic) leapfrog to
     :math:`O(\\varepsilon^4)`. :math:`G` is the field with the chain's sign
     (:data:`~hamiltonia.magnetic.FIELD_AUX`). With ``shadow_sign="printed"``,
     :math:`\\sigma = -1`: the sign printed in the SMHMC paper, which conserves only to
-    second order (spec erratum 3); the default ``"corrected"`` is :math:`\\sigma = 1`.
+    second order (a typo: the paper's own brackets give :math:`\\sigma = 1`); the default
+    ``"corrected"`` is :math:`\\sigma = 1`.
 
     The curvature :math:`v^\\top\\nabla^2 U v` comes from the target's ``hvp`` (``hessian=
     "target"``, NumPy path) or, by default, from central differences of the gradient with
     the step size as their step, :math:`-v^\\top(g(q + \\varepsilon v) - g(q - \\varepsilon
     v)) / 2\\varepsilon` with :math:`g = \\nabla\\log\\pi`, which changes :math:`\\hat H` by
-    :math:`O(\\varepsilon^4)`, the order of the truncation (S2HMC's footnote; spec §3.4).
+    :math:`O(\\varepsilon^4)`, the order of the truncation (S2HMC's footnote 1 in PS2HMC).
     Each energy then costs two gradients, counted in ``n_grad``.
 
     :math:`\\hat H` is not separable, so :math:`p \\mid q` is not Gaussian: a momentum
@@ -314,7 +316,7 @@ class LeapfrogShadowHamiltonian(ShadowHamiltonian):
     References
     ----------
     Izaguirre and Hampton (2004); Radivojević and Akhmatskaya (2020); Mongwe, Mbuvha and
-    Marwala (2021), *Shadow magnetic Hamiltonian Monte Carlo* (spec/seed000_004.md §3).
+    Marwala (2022), *Shadow magnetic Hamiltonian Monte Carlo*, IEEE Access.
     """
 
     order = 4

@@ -16,11 +16,11 @@ class Leapfrog(Splitting):
         q_1 &= q_0 + \\varepsilon\\, M^{-1} p_{1/2} \\\\
         p_1 &= p_{1/2} + \\tfrac{\\varepsilon}{2} \\nabla\\log\\pi(q_1)
 
-    (spec/seed002_ch1-3.md §2.3, eq. 2.19 with the sign erratum corrected: the kick follows
-    :math:`-\\nabla U = \\nabla\\log\\pi`). Adjacent half kicks of consecutive steps are merged,
-    so ``L`` steps cost ``L`` gradient evaluations (the gradient at the start is cached);
-    a trajectory that stops being finite counts the evaluations up to that point.
-    Symplectic, reversible and of order 2.
+    (Mongwe 2022, thesis, §2.4, eq. 2.19, corrected form; the printed equation has a sign
+    typo: the kick follows :math:`-\\nabla U = \\nabla\\log\\pi`). Adjacent half kicks of
+    consecutive steps are merged, so ``L`` steps cost ``L`` gradient evaluations (the gradient
+    at the start is cached); a trajectory that stops being finite counts the evaluations up to
+    that point. Symplectic, reversible and of order 2.
 
     References
     ----------

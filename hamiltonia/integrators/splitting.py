@@ -22,8 +22,9 @@ References
 ----------
 Blanes, Casas and Sanz-Serna (2014), *Numerical integrators for the Hybrid Monte Carlo
 method*, SIAM J. Sci. Comput. 36(4): the two- and three-stage integrators that minimise the
-expected energy error of Gaussian targets; mici's symmetric compositions and BlackJAX's
-coefficient lists (spec/anchors.md) follow the same idea.
+expected energy error of Gaussian targets; mici's symmetric compositions
+(``mici.integrators``) and BlackJAX's coefficient lists (``blackjax.mcmc.integrators``)
+follow the same idea.
 """
 
 from __future__ import annotations

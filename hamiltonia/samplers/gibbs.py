@@ -21,8 +21,8 @@ class GibbsWithin(Sampler):
     sampler moves :math:`w` given :math:`\\theta` (a Hamiltonian sampler whose Hamiltonian
     is a :class:`~hamiltonia.hamiltonians.conditional.ConditionalHamiltonian`). Each block
     leaves :math:`\\pi(w, \\theta)` invariant, so their composition does. This is the
-    HMC-within-Gibbs scheme of the ARD neural networks (spec/seed001_003.md, B.4.2; Neal
-    1996), with :math:`n_{\\text{Gibbs}} = 50` there.
+    HMC-within-Gibbs scheme of the ARD neural networks (Mbuvha 2021, thesis, Algorithm 4.1;
+    Neal 1996), with :math:`n_{\\text{Gibbs}} = 50` there.
 
     Parameters
     ----------

@@ -54,7 +54,7 @@ class HamiltonianSampler(Sampler):
 
     References
     ----------
-    Duane et al. (1987); Neal (2011); spec/seed002_ch1-3.md §2.3 (Algorithm 2).
+    Duane et al. (1987); Neal (2011); Mongwe (2022), thesis, §2.4 (Algorithm 2).
     """
 
     name = "hamiltonian"

@@ -13,7 +13,7 @@ __all__ = ["RandomWalkMetropolis"]
 
 
 class RandomWalkMetropolis(Sampler):
-    """Random-walk Metropolis (spec/seed002_ch1-3.md §2.1, Algorithm 1).
+    """Random-walk Metropolis (Metropolis et al. 1953; Mongwe 2022, thesis, §2.2, Algorithm 1).
 
     .. math::
 

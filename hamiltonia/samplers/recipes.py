@@ -274,8 +274,8 @@ def hmc(
     """Hamiltonian Monte Carlo with a static number of leapfrog steps.
 
     Full momentum refreshment :math:`p \\sim \\mathcal N(0, M)`, ``n_steps`` leapfrog steps, a
-    Metropolis test on :math:`H` (spec/seed002_ch1-3.md §2.3, Algorithm 2), and dual averaging
-    of the step size during warm-up (§2.7).
+    Metropolis test on :math:`H` (Mongwe 2022, thesis, §2.4, Algorithm 2), and dual averaging
+    of the step size during warm-up (§2.8).
 
     Parameters
     ----------
@@ -432,7 +432,7 @@ def nuts(
     shadow, fixed_point_tolerance, fixed_point_max_iterations
         ``shadow="separable"`` builds the tree from processed-leapfrog steps and weighs
         its states by the separable shadow :math:`\\tilde H`, with importance weights: the
-        research's adaptive S2HMC (spec/seed002_ch4-10.md §5, Algorithm 13; valid because
+        research's adaptive S2HMC (Mongwe 2022, thesis, §7.2, Algorithm 13; valid because
         the processed step is symplectic and reversible, and :math:`\\tilde H` is separable
         with the Gaussian momentum the tree is weighed against), as in :func:`hmc`.
     antithetic : bool
@@ -445,7 +445,7 @@ def nuts(
     ----------
     Hoffman and Gelman (2014), *The No-U-Turn Sampler*, JMLR 15; Betancourt (2017), *A
     Conceptual Introduction to Hamiltonian Monte Carlo*, arXiv:1701.02434;
-    spec/seed002_ch1-3.md §2.7.
+    Mongwe (2022), thesis, §2.8.
     """
     fixed_metric, metric_tuners = _metric_and_tuner(metric, target.dim, adapt_windows)
     hamiltonian = _hamiltonian(target, fixed_metric, mass_volatility)
@@ -483,7 +483,7 @@ def mala(
     the Langevin proposal
     :math:`x' = x + \\tfrac{\\varepsilon^2}{2}\\nabla\\log\\pi(x) + \\varepsilon z`, and the
     Metropolis test on :math:`H` equals the MALA ratio
-    :math:`\\pi(x')q(x|x')/(\\pi(x)q(x'|x))` (spec/seed002_ch1-3.md §2.2). Default target
+    :math:`\\pi(x')q(x|x')/(\\pi(x)q(x'|x))` (Mongwe 2022, thesis, §2.3). Default target
     acceptance 0.6, the thesis's value for MALA (ch. 9). ``integrator``, ``rho`` and
     ``control_variates`` are those of :func:`hmc` (with ``rho > 0`` it is Horowitz's
     generalised HMC with one step, a discretised underdamped Langevin diffusion).
@@ -568,7 +568,7 @@ _PRESET_FOOTER = """
 
 mhmc = _preset(
     "mhmc",
-    """Magnetic HMC (Tripuraneni et al. 2017; spec/seed002_ch1-3.md §2.4, Algorithm 3).
+    """Magnetic HMC (Tripuraneni et al. 2017; Mongwe 2022, thesis, §2.5, Algorithm 3).
 
     The leapfrog over the magnetic structure with the research's field :math:`G_{1i} = g`,
     :math:`G_{i1} = -g`; the field's sign is negated with the momentum on rejection
@@ -579,7 +579,7 @@ mhmc = _preset(
 
 phmc = _preset(
     "phmc",
-    """HMC with partial momentum refreshment (Horowitz 1991; spec/seed002_ch4-10.md §3):
+    """HMC with partial momentum refreshment (Horowitz 1991; Mongwe 2022, thesis, §5.2):
     :math:`p' = \\rho p + \\sqrt{1 - \\rho^2}\\, u` with :math:`\\rho = 0.7`, the momentum
     negated on rejection.""",
     n_steps=None,
@@ -588,8 +588,8 @@ phmc = _preset(
 
 pmhmc = _preset(
     "pmhmc",
-    """Magnetic HMC with partial momentum refreshment (Mongwe et al. 2021; spec/seed002_ch4-10.md
-    §3, Algorithm 10): :math:`\\rho = 0.7`; a rejection negates the momentum and the
+    """Magnetic HMC with partial momentum refreshment (Mongwe et al. 2021; Mongwe 2022, thesis,
+    §5.2, Algorithm 10): :math:`\\rho = 0.7`; a rejection negates the momentum and the
     field's sign together.""",
     n_steps=None,
     field="research",
@@ -598,7 +598,7 @@ pmhmc = _preset(
 
 qihmc = _preset(
     "qihmc",
-    """Quantum-inspired HMC (Liu and Zhang 2019; spec/seed002_ch1-3.md §2.5, Algorithm 4): a
+    """Quantum-inspired HMC (Liu and Zhang 2019; Mongwe 2022, thesis, §2.6, Algorithm 4): a
     diagonal mass redrawn every iteration, :math:`\\log m_i \\sim \\mathcal N(0, \\beta^2)`
     (:class:`~hamiltonia.hamiltonians.RandomMassHamiltonian`).""",
     n_steps=None,
@@ -607,9 +607,9 @@ qihmc = _preset(
 
 qimhmc = _preset(
     "qimhmc",
-    """Quantum-inspired magnetic HMC (Mongwe, Mbuvha and Marwala 2021; spec/seed002_ch4-10.md
-    §2, Algorithm 9): magnetic HMC with a random diagonal mass; the magnetic flow is that of
-    the drawn mass (thesis eq. 4.1).""",
+    """Quantum-inspired magnetic HMC (Mongwe, Mbuvha and Marwala 2021; Mongwe 2022,
+    thesis, §4.2, Algorithm 9): magnetic HMC with a random diagonal mass; the magnetic flow is
+    that of the drawn mass (thesis eq. 4.1).""",
     n_steps=None,
     field="research",
     mass_volatility=None,
@@ -617,14 +617,15 @@ qimhmc = _preset(
 
 s2hmc = _preset(
     "s2hmc",
-    """Separable shadow HMC (Sweet et al. 2009; spec/seed002_ch1-3.md §2.6, Algorithm 5;
-    spec/seed000_004.md §2.3): the processed leapfrog samples the separable shadow
+    """Separable shadow HMC (Sweet et al. 2009; Mongwe 2022, thesis, §2.7, Algorithm 5;
+    Mongwe, Mbuvha and Marwala 2021, PS2HMC, eqs. 14-17): the processed leapfrog samples the
+    separable shadow
     :math:`\\tilde H = H + \\tfrac{\\varepsilon^2}{24}\\nabla U^\\top M^{-1}\\nabla U`, and the
     draws carry the importance weights :math:`\\log w = \\tilde H - H`. The step size is
     adapted towards an acceptance of 0.95 on :math:`\\tilde H`: the research ran S2HMC with
     HMC's step size (tuned to 0.8 on :math:`H`), where it accepts nearly every proposal, and
     reports that a step size tuned to a lower acceptance makes the weights less even
-    (spec/seed000_004.md §5.1).""",
+    (Mongwe 2022, thesis, §7.4).""",
     n_steps=None,
     shadow="separable",
     target_accept=0.95,
@@ -632,8 +633,8 @@ s2hmc = _preset(
 
 ps2hmc = _preset(
     "ps2hmc",
-    """S2HMC with partial momentum refreshment (Mongwe, Mbuvha and Marwala 2021;
-    spec/seed000_004.md §2.4, Algorithm 1; spec/seed002_ch4-10.md §3, Algorithm 11):
+    """S2HMC with partial momentum refreshment (Mongwe, Mbuvha and Marwala 2021,
+    Algorithm 1; Mongwe 2022, thesis, §5.2, Algorithm 11):
     :math:`\\rho = 0.7` (the thesis's; the PS2HMC paper uses 0.9, ``rho=0.9``). The shadow is
     separable with the Gaussian momentum, so the refresh needs no momentum test; a rejection
     negates the refreshed momentum.""",
@@ -645,7 +646,7 @@ ps2hmc = _preset(
 
 js2hmc = _preset(
     "js2hmc",
-    """Jittered S2HMC (spec/seed002_ch4-10.md §5.1): S2HMC whose number of steps is drawn
+    """Jittered S2HMC (Mongwe 2022, thesis, §7.2): S2HMC whose number of steps is drawn
     uniformly on :math:`1..L_{max}` per chain and iteration, a mixture of reversible kernels
     (``n_steps_jitter=1``; :math:`L_{max}` the target's research length).""",
     n_steps=None,
@@ -656,7 +657,7 @@ js2hmc = _preset(
 
 as2hmc = _preset(
     "as2hmc",
-    """Adaptive S2HMC (Mongwe, Mbuvha and Marwala 2021; spec/seed002_ch4-10.md §5, Algorithm
+    """Adaptive S2HMC (Mongwe, Mbuvha and Marwala 2021; Mongwe 2022, thesis, §7.2, Algorithm
     13): the no-U-turn tree over processed-leapfrog steps, weighed by the separable shadow
     :math:`\\tilde H`, the U-turn checked on the post-processed states, importance weights
     :math:`\\log w = \\tilde H - H` on the draws. The step size is adapted on the shadow's
@@ -674,8 +675,8 @@ as2hmc = _preset(
 shmc = _preset(
     "shmc",
     """Shadow HMC on the leapfrog's non-separable fourth-order shadow :math:`\\hat H`
-    (Izaguirre and Hampton 2004; spec/seed000_004.md §2.2 and §2.5): a fresh momentum is
-    proposed and tested against :math:`\\hat H` (``rho=0`` of
+    (Izaguirre and Hampton 2004; Mongwe et al. 2021, PS2HMC, Theorem 1 and §III): a fresh
+    momentum is proposed and tested against :math:`\\hat H` (``rho=0`` of
     :class:`~hamiltonia.momentum.MetropolisPartialRefresh`; the original's momentum
     generation bounded by a constant ``c`` is not used), the leapfrog's proposal accepted on
     :math:`\\hat H`, the draws weighted by :math:`\\hat H - H`.""",
@@ -686,7 +687,7 @@ shmc = _preset(
 pshmc = _preset(
     "pshmc",
     """SHMC with partial momentum refreshment, the "SHMC" baseline of the PS2HMC paper
-    (spec/seed000_004.md §2.5): the refresh :math:`\\rho = 0.9` (the paper's) tested
+    (Mongwe, Mbuvha and Marwala 2021, §III): the refresh :math:`\\rho = 0.9` (the paper's) tested
     against :math:`\\hat H`, the momentum negated on rejection.""",
     n_steps=None,
     shadow="leapfrog",
@@ -695,7 +696,7 @@ pshmc = _preset(
 
 smhmc = _preset(
     "smhmc",
-    """Shadow magnetic HMC (Mongwe, Mbuvha and Marwala 2021; spec/seed000_004.md §3,
+    """Shadow magnetic HMC (Mongwe, Mbuvha and Marwala 2022, SMHMC,
     Algorithm 3): the magnetic leapfrog with the research's field, its shadow with the
     magnetic term of the corrected sign (``shadow_sign="printed"`` for the paper's), a
     partial refresh :math:`\\rho = 0.7` tested against the shadow, the momentum and the
@@ -713,11 +714,11 @@ _ANTITHETIC = """
     normals; the estimate is the pair mean, which :meth:`hamiltonia.Result.pair_summary`
     reports with its standard error and the reduction factor. The step size is adapted
     towards an acceptance of 0.95, as the research (after Piponi et al.) ran its antithetic
-    samplers (spec/seed002_ch4-10.md §6.3)."""
+    samplers (Mongwe 2022, thesis, §8.3)."""
 
 a_hmc = _preset(
     "a-hmc",
-    """Antithetic HMC (Piponi, Hoffman and Sountsov 2020; spec/seed002_ch1-3.md §2.8,
+    """Antithetic HMC (Piponi, Hoffman and Sountsov 2020; Mongwe 2022, thesis, §2.9,
     Algorithm 8)."""
     + _ANTITHETIC,
     n_steps=None,
@@ -727,7 +728,7 @@ a_hmc = _preset(
 
 a_mhmc = _preset(
     "a-mhmc",
-    """Antithetic magnetic HMC (Mongwe, Mbuvha and Marwala 2021; spec/seed002_ch4-10.md §6,
+    """Antithetic magnetic HMC (Mongwe, Mbuvha and Marwala 2021; Mongwe 2022, thesis, §8.2,
     Algorithm 14): both chains start with the same field sign, which the reflection about a
     centre of symmetry preserves."""
     + _ANTITHETIC,
@@ -739,7 +740,7 @@ a_mhmc = _preset(
 
 a_s2hmc = _preset(
     "a-s2hmc",
-    """Antithetic S2HMC (Mongwe, Mbuvha and Marwala 2021; spec/seed002_ch4-10.md §6,
+    """Antithetic S2HMC (Mongwe, Mbuvha and Marwala 2021; Mongwe 2022, thesis, §8.2,
     Algorithm 15): each chain pre- and post-processes and carries its own importance
     weights; the pair estimate averages the chains' self-normalised means."""
     + _ANTITHETIC,

@@ -1,7 +1,7 @@
 """Bayesian logistic regression with automatic relevance determination (BLR-ARD).
 
 The model of the thesis's chapter 9 on South African municipal audit outcomes
-(spec/seed002_ch4-10.md §7.2, eqs 9.1-9.2; spec/seed002_ch1-3.md §4.5):
+(Mongwe 2022, thesis, §9.3, eqs. 9.1-9.2; the logistic regression of its §3.2.5):
 
 .. math::
 
@@ -15,20 +15,21 @@ with :math:`\\alpha_j` a standard deviation, and :math:`w` and :math:`\\alpha` s
 Decisions
 ---------
 * **The intercept has its own ARD scale** :math:`\\alpha_0`, as in the public reference code:
-  the spec gives the dimension with an intercept as 2·14 = 28 for the 13 ratios
-  (§7.2). Pass ``intercept_prior_scale`` to give the intercept a fixed
+  the thesis samples the weights and scales jointly, doubling the dimension (§9.3), 2·14 = 28
+  for the 13 ratios with an intercept. Pass ``intercept_prior_scale`` to give the intercept a fixed
   :math:`\\mathcal N(0, s^2)` prior instead (dimension 27 on the audit data).
 * **Unconstrained parameters** :math:`a_j = \\log\\alpha_j`. The change of variables adds the
   log-Jacobian :math:`\\log|d\\alpha_j/da_j| = a_j`, which cancels the :math:`-\\log\\alpha_j` of
-  the log-normal density, so :math:`a_j \\sim \\mathcal N(0, 1)` exactly (this is why the
-  spec says "no extra Jacobian is needed": it is already in the N(0, 1)).
+  the log-normal density, so :math:`a_j \\sim \\mathcal N(0, 1)` exactly (no extra
+  Jacobian is needed: it is already in the N(0, 1)).
 * **Reported space = sampled space.** :meth:`~hamiltonia.Target.constrain` is the identity:
   draws hold :math:`\\log\\alpha_j` under the names ``log_alpha_<feature>``. (hamiltonia
   reports constrained draws under ``target.names``, which also name the sampled coordinates,
   so mapping to :math:`\\alpha` would make one of the two wrong.) Use :func:`feature_relevance`
   or :meth:`ARDLogisticRegression.alpha` for :math:`\\alpha` itself.
 * ``jitter`` (default 0) adds a constant to every prior variance, :math:`\\alpha_j^2 + c`, as
-  the public code does with :math:`c = 0.001` (§7.2); only for reproducing that code.
+  the public code (WilsonMongwe/hybridtorch) does with :math:`c = 0.001`; only for reproducing
+  that code.
 """
 
 from __future__ import annotations
@@ -255,7 +256,7 @@ def feature_relevance(
     """Features ranked by the posterior mean of their ARD scale :math:`\\alpha_j`, highest first.
 
     A larger :math:`\\mathbb E[\\alpha_j \\mid \\text{data}]` means a more relevant feature
-    (spec/seed002_ch4-10.md §7.2, Table 9.1, averaged over all chains):
+    (Mongwe 2022, thesis, §9.3 and Table 9.1, averaged over all chains):
 
     .. math::
 

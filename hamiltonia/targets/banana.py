@@ -1,4 +1,4 @@
-"""The banana-shaped posterior (Haario et al. 1999; spec/seed002_ch1-3.md §4.1)."""
+"""The banana-shaped posterior (Haario et al. 1999; Mongwe 2022, thesis, §3.2.1)."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ class Banana(Target):
                       - \\frac{w_1^2 + w_2^2}{2\\sigma_w^2} + \\text{const}.
 
     The data are :math:`y_k \\sim \\mathcal N(1, \\sigma_y^2)` (the thesis's
-    "w₁ + w₂² = 1", read as the data-generating mean, erratum 7) drawn from
+    "w₁ + w₂² = 1", read as the data-generating mean) drawn from
     ``numpy.random.default_rng(seed)``; defaults :math:`N = 100`, :math:`\\sigma_y^2 = 4`,
     :math:`\\sigma_w^2 = 1`, seed 0 (the same data as the peer benchmarks).
 

@@ -69,8 +69,8 @@ class Target:
     #: One line shown by ``hamiltonia list``.
     description: str = ""
 
-    #: The research's settings for this kind of target (spec/seed002_ch1-3.md §4.11 and
-    #: Table 3.8; seed002_ch4-10.md §2.2), used by the recipes of the magnetic and
+    #: The research's settings for this kind of target (Mongwe 2022, thesis, §3.5 and
+    #: Table 3.8; §4.3.1), used by the recipes of the magnetic and
     #: quantum-inspired family when an option is left out: the magnetic field strength
     #: :math:`g` (0.2 for the logistic regressions, 0.1 otherwise), the vol-of-vol
     #: :math:`\beta` of a random mass (0.1 for banana and Australian credit, 0.3 otherwise)

@@ -1,4 +1,4 @@
-"""Bayesian neural network regression (spec/seed002_ch1-3.md §4.6-4.8, seed002_ch4-10.md §1.7).
+"""Bayesian neural network regression (Mongwe 2022, thesis, §3.2.6-3.2.8).
 
 The network of the thesis's eq. 3.8: one hidden layer of ``H = 5`` tanh units and a linear
 output,
@@ -10,8 +10,8 @@ output,
 so :math:`D = dH + 2H + 1 = 5d + 11` parameters (Table 3.2: d = 4, 5, 8, 9 give 31, 36, 51,
 56 for power, airfoil, concrete, protein).
 
-Decisions (the thesis leaves them open, spec §4.6 [GAP] and erratum 10)
------------------------------------------------------------------------
+Decisions (the thesis, §3.2.6, leaves them open)
+------------------------------------------------
 * **Likelihood** :math:`y_i \\sim \\mathcal N(f(x_i), \\sigma^2)` with a fixed noise scale
   :math:`\\sigma` (``noise_scale``). The thesis says "the negative log-likelihood is the sum of
   squared errors", i.e. :math:`U_{\\text{lik}} = \\sum_i (y_i - f(x_i))^2`, which is the
@@ -23,11 +23,11 @@ Decisions (the thesis leaves them open, spec §4.6 [GAP] and erratum 10)
   as noise, a deliberately conservative (wide) likelihood. The predictive mean still follows
   the signal (on concrete the test residual sd is about 0.3 in these units); pass a smaller
   ``noise_scale`` for a sharper posterior. The features are standardised by
-  :func:`hamiltonia.datasets.load` (spec §4.8: "features normalised").
+  :func:`hamiltonia.datasets.load` (thesis §3.2.8: the features "were normalised").
   :meth:`BayesianNeuralNetwork.predict` maps back to the original scale of ``y``.
 * **Prior** :math:`\\theta_k \\sim \\mathcal N(0, s^2)` on every weight and bias, with
-  :math:`s = 1` (``prior_scale``): the regression prior of the other seed thesis
-  (spec/seed001_003.md §A.8.1, :math:`p(\\omega) = \\mathcal N(0, I)`, also hamiltorch's
+  :math:`s = 1` (``prior_scale``): the regression prior of Cobb and Jalaian
+  (2021, §5.1, :math:`p(\\omega) = \\mathcal N(0, I)`, also hamiltorch's
   default). With standardised inputs and outputs, unit-scale weights keep the tanh units in
   their responsive range and allow outputs of the target's own scale. The thesis uses the
   BLR prior :math:`\\alpha = 10` only for BLR; on a tanh network such a wide prior mostly
@@ -43,7 +43,7 @@ feature-major, named ``w_<feature>_<j>``, then ``a_<j>``, ``v_<j>`` and ``b``
 The registered targets ``bnn-power``, ``bnn-airfoil``, ``bnn-concrete`` and ``bnn-protein`` fit
 the training split of :func:`hamiltonia.datasets.load` (random 90/10) and keep the test split
 for :meth:`BayesianNeuralNetwork.predict` and :meth:`BayesianNeuralNetwork.metrics`
-(MSE, RMSE, MAE, :math:`R^2`; spec §4.10).
+(MSE, RMSE, MAE, :math:`R^2`; thesis §3.4.3).
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ __all__ = [
 
 #: :math:`\sigma = 1/\sqrt2`: the thesis's "negative log-likelihood = sum of squared errors".
 DEFAULT_NOISE_SCALE = 1.0 / math.sqrt(2.0)
-#: :math:`s = 1`: N(0, I) prior on all weights (spec/seed001_003.md §A.8.1).
+#: :math:`s = 1`: N(0, I) prior on all weights (Cobb and Jalaian 2021, §5.1).
 DEFAULT_PRIOR_SCALE = 1.0
 
 # Cap on the elements of one (draws, rows, hidden) block in predict.
@@ -112,7 +112,7 @@ class BayesianNeuralNetwork(RegressorTarget, Target):
 
     with :math:`y` standardised by the training mean and standard deviation (see the module
     docs for the defaults :math:`\\sigma = 1/\\sqrt2`, :math:`s = 1` and why;
-    spec/seed002_ch1-3.md §4.6). With :math:`Z = XW + \\mathbf 1 a^\\top`,
+    Mongwe 2022, thesis, §3.2.6). With :math:`Z = XW + \\mathbf 1 a^\\top`,
     :math:`T = \\tanh Z`, :math:`r = (y - f)/\\sigma^2` and :math:`S = 1 - T^2`, the gradient
     is back-propagation,
 
@@ -356,7 +356,7 @@ class BayesianNeuralNetwork(RegressorTarget, Target):
         return self.y_mean_ + self.y_scale_ * total
 
     def metrics(self, draws, log_weights=None) -> dict[str, float]:
-        """Test-split regression metrics of the posterior predictive mean (spec §4.10).
+        """Test-split regression metrics of the posterior predictive mean (thesis §3.4.3).
 
         .. math::
 

@@ -1,6 +1,6 @@
 """Bayesian neural networks with ARD priors whose precisions are Gibbs-sampled.
 
-The model (spec/seed001_003.md, B.4; thesis ch. 4 of seed 003): the network weights fall in
+The model (Mbuvha 2021, thesis, §4.2, eqs. 4.1-4.3 and Algorithm 4.1): the network weights fall in
 groups :math:`c` with precisions :math:`\\alpha_c`,
 
 .. math::

@@ -1,4 +1,4 @@
-"""Neal's funnel (Neal 2003; spec/seed002_ch1-3.md §4.3)."""
+"""Neal's funnel (Neal 2003; Mongwe 2022, thesis, §3.2.3)."""
 
 from __future__ import annotations
 
@@ -36,8 +36,8 @@ class Funnel(Target):
                          - \\sum_{i=1}^{n_x}\\Bigl(\\frac{x_i^2 e^{-v}}{2} + \\frac v2\\Bigr)
 
     Parameters are ordered :math:`(v, x_1, \\dots, x_{n_x})`, so ``dim = n_x + 1``: the
-    thesis's "D = 25" is read as 25 x's plus v, 26 parameters in all (erratum 8; the peer
-    benchmarks use the same reading). Exact moments: :math:`v` has mean 0 and variance
+    thesis's "D = 25" is read as 25 x's plus v, 26 parameters in all (§3.2.3 is ambiguous;
+    the peer benchmarks use the same reading). Exact moments: :math:`v` has mean 0 and variance
     :math:`\\sigma^2`; each :math:`x_i` has mean 0 and variance
     :math:`\\mathbb E[e^v] = e^{\\sigma^2/2}`.
     """

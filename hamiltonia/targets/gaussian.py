@@ -1,4 +1,4 @@
-"""Gaussian targets (spec/seed002_ch1-3.md §4.2)."""
+"""Gaussian targets (Mongwe 2022, thesis, §3.2.2)."""
 
 from __future__ import annotations
 
@@ -149,12 +149,12 @@ def gaussian(dim: int = 10, seed: int = 1) -> DiagonalGaussian:
 
 
 def gaussian_d10() -> DiagonalGaussian:
-    """Diagonal Gaussian, D=10, log-normal scales (thesis §3.1.2)."""
+    """Diagonal Gaussian, D=10, log-normal scales (thesis §3.2.2)."""
     return DiagonalGaussian(10)
 
 
 def gaussian_d50() -> DiagonalGaussian:
-    """Diagonal Gaussian, D=50, log-normal scales (thesis §3.1.2)."""
+    """Diagonal Gaussian, D=50, log-normal scales (thesis §3.2.2)."""
     return DiagonalGaussian(50)
 
 

@@ -1,5 +1,5 @@
-"""Bayesian Merton jump-diffusion on daily log returns (spec/seed002_ch1-3.md §4.4, §4.7-4.8;
-spec/seed002_ch4-10.md §1.7).
+"""Bayesian Merton jump-diffusion on daily log returns (Merton 1976;
+Mongwe 2022, thesis, §3.2.4 and §3.2.7-3.2.8).
 
 The model of the thesis's eqs. 3.4-3.5: the log price follows
 
@@ -16,15 +16,15 @@ eq. 3.5, **truncated to its first 10 terms** :math:`n = 0, \\dots, 9` (as in the
     p(r \\mid \\theta) = \\sum_{n=0}^{9} \\frac{e^{-\\lambda\\tau}(\\lambda\\tau)^n}{n!}\\,
         \\mathcal N\\bigl(r;\\ a\\tau + n a_J,\\ b^2\\tau + n b_J^2\\bigr).
 
-Decisions (spec §4.4 [GAP], erratum 10)
----------------------------------------
+Decisions (the thesis, §3.2.4, leaves them open)
+------------------------------------------------
 * **τ = 1: time is counted in trading days** (``tau``). The data are daily log returns
   :math:`r_i = \\log(S_i/S_{i-1})` of consecutive trading days (weekends and holidays are not
   steps), so :math:`a` is the drift per day, :math:`b` the daily diffusive volatility and
   :math:`\\lambda` the expected number of jumps per day. With :math:`\\lambda\\tau` of order
   0.01-1 the ten terms hold all but :math:`P(K \\ge 10) \\le 1.1\\cdot10^{-7}` of the mixture
-  (at :math:`\\lambda\\tau = 1`). The mean is :math:`a\\tau` as printed in eq. 3.5 (the spec
-  notes the SDE drift is :math:`a - b^2/2`; eq. 3.5 is implemented as written, so :math:`a`
+  (at :math:`\\lambda\\tau = 1`). The mean is :math:`a\\tau` as printed in eq. 3.5 (the SDE of
+  eq. 3.4 has the drift :math:`a - b^2/2`; eq. 3.5 is implemented as written, so :math:`a`
   is the drift of :math:`\\ln X`).
 * **Positive parameters on the log scale.** The sampled vector is
   :math:`\\theta = (a, \\log b, \\log\\lambda, a_J, \\log b_J)`, named ``a``, ``log_b``,
@@ -60,7 +60,7 @@ in the thesis's Table 3.8, and mixes slowly in the log-scale parameters. An adap
 mass matrix (``hm.sample(..., metric="diagonal")``) removes most of that.
 
 The registered targets ``jdp-sp500``, ``jdp-btc`` and ``jdp-usdzar`` fit the training returns
-of :func:`hamiltonia.datasets.load` (the earliest 90 %, spec §4.8) and keep the later 10 % for
+of :func:`hamiltonia.datasets.load` (the earliest 90 %, thesis §3.2.8) and keep the later 10 % for
 :meth:`MertonJumpDiffusion.predictive_log_density`.
 """
 

@@ -1,4 +1,4 @@
-"""Bayesian logistic regression (spec/seed002_ch1-3.md §4.5, spec/seed002_ch4-10.md §1.7).
+"""Bayesian logistic regression (Mongwe 2022, thesis, §3.2.5).
 
 The likelihood is the corrected one of the thesis's eq. 3.6 (erratum: the thesis prints
 ``log(wᵀx)`` without the sigmoid and calls it the negative log-likelihood), the prior is
@@ -139,7 +139,7 @@ class LogisticRegression(ClassifierTarget, Target):
         \\qquad z = \\tilde X w,\\ \\tilde X = [\\mathbf 1, X],
 
     with :math:`w = (w_0, w_1, \\dots, w_p)` (intercept first) and prior standard deviation
-    :math:`\\alpha` (``prior_scale``, default 10; spec/seed002_ch1-3.md §4.5). Gradient:
+    :math:`\\alpha` (``prior_scale``, default 10; Mongwe 2022, thesis, §3.2.5). Gradient:
     :math:`\\tilde X^\\top(y - \\sigma(z)) - w/\\alpha^2`; Hessian-vector product:
     :math:`-\\tilde X^\\top \\operatorname{diag}(s(1-s))\\tilde X v - v/\\alpha^2` with
     :math:`s = \\sigma(z)`.

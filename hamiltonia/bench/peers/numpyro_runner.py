@@ -2,7 +2,7 @@
 ``potential_fn``, Stan-style windowed adaptation of a diagonal mass matrix and dual averaging
 of the step size (target acceptance 0.8), per chain.
 
-Pitfalls handled (spec/peers_baseline.md):
+Pitfalls handled (found while measuring the peers; see ``docs/benchmarks.rst``):
 
 * ``HMC(num_steps=L)`` ignores the adapted step size unless ``trajectory_length=None``.
 * NumPyro re-jits its sampling loop on every ``warmup``/``run`` call, so a plain second call
