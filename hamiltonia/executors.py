@@ -31,7 +31,6 @@ Executors:
 
 from __future__ import annotations
 
-import json
 import multiprocessing
 import os
 import pickle
@@ -171,12 +170,17 @@ def _run_chain_task(task: ChainTask) -> dict:
             task.checkpoint_path, overwrite=part is None, continuing=part is not None
         )
     names = list(target.reported_names)
-    saved = {"at": 0.0, "count": 0}
+    saved = {"at": 0.0, "count": 0, "shown": 0.0}
 
     def checkpoint(current):
         import time
 
-        if run_file is None or time.perf_counter() - saved["at"] < task.checkpoint_seconds:
+        now = time.perf_counter()
+        if task.checkpoint_path is not None and now - saved["shown"] >= POLL_SECONDS:
+            # A few bytes for the calling process's progress bar, between checkpoints.
+            _tell_progress(task, rec.n_done)
+            saved["shown"] = now
+        if run_file is None or now - saved["at"] < task.checkpoint_seconds:
             return
         q, stats, weights, grads = rec.truncated()
         meta = {"names": names, "chain_state": resume_state.chain_state(current, rngs, smp)}
@@ -217,16 +221,26 @@ def _run_pickled(payload: bytes) -> dict:
     return run_chain_task(pickle.loads(payload))
 
 
-def _task_progress(task: ChainTask) -> int:
-    """Draws per chain the task has checkpointed (0 when it has none yet)."""
-    from hamiltonia.runfile import partial_dir
+def _progress_path(task: ChainTask) -> Path:
+    return task.checkpoint_path.with_suffix(".progress")
 
+
+def _tell_progress(task: ChainTask, draws: int) -> None:
+    """Replace the task's progress file (not flushed to disk: it is only for the eye)."""
+    path = _progress_path(task)
+    tmp = path.with_suffix(".progress-tmp")
+    tmp.write_text(str(draws))
+    os.replace(tmp, path)
+
+
+def _task_progress(task: ChainTask) -> int:
+    """Draws per chain the task has made, as it last told (about once a second; 0 before
+    that, or where the workers share no folder with this process)."""
     if task.checkpoint_path is None:
         return 0
     try:
-        manifest = json.loads((partial_dir(task.checkpoint_path) / "manifest.json").read_text())
-        return int(manifest["draws_done"])
-    except (OSError, ValueError, KeyError, TypeError):
+        return int(_progress_path(task).read_text())
+    except (OSError, ValueError):
         return 0
 
 

@@ -110,9 +110,16 @@ def test_a_process_pool_survives_a_killed_worker(tmp_path):
     serial = hm.sample("banana", **{k: v for k, v in kw.items() if k != "checkpoint_seconds"})
     out = tmp_path / "run.nc"
     killed = []
-    with ProcessPool(2) as pool:
+    shown = []
+
+    class WatchedPool(ProcessPool):
+        def map(self, tasks, progress):
+            return super().map(tasks, lambda done: shown.append(list(done)) or progress(done))
+
+    with WatchedPool(2) as pool:
         # The pool's processes start with its first run, which then serves the next.
         hm.sample("banana", executor=pool, **dict(RUN, draws=10))
+        shown.clear()
         processes = pool._pool._processes
         assert len(processes) == 2
         thread = threading.Thread(
@@ -125,6 +132,8 @@ def test_a_process_pool_survives_a_killed_worker(tmp_path):
     _same_run(serial, result)
     assert result.attrs["continued_tasks"]
     assert pool._pool is None  # closed with the context
+    # The progress bar saw the tasks' draws while they ran, not only when they finished.
+    assert any(0 < d < 20_000 for done in shown for d in done)
 
 
 def test_a_models_exception_is_shown_not_retried():
