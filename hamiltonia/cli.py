@@ -87,20 +87,14 @@ def _build_parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="a target parameter, e.g. -T dim=7 (repeatable)",
     )
-    sp.add_argument(
-        "--executor",
-        default=None,
-        choices=("threads", "processes", "dask"),
-        help="where the sampling iterations run (default threads, in this process)",
-    )
-    sp.add_argument("--scheduler", default=None, help="a Dask scheduler's address (tcp://...)")
-    sp.add_argument("--workers", type=int, default=None, help="worker processes (--executor)")
+    _executor_arguments(sp)
     sp.add_argument("--output", "-o", default=None, help="write the run to this netCDF file")
     sp.add_argument("--overwrite", action="store_true", help="replace an existing --output file")
     sp.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     rp = sub.add_parser("resume", help="continue an interrupted run written with --output")
     rp.add_argument("path", help="the run file")
     rp.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    _executor_arguments(rp)
     pp = sub.add_parser("plot", help="draw a diagnostic plot of a run file")
     pp.add_argument("path", help="the run file (netCDF, from --output or Result.save)")
     pp.add_argument("--kind", default="trace", help="trace, rank, pair or energy (default trace)")
@@ -205,11 +199,23 @@ def _cmd_plot(args, out) -> int:
     return 0
 
 
+def _executor_arguments(parser) -> None:
+    parser.add_argument(
+        "--executor",
+        default=None,
+        choices=("threads", "processes", "dask"),
+        help="where the sampling iterations run (default threads, in this process)",
+    )
+    parser.add_argument("--scheduler", default=None, help="a Dask scheduler's address (tcp://...)")
+    parser.add_argument("--workers", type=int, default=None, help="worker processes (--executor)")
+
+
 def _cmd_resume(args, out) -> int:
     import hamiltonia as hm
 
     with _quiet_run_warnings():
-        result = hm.resume(args.path, progress=not args.no_progress)
+        result = hm.resume(args.path, progress=not args.no_progress, executor=args.executor,
+                           scheduler=args.scheduler, workers=args.workers)  # fmt: skip
     return _report(result, result.get_target(), args.path, out)
 
 

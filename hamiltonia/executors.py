@@ -418,15 +418,17 @@ def make_executor(executor, scheduler=None, workers=None) -> Executor | None:
     )
 
 
-def task_folder(output) -> str:
-    """Where the tasks checkpoint, emptied: ``output.tasks`` beside the output (kept if the
-    run stops), or a new temporary folder for a run without output."""
+def task_folder(output, fresh: bool = True) -> str:
+    """Where the tasks checkpoint: ``output.tasks`` beside the output (kept if the run
+    stops; emptied for a ``fresh`` run, kept for a resumed one), or a new temporary folder
+    for a run without output."""
     if output is None:
         return tempfile.mkdtemp(prefix="hamiltonia-tasks-")
     folder = Path(f"{output}.tasks")
-    # Checkpoints of an earlier run that stopped belong to other chain states.
-    shutil.rmtree(folder, ignore_errors=True)
-    folder.mkdir()
+    if fresh:
+        # Checkpoints of an earlier run that stopped belong to other chain states.
+        shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(exist_ok=True)
     return str(folder)
 
 

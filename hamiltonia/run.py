@@ -171,6 +171,8 @@ class _Recorder:
     def prefill(self, previous: Result) -> None:
         """Start from the draws of an earlier, interrupted part of the same run."""
         n = previous.n_draws
+        if n == 0:  # a run spread over tasks, stopped before any task finished
+            return
         self.q[:, :n] = previous.draws
         for name, values in previous.stats.items():
             self.stats[name] = np.empty(self.shape, dtype=values.dtype)
@@ -366,7 +368,7 @@ def _chains_of(info: dict, chains: list) -> dict:
 
 
 def _sample_on(executor, smp, target, state, rngs, rec, bar, compiled, thin, run_file,
-               checkpoint_seconds, warmup):  # fmt: skip
+               checkpoint_seconds, warmup, fresh=True):  # fmt: skip
     """The sampling iterations as tasks of one chain (one antithetic pair) on ``executor``,
     from the state after warm-up; their draws go to ``rec``. Returns the tasks continued
     from a checkpoint (a worker died), by index, with the draw they continued from, and the
@@ -377,7 +379,7 @@ def _sample_on(executor, smp, target, state, rngs, rec, bar, compiled, thin, run
     units = smp.reducer.pairing(chains) or [[c] for c in range(chains)]
     info = resume_state.chain_state(state, rngs, smp)
     output = None if run_file is None else run_file.path
-    folder = executors.task_folder(output)
+    folder = executors.task_folder(output, fresh)
     common = dict(target=target, sampler=smp, draws=draws, thin=thin, compiled=compiled,
                   folder=folder, checkpoint_seconds=checkpoint_seconds,
                   reject_on=_REJECT_ON.get(), backend=array_backend.get_backend())  # fmt: skip
@@ -543,14 +545,9 @@ def sample(
     -------
     Result
     """
-    from hamiltonia.executors import make_executor
-
     reject_on = check_reject_on(reject_on)
-    runner = make_executor(executor, scheduler, workers)
-    # An executor the caller passed serves their later runs too: only one made here closes.
-    owned = runner is not None and runner is not executor
     with (
-        runner if owned else contextlib.nullcontext(),
+        _executor(executor, scheduler, workers) as runner,
         array_backend.using(backend),
         rejecting(reject_on),
     ):
@@ -560,6 +557,20 @@ def sample(
             overwrite=overwrite, checkpoint_seconds=checkpoint_seconds, options=options,
             thin=thin, save_warmup=save_warmup, executor=runner,
         )  # fmt: skip
+
+
+@contextlib.contextmanager
+def _executor(executor, scheduler, workers):
+    """The executor of ``executor=`` (``None``: this process), closed at the end if made
+    here; one the caller passed serves their later runs too."""
+    from hamiltonia.executors import make_executor
+
+    runner = make_executor(executor, scheduler, workers)
+    if runner is None or runner is executor:
+        yield runner
+        return
+    with runner:
+        yield runner
 
 
 def _json_safe(value):
@@ -781,9 +792,13 @@ def _run(target, smp, plan, rngs, seq, requested, options, run_file, *, chains, 
                                           thin, warm_rec)  # fmt: skip
             warmup_output()
             attrs["executor"] = executor.name
+            if run_file is not None:
+                # The state after warm-up: a run whose calling process dies resumes from it.
+                times["resume"] = resume_state.capture(*requested, options, state, rngs, smp)
+                persist()
             attrs["continued_tasks"], attrs["task_checkpoints"] = _sample_on(
                 executor, smp, target, state, rngs, rec, bar, plan is not None, thin, run_file,
-                checkpoint_seconds, warmup,
+                checkpoint_seconds, warmup, fresh=resume_from is None,
             )  # fmt: skip
         elif plan is None:
             state, times["t1"] = _run_numpy(
@@ -835,9 +850,16 @@ def _run(target, smp, plan, rngs, seq, requested, options, run_file, *, chains, 
 
 
 def resume(path, *, progress: bool = True, output=None, checkpoint_seconds: float = 60.0,
-           backend: str | None = None, reject_on=(),
-           overwrite: bool = False) -> Result:  # fmt: skip
+           backend: str | None = None, reject_on=(), overwrite: bool = False,
+           executor=None, scheduler: str | None = None,
+           workers: int | None = None) -> Result:  # fmt: skip
     """Continue an interrupted run saved by :func:`sample` with ``output=``.
+
+    A run spread over tasks (``executor=``) that stopped with its calling process continues
+    from its state after warm-up, its tasks from their checkpoints in ``output.tasks`` when
+    ``executor`` (and ``scheduler``, ``workers``, as in :func:`sample`) runs them again; in
+    this process (the default) the chains start again from the end of warm-up. Either way
+    the draws are those of an uninterrupted run.
 
     The run continues from the state after its last saved draw, with the generators, step
     sizes and metric it had then, so the finished draws equal those of an uninterrupted run
@@ -871,7 +893,11 @@ def resume(path, *, progress: bool = True, output=None, checkpoint_seconds: floa
     # Appending to the unfinished run in place; to another output, or from a file of an
     # earlier version (no .partial folder), the draws so far are written there anew.
     continuing = target_path == Path(path) and partial_dir(path).exists()
-    with array_backend.using(backend), rejecting(reject_on):
+    with (
+        _executor(executor, scheduler, workers) as runner,
+        array_backend.using(backend),
+        rejecting(reject_on),
+    ):
         return _sample(
             target, info["sampler"], chains=previous.n_chains, warmup=0,
             draws=int(previous.attrs["draws"]), thin=int(previous.attrs.get("thin", 1)),
@@ -879,4 +905,5 @@ def resume(path, *, progress: bool = True, output=None, checkpoint_seconds: floa
             compiled=bool(previous.attrs.get("compiled", False)), output=target_path,
             overwrite=overwrite or target_path == Path(path), checkpoint_seconds=checkpoint_seconds,
             options=dict(info["options"]), resume_from=(previous, info), continuing=continuing,
+            executor=runner,
         )  # fmt: skip

@@ -98,7 +98,16 @@ def _pid_alive(pid: int) -> bool:
         return True
     except OSError:
         return False
-    return True
+    return not _zombie(pid)
+
+
+def _zombie(pid: int) -> bool:
+    """A process that has died but is not yet reaped (Linux; elsewhere ``False``)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rfind(")") + 2 :].startswith("Z")
 
 
 class RunFile:
@@ -314,7 +323,12 @@ def read_partial(path) -> PartialRun:
     except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as err:
         raise RunFileError(f"the unfinished run in {folder} cannot be read: {err}") from None
     if not qs:
-        raise RunFileError(f"the unfinished run in {folder} holds no draws yet")
+        attrs = manifest.get("attrs", {})
+        if not (attrs.get("executor") and attrs.get("resume")):
+            raise RunFileError(f"the unfinished run in {folder} holds no draws yet")
+        # A run spread over tasks (hamiltonia.executors) records its state after warm-up
+        # before its tasks make draws: no draws, but a run to resume.
+        qs = [np.empty((int(attrs["chains"]), 0, len(manifest["names"])))]
     q = np.concatenate(qs, axis=1)
     stats = {k: np.concatenate(v, axis=1) for k, v in stats.items()}
     log_weights = np.concatenate(weights, axis=1) if weights else None

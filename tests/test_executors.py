@@ -2,7 +2,11 @@
 together, a killed worker's chains continued from their checkpoints, errors shown."""
 
 import os
+import shutil
 import signal
+import subprocess
+import sys
+import textwrap
 import threading
 import time
 from pathlib import Path
@@ -13,6 +17,7 @@ import pytest
 import hamiltonia as hm
 from hamiltonia.cli import main
 from hamiltonia.executors import ProcessPool, make_executor
+from hamiltonia.runfile import partial_dir
 
 RUN = dict(chains=4, warmup=100, draws=200, seed=7, progress=False)
 
@@ -93,14 +98,18 @@ def test_a_killed_worker_costs_no_draws(tmp_path):
     assert all(0 < d < 20_000 for d in result.attrs["continued_tasks"].values())
 
 
-def _kill_once_checkpointed(out: Path, pids, killed: list):
-    """Kill one worker process once two tasks have checkpointed (a thread's target)."""
+def _kill_once_checkpointed(out: Path, pids, killed: list, group: bool = False):
+    """Kill one worker process (or ``group``: its process group) once two tasks have
+    checkpointed (a thread's target)."""
     folder = Path(f"{out}.tasks")
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and not killed:
         if len(list(folder.glob("*.partial/manifest.json"))) >= 2:
             pid = sorted(pids())[0]
-            os.kill(pid, signal.SIGKILL)
+            if group:
+                os.killpg(pid, signal.SIGKILL)
+            else:
+                os.kill(pid, signal.SIGKILL)
             killed.append(pid)
         time.sleep(0.01)
 
@@ -222,3 +231,38 @@ def test_the_cli_runs_on_dask(tmp_path, capsys):
     assert "2 chains x 50 draws" in capsys.readouterr().out
     serial = hm.sample("banana", chains=2, warmup=50, draws=50, seed=3, progress=False)
     _same_run(serial, hm.load(path))
+
+
+DRIVER = textwrap.dedent(
+    """
+    import sys
+    import hamiltonia as hm
+
+    if __name__ == "__main__":
+        hm.sample("banana", chains=4, warmup=100, draws=20_000, seed=7, progress=False,
+                  output=sys.argv[1], checkpoint_seconds=0.0, executor="processes", workers=2)
+    """
+)
+
+
+@pytest.mark.skipif(os.name != "posix", reason="process groups")
+def test_a_run_whose_calling_process_dies_resumes_its_tasks(tmp_path):
+    """The calling process and its workers are killed (a machine lost) while the tasks run;
+    resume continues the tasks from their checkpoints, to the draws of an undisturbed run."""
+    serial = hm.sample("banana", **dict(RUN, draws=20_000))
+    script, out = tmp_path / "driver.py", tmp_path / "run.nc"
+    script.write_text(DRIVER)
+    proc = subprocess.Popen([sys.executable, str(script), str(out)], start_new_session=True)
+    killed = []
+    _kill_once_checkpointed(out, lambda: [proc.pid], killed, group=True)
+    proc.wait()
+    assert killed, "the run ended before any task checkpointed: the test tested nothing"
+    partial = hm.load(out)
+    assert partial.attrs["complete"] is False and partial.attrs["executor"] == "processes"
+    # A copy without the tasks' checkpoints resumes in this process from the end of warm-up.
+    shutil.copytree(partial_dir(out), partial_dir(tmp_path / "copy.nc"))
+    _same_run(serial, hm.resume(tmp_path / "copy.nc", progress=False))
+    resumed = hm.resume(out, executor="processes", workers=2, progress=False)
+    _same_run(serial, resumed)
+    assert resumed.attrs["continued_tasks"]  # the tasks went on from their checkpoints
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["copy.nc", "driver.py", "run.nc"]
