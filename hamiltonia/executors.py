@@ -36,6 +36,7 @@ import os
 import pickle
 import shutil
 import tempfile
+import time
 import uuid
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor
@@ -173,8 +174,6 @@ def _run_chain_task(task: ChainTask) -> dict:
     saved = {"at": 0.0, "count": 0, "shown": 0.0}
 
     def checkpoint(current):
-        import time
-
         now = time.perf_counter()
         if task.checkpoint_path is not None and now - saved["shown"] >= POLL_SECONDS:
             # A few bytes for the calling process's progress bar, between checkpoints.
@@ -200,15 +199,9 @@ def _run_chain_task(task: ChainTask) -> dict:
         )  # fmt: skip
         start = part.draws.shape[1]
     plan = run_module._choose_plan(smp, task.compiled)
-    bar = tqdm(disable=True)
     try:
-        if plan is None:
-            run_module._run_numpy(smp, target, state, rngs, 0, task.draws, rec, bar, start,
-                                  task.thin)  # fmt: skip
-        else:
-            with plan:
-                run_module._run_compiled(plan, smp, target, state, rngs, 0, task.draws, rec,
-                                         bar, start, thin=task.thin)  # fmt: skip
+        run_module._run_chains(plan, smp, target, state, rngs, 0, task.draws, rec,
+                               tqdm(disable=True), start, task.thin)  # fmt: skip
     finally:
         if run_file is not None:
             run_file.release()
@@ -430,7 +423,3 @@ def task_folder(output, fresh: bool = True) -> str:
         shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(exist_ok=True)
     return str(folder)
-
-
-def remove_folder(folder: str) -> None:
-    shutil.rmtree(folder, ignore_errors=True)

@@ -22,7 +22,15 @@ from hamiltonia import backend as array_backend
 from hamiltonia.runfile import RunFileError
 from hamiltonia.state import PhaseState
 
-__all__ = ["capture", "chain_state", "restore", "restore_metric", "restore_phase", "validate"]
+__all__ = [
+    "capture",
+    "chain_state",
+    "restore",
+    "restore_metric",
+    "restore_phase",
+    "select_chains",
+    "validate",
+]
 
 
 def _json_ready(value) -> bool:
@@ -72,6 +80,19 @@ def chain_state(state, rngs, smp) -> dict:
         "metric": metric_info,
         "sampler_state": smp.extra_state(),
     }
+
+
+def select_chains(info: dict, chains) -> dict:
+    """The part of a :func:`chain_state` that holds ``chains`` (their rows, generators and
+    step sizes; the metric and the sampler's counters are shared)."""
+    out = dict(info)
+    for key in ("q", "p", "log_prob", "grad", "rng_states"):
+        if out.get(key) is not None:
+            out[key] = [info[key][c] for c in chains]
+    out["aux"] = {k: [v[c] for c in chains] for k, v in info.get("aux", {}).items()}
+    if isinstance(info["step_size"], list):
+        out["step_size"] = [info["step_size"][c] for c in chains]
+    return out
 
 
 def _array(path, field: str, value, shape: tuple, *, finite: bool = True) -> np.ndarray:

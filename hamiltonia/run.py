@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import os
+import shutil
 import time
 import warnings
 from pathlib import Path
@@ -19,7 +20,7 @@ from hamiltonia.runfile import RunFile, RunFileError, partial_dir
 from hamiltonia.samplers.base import Sampler
 from hamiltonia.state import _REJECT_ON, ChainState, ModelError, check_reject_on, rejecting
 from hamiltonia.targets.base import Target
-from hamiltonia.thinning import kept, thin_statistic, thin_statistics
+from hamiltonia.thinning import kept, thin_group, thin_statistics
 
 __all__ = ["FallbackWarning", "InterruptedRunWarning", "make_rngs", "resume", "sample"]
 
@@ -243,19 +244,6 @@ def _draw_stats(info: dict, state) -> dict:
     return {**info, "step_size": step, "lp": state.phase.log_prob}
 
 
-def _group_stats(group: list, names, chains: int) -> dict:
-    """The statistics of a kept draw from those of the ``thin`` iterations it stands for."""
-    return {
-        name: thin_statistic(
-            name,
-            np.stack(
-                [np.broadcast_to(array_backend.to_numpy(g[name]), (chains,)) for g in group], -1
-            ),
-        )
-        for name in names
-    }
-
-
 def _run_numpy(smp, target, state, rngs, warmup, draws, rec, bar, start=0, thin=1,
                warm_rec=None):  # fmt: skip
     for it in range(warmup):
@@ -278,7 +266,11 @@ def _run_numpy(smp, target, state, rngs, warmup, draws, rec, bar, start=0, thin=
             state, info = _step(smp, state, rngs, it, "sampling")
             group.append(_draw_stats(info, state))
             bar.update(1)
-        info = group[0] if thin == 1 else _group_stats(group, names, len(rngs))
+        if thin > 1:
+            host = [{k: array_backend.to_numpy(g[k]) for k in names} for g in group]
+            info = thin_group(host, names, len(rngs))
+        else:
+            info = group[0]
         rec.record(
             k, target.constrain(state.phase.q), info, smp.log_weight(state), state,
             state.phase.grad,
@@ -346,33 +338,25 @@ def _run_compiled(plan, smp, target, state, rngs, warmup, draws, rec, bar, start
     return state, t1
 
 
-def _warm_up(plan, smp, target, state, rngs, warmup, rec, bar, thin, warm_rec):
-    """Warm-up only (no draws), on the path the run chose."""
+def _run_chains(plan, smp, target, state, rngs, warmup, draws, rec, bar, start=0, thin=1,
+                warm_rec=None):  # fmt: skip
+    """``warmup`` iterations, then kept draws ``start`` to ``draws``, on the path the run
+    chose (compiled with ``plan``, else NumPy). Returns the state and when sampling began."""
     if plan is None:
-        return _run_numpy(smp, target, state, rngs, warmup, 0, rec, bar, 0, thin, warm_rec)
+        return _run_numpy(smp, target, state, rngs, warmup, draws, rec, bar, start, thin,
+                          warm_rec)  # fmt: skip
     with plan:
-        return _run_compiled(plan, smp, target, state, rngs, warmup, 0, rec, bar, 0,
+        return _run_compiled(plan, smp, target, state, rngs, warmup, draws, rec, bar, start,
                              thin=thin, warm_rec=warm_rec)  # fmt: skip
-
-
-def _chains_of(info: dict, chains: list) -> dict:
-    """The part of a :func:`~hamiltonia.resume_state.chain_state` that holds ``chains``."""
-    out = dict(info)
-    for key in ("q", "p", "log_prob", "grad", "rng_states"):
-        if out.get(key) is not None:
-            out[key] = [info[key][c] for c in chains]
-    out["aux"] = {k: [v[c] for c in chains] for k, v in info.get("aux", {}).items()}
-    if isinstance(info["step_size"], list):
-        out["step_size"] = [info["step_size"][c] for c in chains]
-    return out
 
 
 def _sample_on(executor, smp, target, state, rngs, rec, bar, compiled, thin, run_file,
                checkpoint_seconds, warmup, fresh=True):  # fmt: skip
     """The sampling iterations as tasks of one chain (one antithetic pair) on ``executor``,
     from the state after warm-up; their draws go to ``rec``. Returns the tasks continued
-    from a checkpoint (a worker died), by index, with the draw they continued from, and the
-    number of checkpoints the tasks wrote."""
+    from a checkpoint (a worker died), by index, with the draw they continued from, the
+    number of checkpoints the tasks wrote, and the folder of those checkpoints (to remove
+    once the run's own file is safe)."""
     from hamiltonia import executors
 
     chains, draws = rec.shape
@@ -384,7 +368,9 @@ def _sample_on(executor, smp, target, state, rngs, rec, bar, compiled, thin, run
                   folder=folder, checkpoint_seconds=checkpoint_seconds,
                   reject_on=_REJECT_ON.get(), backend=array_backend.get_backend())  # fmt: skip
     tasks = [
-        executors.ChainTask(index=k, chains=tuple(unit), state=_chains_of(info, unit), **common)
+        executors.ChainTask(
+            index=k, chains=tuple(unit), state=resume_state.select_chains(info, unit), **common
+        )
         for k, unit in enumerate(units)
     ]
     bar.set_description(f"{smp.name} sampling ({executor.name})")
@@ -408,13 +394,12 @@ def _sample_on(executor, smp, target, state, rngs, rec, bar, compiled, thin, run
         None,
         None if grads[0] is None else np.concatenate(grads),
     )
-    executors.remove_folder(folder)
     continued = {
         t.index: r["continued_from"]
         for t, r in zip(tasks, results, strict=True)
         if r["continued_from"]
     }
-    return continued, sum(r["checkpoints"] for r in results)
+    return continued, sum(r["checkpoints"] for r in results), folder
 
 
 def _choose_plan(smp, compiled):
@@ -694,6 +679,7 @@ def _run(target, smp, plan, rngs, seq, requested, options, run_file, *, chains, 
         attrs["compiled"] = plan is not None
     times = {"t0": time.perf_counter(), "t1": None, "saved": time.perf_counter(), "resume": None}
     warm_rec = None
+    tasks_folder = None  # the checkpoints of an executor's tasks
     warm = {"draws": None, "stats": None}
     if resume_from is not None:
         warm.update(draws=resume_from[0].warmup_draws, stats=resume_from[0].warmup_stats)
@@ -788,38 +774,22 @@ def _run(target, smp, plan, rngs, seq, requested, options, run_file, *, chains, 
             ).tolist()
         run_warmup = warmup if resume_from is None else 0
         if executor is not None:
-            state, times["t1"] = _warm_up(plan, smp, target, state, rngs, run_warmup, rec, bar,
-                                          thin, warm_rec)  # fmt: skip
+            # Warm-up only: the tasks make the draws.
+            state, times["t1"] = _run_chains(plan, smp, target, state, rngs, run_warmup, 0, rec,
+                                             bar, 0, thin, warm_rec)  # fmt: skip
             warmup_output()
             attrs["executor"] = executor.name
             if run_file is not None:
                 # The state after warm-up: a run whose calling process dies resumes from it.
                 times["resume"] = resume_state.capture(*requested, options, state, rngs, smp)
                 persist()
-            attrs["continued_tasks"], attrs["task_checkpoints"] = _sample_on(
+            attrs["continued_tasks"], attrs["task_checkpoints"], tasks_folder = _sample_on(
                 executor, smp, target, state, rngs, rec, bar, plan is not None, thin, run_file,
                 checkpoint_seconds, warmup, fresh=resume_from is None,
             )  # fmt: skip
-        elif plan is None:
-            state, times["t1"] = _run_numpy(
-                smp, target, state, rngs, run_warmup, draws, rec, bar, start, thin, warm_rec
-            )
         else:
-            with plan:
-                state, times["t1"] = _run_compiled(
-                    plan,
-                    smp,
-                    target,
-                    state,
-                    rngs,
-                    run_warmup,
-                    draws,
-                    rec,
-                    bar,
-                    start,
-                    thin=thin,
-                    warm_rec=warm_rec,
-                )
+            state, times["t1"] = _run_chains(plan, smp, target, state, rngs, run_warmup, draws,
+                                             rec, bar, start, thin, warm_rec)  # fmt: skip
     except KeyboardInterrupt:
         if rec.n_done == 0:
             raise
@@ -844,6 +814,9 @@ def _run(target, smp, plan, rngs, seq, requested, options, run_file, *, chains, 
     result = build_result(complete=True)
     if run_file is not None:
         run_file.finish(result.save)
+    if tasks_folder is not None:
+        # Only now: until the run's own file is written, the tasks' draws live there.
+        shutil.rmtree(tasks_folder, ignore_errors=True)
     # After the file is safe: a user who turns warnings into errors still has the run.
     diagnose.warn(result.diagnose(), stacklevel=4)
     return result

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["kept", "thin_statistic", "thin_statistics"]
+__all__ = ["kept", "thin_group", "thin_statistic", "thin_statistics"]
 
 
 def thin_statistic(name: str, values: np.ndarray) -> np.ndarray:
@@ -40,6 +40,17 @@ def thin_statistics(stats: dict, thin: int) -> dict:
         grouped = values[:, : n * thin].reshape((chains, n, thin, *values.shape[2:]))
         out[name] = thin_statistic(name, np.moveaxis(grouped, 2, -1))
     return out
+
+
+def thin_group(group: list, names, chains: int) -> dict:
+    """The statistics ``names`` of one kept draw from the ``thin`` iterations' statistics
+    dicts of ``group`` (values per chain, or one value for all chains)."""
+    return {
+        name: thin_statistic(
+            name, np.stack([np.broadcast_to(np.asarray(g[name]), (chains,)) for g in group], -1)
+        )
+        for name in names
+    }
 
 
 def kept(values: np.ndarray, thin: int) -> np.ndarray:
