@@ -52,6 +52,20 @@ def test_a_process_pool_gives_the_draws_of_the_in_process_run(compiled, tmp_path
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run.nc"]  # no checkpoints left
 
 
+def test_a_compiled_user_model_runs_on_a_process_pool():
+    """A Model with backend="numba" reaches the workers (its compiled code travels as source
+    and is compiled again there) and gives the in-process draws on the compiled path."""
+    import autograd.numpy as anp
+
+    def logp(p):
+        return -0.5 * anp.sum(p["x"] ** 2, axis=-1) + anp.log(p["s"]) - p["s"]
+
+    model = hm.Model(logp, {"x": hm.real(2), "s": hm.positive()}, backend="numba")
+    kw = dict(RUN, chains=2, compiled=True)
+    serial = hm.sample(model, **kw)
+    _same_run(serial, hm.sample(model, executor="processes", workers=2, **kw))
+
+
 def test_dask_gives_the_draws_of_the_in_process_run(dask_client):
     """NUTS on the default diagonal metric, thinned, with the warm-up kept; and a dense metric
     on the NumPy path, where each task's arrays have one chain instead of four."""

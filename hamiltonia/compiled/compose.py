@@ -39,7 +39,14 @@ from pathlib import Path
 
 from hamiltonia.compiled.roles import Role
 
-__all__ = ["SAFE_FASTMATH", "CompositionError", "compose", "kernel_dir", "module_text"]
+__all__ = [
+    "SAFE_FASTMATH",
+    "CompositionError",
+    "compose",
+    "import_generated",
+    "kernel_dir",
+    "module_text",
+]
 
 #: NaN-safe fast-math: reassociation lets LLVM vectorise the sums; no flag that assumes
 #: finite values ('nnan', 'ninf', 'nsz'), which would delete the divergence checks
@@ -230,9 +237,15 @@ def compose(roles: dict[str, Callable], entry: Callable) -> Callable:
     The module is written once per distinct text (atomically, so concurrent processes
     agree) and imported by name, so numba's on-disk cache serves it to later processes.
     """
+    text, files = module_text(roles, entry)
+    return import_generated(text, files, "hk_").chain
+
+
+def import_generated(text: str, files=(), prefix: str = "hk_") -> types.ModuleType:
+    """The module of source ``text``, written into :func:`kernel_dir` under a name hashing
+    the text, numba's version and the source ``files`` it imports from, and imported."""
     import numba
 
-    text, files = module_text(roles, entry)
     digest = hashlib.sha256(text.encode())
     digest.update(numba.__version__.encode())
     for file in sorted(files):
@@ -240,9 +253,9 @@ def compose(roles: dict[str, Callable], entry: Callable) -> Callable:
             digest.update(Path(file).read_bytes())
         except OSError:
             digest.update(file.encode())
-    name = "hk_" + digest.hexdigest()[:20]
+    name = prefix + digest.hexdigest()[:20]
     if name in _LOADED:
-        return _LOADED[name].chain
+        return _LOADED[name]
     folder = kernel_dir()
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name}.py"
@@ -255,4 +268,4 @@ def compose(roles: dict[str, Callable], entry: Callable) -> Callable:
     importlib.invalidate_caches()
     module = importlib.import_module(name)
     _LOADED[name] = module
-    return module.chain
+    return module

@@ -26,6 +26,7 @@ __all__ = [
     "accepts_batches",
     "autograd_functions",
     "jax_functions",
+    "numba_functions",
 ]
 
 
@@ -221,11 +222,14 @@ class Target:
         names: Sequence[str] | None = None,
         *,
         vectorized: bool | None = None,
+        backend: str = "autograd",
     ) -> FunctionTarget:
         """A target from a log density written with ``autograd.numpy``.
 
         The gradient and the Hessian-vector product come from autograd
-        (reverse mode, and forward-over-reverse for the HVP).
+        (reverse mode, and forward-over-reverse for the HVP); with ``backend="numba"``, the
+        log density and its gradient are compiled from autograd's trace
+        (:func:`numba_functions`) and run on the compiled path.
 
         Parameters
         ----------
@@ -242,9 +246,17 @@ class Target:
             three points and on each of them (:func:`accepts_batches`); when it does not,
             the function is applied row by row and a :class:`RowByRowWarning` says what a
             gradient costs that way.
+        backend : {"autograd", "numba"}
+            How the gradient is taken (above).
         """
         if not callable(logp):
             raise TypeError(f"logp must be callable, got {type(logp).__name__}")
+        if backend == "numba":
+            log_prob, lp_grad, hvp, kernel = numba_functions(logp, dim, "logp")
+            return FunctionTarget(log_prob, lp_grad, dim=dim, names=names, hvp=hvp,
+                                  vectorized=True, numba_target=kernel)  # fmt: skip
+        if backend != "autograd":
+            raise ValueError(f"backend must be 'autograd' or 'numba', got {backend!r}")
         log_prob, lp_grad, hvp, vectorized = autograd_functions(logp, dim, vectorized, "logp")
         return FunctionTarget(log_prob, lp_grad, dim=dim, names=names, hvp=hvp,
                               vectorized=vectorized)  # fmt: skip
@@ -346,8 +358,8 @@ def autograd_functions(f: Callable, dim: int, vectorized: bool | None, label: st
             warnings.warn(
                 f"{label} is evaluated one chain at a time, {cost * 1e3:.3g} ms per gradient "
                 f"here, because {reason}. Write it for a batch of positions (leading axes for "
-                "the chains) to have one call serve all chains, or use Target.from_jax; "
-                "vectorized=False silences this",
+                "the chains) to have one call serve all chains, or compile it as it is with "
+                "backend='numba'; vectorized=False silences this",
                 RowByRowWarning,
                 stacklevel=4,
             )
@@ -369,6 +381,32 @@ def autograd_functions(f: Callable, dim: int, vectorized: bool | None, label: st
         return hess_vec(x)[0](v)
 
     return f, lp_grad, hvp, vectorized
+
+
+def numba_functions(f: Callable, dim: int, label: str = "logp"):
+    """``(log_prob, log_prob_and_grad, hvp, kernel)`` of a log density ``f`` of one point
+    written with ``autograd.numpy``, compiled by numba with a gradient generated from
+    autograd's trace (:func:`hamiltonia.compiled.user_target.compile_log_density`): the
+    NumPy path calls the compiled function on each chain, the compiled path calls ``kernel``
+    inside the chain kernel. The Hessian-vector product (for the shadow samplers) comes from
+    autograd.
+
+    Raises
+    ------
+    hamiltonia.compiled.trace.TraceError
+        (a ``ValueError``) when ``f`` uses a function without a compiled derivative, or
+        its computation depends on the parameters' values.
+    """
+    from hamiltonia.compiled.user_target import compile_log_density
+
+    dim = check_dim(dim)
+    kernel = compile_log_density(f, dim, label)
+    _, _, hvp, _ = autograd_functions(f, dim, accepts_batches(f, dim)[0], label)
+
+    def log_prob(x):
+        return kernel.rows(x)[0]
+
+    return log_prob, kernel.rows, hvp, kernel
 
 
 def jax_functions(f: Callable, dim: int):
@@ -427,6 +465,8 @@ class FunctionTarget(Target):
     vectorized : bool
         Whether the functions accept a batch ``(..., dim)``. If not, batches are evaluated
         row by row.
+    numba_target : NumbaTarget, optional
+        The same log density compiled, for the compiled path (:meth:`numba_kernel`).
     """
 
     def __init__(
@@ -438,6 +478,7 @@ class FunctionTarget(Target):
         *,
         hvp: Callable | None = None,
         vectorized: bool = False,
+        numba_target=None,
     ):
         super().__init__(dim, names)
         for name, fn in (("log_prob", log_prob), ("log_prob_and_grad", log_prob_and_grad)):
@@ -449,6 +490,10 @@ class FunctionTarget(Target):
         self._log_prob_and_grad = log_prob_and_grad
         self._hvp = hvp
         self.vectorized = bool(vectorized)
+        self._numba_target = numba_target
+
+    def numba_kernel(self):
+        return self._numba_target
 
     @property
     def has_hvp(self) -> bool:

@@ -38,7 +38,12 @@ import numpy as np
 
 from hamiltonia.constraints import Real
 from hamiltonia.parameters import ParameterLayout, axis_names, element_names
-from hamiltonia.targets.base import FunctionTarget, autograd_functions, jax_functions
+from hamiltonia.targets.base import (
+    FunctionTarget,
+    autograd_functions,
+    jax_functions,
+    numba_functions,
+)
 
 __all__ = ["Model"]
 
@@ -73,10 +78,15 @@ class Model(FunctionTarget):
     vectorized : bool or None
         Whether the functions accept blocks with the chains as leading axes; ``None``
         finds out.
-    backend : {"autograd", "jax"}
-        ``"jax"`` (as :meth:`Target.from_jax <hamiltonia.Target.from_jax>`): the functions
-        take one point and are written with ``jax.numpy``; JAX compiles them, maps them
-        over the chains and differentiates them.
+    backend : {"autograd", "numba", "jax"}
+        ``"autograd"``: the gradient from autograd, on the NumPy path. ``"numba"``: the
+        same ``logp`` (written with ``autograd.numpy``), recorded once and compiled by numba
+        with a generated reverse-mode gradient (:mod:`hamiltonia.compiled.user_target`), so
+        that the whole chain, NUTS included, runs compiled; ``log_likelihood`` and
+        ``generated`` stay on autograd. ``"jax"`` (as :meth:`Target.from_jax
+        <hamiltonia.Target.from_jax>`): the functions take one point and are written with
+        ``jax.numpy``; JAX compiles them, maps them over the chains and differentiates
+        them.
     """
 
     def __init__(
@@ -109,8 +119,12 @@ class Model(FunctionTarget):
             values, log_jac = layout.constrain(z, xp)
             return logp(values) + log_jac
 
+        kernel = None
         if backend == "jax":
             log_prob, lp_grad, hvp = jax_functions(log_density, layout.dim)
+            vectorized = True
+        elif backend == "numba":
+            log_prob, lp_grad, hvp, kernel = numba_functions(log_density, layout.dim)
             vectorized = True
         else:
             log_prob, lp_grad, hvp, vectorized = autograd_functions(
@@ -121,7 +135,8 @@ class Model(FunctionTarget):
             for name, p in layout.params.items()
             for n in element_names(name, p.unconstrained_shape if p.shape else ())
         ]
-        super().__init__(log_prob, lp_grad, layout.dim, names, hvp=hvp, vectorized=vectorized)
+        super().__init__(log_prob, lp_grad, layout.dim, names, hvp=hvp, vectorized=vectorized,
+                         numba_target=kernel)  # fmt: skip
         self._coords = {str(k): list(v) for k, v in (coords or {}).items()}
         self._observed = None if observed_data is None else {
             str(k): np.asarray(v) for k, v in observed_data.items()
@@ -238,8 +253,9 @@ class Model(FunctionTarget):
         return f"Model({', '.join(self.layout.params)}; dim={self.dim})"
 
 
-#: How a model's gradient is taken: autograd (NumPy code) or JAX (``jax.numpy`` code).
-BACKENDS = ("autograd", "jax")
+#: How a model's gradient is taken: autograd (NumPy code), numba (the same NumPy code,
+#: compiled with a generated gradient) or JAX (``jax.numpy`` code).
+BACKENDS = ("autograd", "numba", "jax")
 
 
 def _namespace(backend: str):

@@ -88,3 +88,45 @@ def test_second_process_hits_the_cache_and_edits_are_never_stale(tmp_path):
     fresh_env = {**env, "NUMBA_CACHE_DIR": str(tmp_path / "numba2"),
                  "HAMILTONIA_KERNEL_DIR": str(tmp_path / "kernels2")}  # fmt: skip
     assert _run(tmp_path, fresh_env)[2] == edited[2]
+
+
+MODEL_SCRIPT = """
+import sys
+import autograd.numpy as np
+import hamiltonia as hm
+
+y = np.linspace(0.0, 1.0, 5) * float(sys.argv[1])
+power = int(sys.argv[2])
+
+
+def logp(p):
+    return -0.5 * np.sum((y - p["mu"]) ** power) - p["s"] ** 2 + np.log(p["s"])
+
+
+model = hm.Model(logp, {"mu": hm.real(), "s": hm.positive()}, backend="numba")
+kernel = model.numba_kernel()
+print(kernel.function.cache_hits, repr(float(kernel.evaluate(np.array([0.3, -0.2]))[0])))
+"""
+
+
+def test_a_compiled_model_is_cached_by_its_structure_not_its_data(tmp_path):
+    """The code generated for a user's model is cached on disk: a second process compiles
+    nothing, new data of the same shapes reuse it (and are used), and a model that
+    computes something else gets code of its own."""
+    env = {**os.environ, "HAMILTONIA_KERNEL_DIR": str(tmp_path / "kernels")}
+
+    def run(scale, power):
+        out = subprocess.run([sys.executable, "-c", MODEL_SCRIPT, str(scale), str(power)],
+                             env=env, capture_output=True, text=True, check=True)  # fmt: skip
+        hits, value = out.stdout.split()
+        return int(hits), float(value)
+
+    hits, first = run(1.0, 2)
+    assert hits == 0
+    hits, again = run(1.0, 2)
+    assert hits == 1 and again == first
+    hits, other_data = run(3.0, 2)
+    assert hits == 1 and other_data != first
+    hits, _ = run(1.0, 4)
+    assert hits == 0
+    assert len(list((tmp_path / "kernels").glob("hg_*.py"))) == 2

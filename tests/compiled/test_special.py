@@ -45,3 +45,16 @@ def test_softplus_and_sigmoid():
     softplus_sigmoid(z, sp[:2], sg[:2], np.empty(2), np.empty(2, np.int64))
     np.testing.assert_array_equal(sp[:2], [0.0, 1e4])
     np.testing.assert_array_equal(sg[:2], [0.0, 1.0])
+
+
+def test_lgamma_and_digamma_against_scipy():
+    from scipy import special as sp
+
+    from hamiltonia.compiled.special import digamma, lgamma
+
+    x = np.concatenate([np.linspace(-4.5, -0.01, 97), np.geomspace(1e-6, 1e6, 200)])
+    x = x[np.abs(x - np.round(x)) > 1e-3]  # away from the poles at 0, -1, -2, ...
+    np.testing.assert_allclose(lgamma(x), sp.gammaln(x), rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(digamma(x), sp.digamma(x), rtol=1e-12, atol=1e-12)
+    with np.errstate(invalid="ignore"):
+        assert np.isnan(digamma(np.array([0.0, -2.0, np.inf]))).all()

@@ -1,0 +1,139 @@
+"""The generated compiled log densities and gradients (hamiltonia.compiled.adjoint_source)
+against autograd's, rule by rule, and the errors of densities they cannot represent.
+
+Each density below exercises a group of rules; :func:`compile_log_density` itself compares
+the compiled value and gradient with autograd's at three points when it builds them, and
+the tests compare again at other points, far from the ones it was traced at."""
+
+import autograd
+import autograd.numpy as np
+import autograd.scipy.special as special
+import autograd.scipy.stats.norm as norm
+import numpy as onp
+import pytest
+
+from hamiltonia.compiled.adjoint_source import supported_functions
+from hamiltonia.compiled.trace import TraceError
+from hamiltonia.compiled.user_target import compile_log_density
+
+DATA = onp.linspace(-1.0, 2.0, 6)
+INDEX = onp.array([0, 2, 2, 5])
+MASK = onp.array([True, False, True, True, False, True])
+MATRIX = onp.arange(12.0).reshape(4, 3) / 10
+
+
+def unary(x):
+    pos = np.exp(0.3 * x)
+    terms = [
+        np.log(pos + 1.0), np.sqrt(pos), np.log1p(pos), np.expm1(0.1 * x), np.tanh(x),
+        np.sinh(0.2 * x), np.cosh(0.2 * x), np.sin(x), np.cos(x), np.arctan(x), np.abs(x),
+        np.square(x), 1.0 / pos, np.reciprocal(pos), -x, x**3, pos**0.5, pos**x, 2.0**x,
+        special.expit(x), special.gammaln(pos + 0.5), np.exp(x) * DATA,
+    ]  # fmt: skip
+    return sum(np.sum(t) for t in terms)
+
+
+def binary(x):
+    m = np.reshape(x, (2, 3))
+    row, col = m[0], m[:, :1]
+    terms = [
+        m * row, m / (2.0 + np.exp(col)), np.logaddexp(m, col), np.logaddexp(0.0, m),
+        np.maximum(m, row), np.minimum(m, 0.1), m - col, np.exp(col) ** row,
+        np.where(m > 0.2, m, 2.0 * m), np.where(m < DATA.reshape(2, 3), m * m, 1.0),
+        (m >= 0.0) * m, np.sign(m) * m, np.floor(3.0 * m) + m,
+    ]  # fmt: skip
+    return sum(np.sum(t) for t in terms)
+
+
+def shapes(x):
+    m = np.reshape(x, (2, 3))
+    cube = np.reshape(np.concatenate([x, x * x]), (2, 3, 2))
+    terms = [
+        np.sum(m, axis=0) * DATA[:3], np.sum(m, axis=1, keepdims=True) * m,
+        np.mean(cube, axis=(0, 2)), np.sum(cube, axis=-1) ** 2, np.mean(x) * x,
+        np.max(x) * x, np.min(m), np.cumsum(x) ** 2, np.transpose(m) * MATRIX[:3, :2],
+        m.T, np.ravel(m) * DATA, np.squeeze(m[:1]), np.expand_dims(x, 0) ** 2,
+        np.stack([x, 2 * x], axis=1) ** 2, np.array([x[0], x[3] * x[1], 2.0]) ** 2,
+        special.logsumexp(x), x[2], x[1:5:2] ** 2, x[::-1] * DATA, x[None, :] * DATA,
+        m[..., 1] ** 2, x[INDEX] ** 2, x[MASK] * DATA[:4], m[onp.array([1, 1, 0])] ** 2,
+        np.concatenate([m, m * m], axis=1) ** 2,
+    ]  # fmt: skip
+    return sum(np.sum(t) for t in terms)
+
+
+def linear(x):
+    v, w = x[:3], x[3:]
+    a = np.reshape(np.concatenate([x, x]), (4, 3))
+    terms = [
+        np.dot(v, w), np.dot(MATRIX, v) ** 2, np.dot(v, MATRIX.T) * 0.5, a @ v, v @ a.T,
+        np.dot(a.T, a), np.matmul(MATRIX, w), 2.0 * np.dot(w, 3.0),
+        norm.logpdf(DATA, x, np.exp(0.1 * x)), norm.logpdf(x), norm.logpdf(x[0], 1.0, 2.0),
+    ]  # fmt: skip
+    return sum(np.sum(t) for t in terms)
+
+
+@pytest.mark.parametrize("density", [unary, binary, shapes, linear])
+def test_compiled_gradient_equals_autograds(density):
+    target = compile_log_density(density, 6, density.__name__)
+    reference = autograd.value_and_grad(density)
+    for point in onp.random.default_rng(7).normal(scale=1.5, size=(5, 6)):
+        lp, grad = target.evaluate(point)
+        want_lp, want_grad = reference(point)
+        onp.testing.assert_allclose(lp, want_lp, rtol=1e-10)
+        onp.testing.assert_allclose(grad, want_grad, rtol=1e-9, atol=1e-9)
+    # A batch of rows gives each row's values.
+    rows = onp.random.default_rng(8).normal(size=(2, 3, 6))
+    lps, grads = target.rows(rows)
+    assert lps.shape == (2, 3) and grads.shape == (2, 3, 6)
+    onp.testing.assert_allclose(grads[1, 2], reference(rows[1, 2])[1], rtol=1e-9, atol=1e-9)
+
+
+def test_the_data_go_into_arrays_not_the_source():
+    big = onp.random.default_rng(0).normal(size=50)
+
+    def density(x):
+        return -0.5 * np.sum((big - x[0]) ** 2) - 0.5 * x[1] ** 2
+
+    target = compile_log_density(density, 2)
+    assert "fdata[0:50]" in target.source and repr(float(big[0])) not in target.source
+    onp.testing.assert_array_equal(target.fdata, big)
+
+
+def test_branching_on_a_parameter_is_refused_with_the_way_out():
+    def density(x):
+        if x[0] > 0:
+            return -np.sum(x**2)
+        return -np.sum(x**4)
+
+    with pytest.raises(TraceError, match=r"np\.where"):
+        compile_log_density(density, 2)
+
+
+def test_a_computation_that_changes_between_points_is_caught():
+    calls = []
+
+    def density(x):  # a different computation after the point it was recorded at
+        calls.append(1)
+        return -np.sum(x**2) if len(calls) == 1 else -np.sum(x**4)
+
+    with pytest.raises(TraceError, match="differs from autograd"):
+        compile_log_density(density, 2)
+
+
+def test_a_function_without_a_compiled_derivative_is_named_with_the_alternatives():
+    with pytest.raises(TraceError, match=r"sort has no compiled derivative.*logaddexp"):
+        compile_log_density(lambda x: np.sum(np.sort(x) * DATA[:3]), 3)
+
+
+@pytest.mark.parametrize(
+    "density, message",
+    [(lambda x: x * 2.0, "one number"), (lambda x: 1.0, "does not depend")],
+)
+def test_what_is_not_a_log_density_is_refused(density, message):
+    with pytest.raises(TraceError, match=message):
+        compile_log_density(density, 3)
+
+
+def test_the_supported_functions_are_listed_by_name():
+    names = supported_functions()
+    assert {"exp", "logaddexp", "indexing", "dot", "gammaln", "logpdf"} <= set(names)
