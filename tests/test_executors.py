@@ -95,7 +95,7 @@ def test_an_antithetic_pair_is_one_task(dask_client):
 
 def test_a_killed_worker_costs_no_draws(tmp_path):
     distributed = pytest.importorskip("distributed")
-    kw = dict(RUN, draws=20_000, checkpoint_seconds=0.0)
+    kw = dict(RUN, chains=2, draws=20_000, checkpoint_seconds=0.0)
     serial = hm.sample("banana", **{k: v for k, v in kw.items() if k != "checkpoint_seconds"})
     out = tmp_path / "run.nc"
     killed = []
@@ -104,10 +104,12 @@ def test_a_killed_worker_costs_no_draws(tmp_path):
                                  dashboard_address=":0") as cluster,
         distributed.Client(cluster) as client,
     ):  # fmt: skip
-        thread = threading.Thread(
-            target=_kill_once_checkpointed,
-            args=(out, lambda: client.run(os.getpid).values(), killed),
-        )
+
+        def busy_workers():  # a worker between tasks would be killed for nothing
+            busy = client.processing()
+            return [pid for address, pid in client.run(os.getpid).items() if busy.get(address)]
+
+        thread = threading.Thread(target=_kill_once_checkpointed, args=(out, busy_workers, killed))
         thread.start()
         result = hm.sample("banana", executor=client, output=out, **kw)
         thread.join()
@@ -119,13 +121,13 @@ def test_a_killed_worker_costs_no_draws(tmp_path):
 
 
 def _kill_once_checkpointed(out: Path, pids, killed: list, group: bool = False):
-    """Kill one worker process (or ``group``: its process group) once two tasks have
-    checkpointed (a thread's target)."""
+    """Kill one of the worker processes ``pids()`` (or ``group``: its process group) once
+    two tasks have checkpointed (a thread's target)."""
     folder = Path(f"{out}.tasks")
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and not killed:
-        if len(list(folder.glob("*.partial/manifest.json"))) >= 2:
-            pid = sorted(pids())[0]
+        if len(list(folder.glob("*.partial/manifest.json"))) >= 2 and (candidates := pids()):
+            pid = sorted(candidates)[0]
             if group:
                 os.killpg(pid, signal.SIGKILL)
             else:

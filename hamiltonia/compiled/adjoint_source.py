@@ -138,15 +138,16 @@ class _Emitter:
     def constant(self, value) -> str:
         """Source of a constant argument: a literal for a number, a slice of ``fdata`` or
         ``idata`` for an array."""
-        if isinstance(value, list | tuple):
+        key = id(value)
+        if key in self.constants:
+            return self.constants[key]
+        if isinstance(value, list):
             value = np.asarray(value)
         if not isinstance(value, np.ndarray | np.generic | int | float | bool):
             raise TraceError(f"a constant of type {type(value).__name__} cannot be compiled")
         array = np.asarray(value)
         if array.ndim == 0:
             return _literal(array)
-        if id(value) in self.constants:
-            return self.constants[id(value)]
         self.keep.append(value)
         name = f"c_{len(self.constants)}"
         shape = _shape_code(array.shape)
@@ -165,7 +166,7 @@ class _Emitter:
         store.append(data)
         code = f"{flat}[{start}:{start + data.size}].reshape({shape})"
         self.setup.append(f"{name} = ({code}{suffix})" if suffix else f"{name} = {code}")
-        self.constants[id(value)] = name
+        self.constants[key] = name
         return name
 
     def operands(self, k: int, op: Op) -> list:
@@ -175,13 +176,24 @@ class _Emitter:
         for i, arg in enumerate(op.args):
             if i in op.parents:
                 codes.append(f"v_{op.parents[i]}")
-            elif isinstance(arg, np.ndarray | np.generic | int | float | bool) and not (
-                isinstance(arg, np.ndarray) and arg.dtype == object
-            ):
+            elif _numeric(arg):
                 codes.append(self.constant(arg))
             else:
                 codes.append(None)
         return codes
+
+
+def _numeric(arg) -> bool:
+    """Whether an argument is a number or an array (or list) of numbers: data, not a
+    shape, an axis or an index."""
+    if isinstance(arg, np.ndarray | np.generic | int | float | bool):
+        return np.asarray(arg).dtype.kind in "fiub"
+    if isinstance(arg, list):
+        try:
+            return np.asarray(arg).dtype.kind in "fiub"
+        except ValueError:
+            return False
+    return False
 
 
 def _shape_of(graph: Graph, op: Op, i: int) -> tuple:

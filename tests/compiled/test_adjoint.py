@@ -56,7 +56,8 @@ def shapes(x):
         np.stack([x, 2 * x], axis=1) ** 2, np.array([x[0], x[3] * x[1], 2.0]) ** 2,
         special.logsumexp(x), x[2], x[1:5:2] ** 2, x[::-1] * DATA, x[None, :] * DATA,
         m[..., 1] ** 2, x[INDEX] ** 2, x[MASK] * DATA[:4], m[onp.array([1, 1, 0])] ** 2,
-        np.concatenate([m, m * m], axis=1) ** 2,
+        np.concatenate([m, m * m], axis=1) ** 2, x[0:1] * x, x * [1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
+        np.reshape(x[:3], (3, 1)) * x[:2],
     ]  # fmt: skip
     return sum(np.sum(t) for t in terms)
 

@@ -123,8 +123,6 @@ def test_a_compiled_model_is_cached_by_its_structure_not_its_data(tmp_path):
 
     hits, first = run(1.0, 2)
     assert hits == 0
-    hits, again = run(1.0, 2)
-    assert hits == 1 and again == first
     hits, other_data = run(3.0, 2)
     assert hits == 1 and other_data != first
     hits, _ = run(1.0, 4)
