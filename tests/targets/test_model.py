@@ -133,6 +133,18 @@ def _constrained_logp(p):
     )  # an LKJ(1) density on L is flat: L[1, 0] ~ U(-1, 1)
 
 
+CONSTRAINED_BLOCKS = {"x": hm.positive(), "b": hm.interval(0, 1), "w": hm.simplex(3),
+                      "o": hm.ordered(2), "u": hm.upper(1.0), "L": hm.cholesky_corr(2)}  # fmt: skip
+_ALPHA = np.array([1.0, 2.0, 3.0])
+#: Exact (mean, variance) of each reported value under _constrained_logp.
+CONSTRAINED_MOMENTS = {
+    "x": (1.5, 0.75), "b": (0.4, 0.04), "u": (0.0, 1.0),
+    "o[0]": (-1 / np.sqrt(np.pi), 1 - 1 / np.pi), "o[1]": (1 / np.sqrt(np.pi), 1 - 1 / np.pi),
+    "L[1, 0]": (0.0, 1 / 3), "L[1, 1]": (np.pi / 4, 2 / 3 - np.pi**2 / 16),
+    **{f"w[{i}]": (_ALPHA[i] / 6, _ALPHA[i] * (6 - _ALPHA[i]) / (36 * 7)) for i in range(3)},
+}  # fmt: skip
+
+
 def test_each_constraint_gives_the_intended_distribution():
     """The model's density in the unconstrained space (the user's logp at T(z) plus the
     log-Jacobians) pushes forward to the intended distribution of every block: means and
@@ -145,9 +157,7 @@ def test_each_constraint_gives_the_intended_distribution():
     :math:`\\sqrt{\\sum_i w_i^2 (f_i - \\hat\\mu)^2} / \\sum_i w_i` (delta method)."""
     from scipy import stats
 
-    model = hm.Model(_constrained_logp, {
-        "x": hm.positive(), "b": hm.interval(0, 1), "w": hm.simplex(3), "o": hm.ordered(2),
-        "u": hm.upper(1.0), "L": hm.cholesky_corr(2)})  # fmt: skip
+    model = hm.Model(_constrained_logp, CONSTRAINED_BLOCKS)
     proposal = stats.t(df=4, scale=1.0)
     z = proposal.rvs(size=(400_000, model.dim), random_state=np.random.default_rng(11))
     with np.errstate(all="ignore"):  # far-out proposals reach the edge of a support
@@ -156,13 +166,7 @@ def test_each_constraint_gives_the_intended_distribution():
     assert (w.sum() ** 2 / (w**2).sum()) > MIN_ESS  # Kish ESS: the MCSEs are reliable
     x = model.constrain(z)
     names = model.reported_names
-    alpha = np.array([1.0, 2.0, 3.0])
-    exact = {
-        "x": (1.5, 0.75), "b": (0.4, 0.04), "u": (0.0, 1.0),
-        "o[0]": (-1 / np.sqrt(np.pi), 1 - 1 / np.pi), "o[1]": (1 / np.sqrt(np.pi), 1 - 1 / np.pi),
-        "L[1, 0]": (0.0, 1 / 3), "L[1, 1]": (np.pi / 4, 2 / 3 - np.pi**2 / 16),
-        **{f"w[{i}]": (alpha[i] / 6, alpha[i] * (6 - alpha[i]) / (36 * 7)) for i in range(3)},
-    }  # fmt: skip
+    exact = CONSTRAINED_MOMENTS
 
     def z_score(f, truth):
         mu = w @ f / w.sum()
@@ -256,8 +260,7 @@ def test_nuts_on_a_numba_model_recovers_every_constrained_block():
     test_each_constraint_gives_the_intended_distribution)."""
     from tests.statistical.moments import assert_moments_recovered
 
-    blocks = {"x": hm.positive(), "b": hm.interval(0, 1), "w": hm.simplex(3),
-              "o": hm.ordered(2), "u": hm.upper(1.0), "L": hm.cholesky_corr(2)}  # fmt: skip
+    blocks = CONSTRAINED_BLOCKS
     model = hm.Model(_constrained_logp, blocks, backend="numba")
     reference = hm.Model(_constrained_logp, blocks)
     z = np.random.default_rng(4).normal(size=(6, model.dim))
@@ -266,13 +269,7 @@ def test_nuts_on_a_numba_model_recovers_every_constrained_block():
     run = hm.sample(model, chains=4, warmup=1000, draws=2500, seed=5, progress=False,
                     compiled=True, target_accept=0.9)  # fmt: skip
     names = model.reported_names
-    alpha = np.array([1.0, 2.0, 3.0])
-    exact = {
-        "x": (1.5, 0.75), "b": (0.4, 0.04), "u": (0.0, 1.0),
-        "o[0]": (-1 / np.sqrt(np.pi), 1 - 1 / np.pi), "o[1]": (1 / np.sqrt(np.pi), 1 - 1 / np.pi),
-        "L[1, 0]": (0.0, 1 / 3), "L[1, 1]": (np.pi / 4, 2 / 3 - np.pi**2 / 16),
-        **{f"w[{i}]": (alpha[i] / 6, alpha[i] * (6 - alpha[i]) / (36 * 7)) for i in range(3)},
-    }  # fmt: skip
+    exact = CONSTRAINED_MOMENTS
     index = [names.index(n) for n in exact]
     mean = np.full(len(names), np.nan)
     var = np.full(len(names), np.nan)
