@@ -126,7 +126,6 @@ class _Emitter:
         self.idata: list[np.ndarray] = []
         self.offsets = [0, 0]
         self.constants: dict[int, str] = {}
-        self.keep: list = []  # constants referenced by id must outlive the emitter
         self.setup: list[str] = []
         self.counter = 0
         self.memo: dict = {}
@@ -138,7 +137,7 @@ class _Emitter:
     def constant(self, value) -> str:
         """Source of a constant argument: a literal for a number, a slice of ``fdata`` or
         ``idata`` for an array."""
-        key = id(value)
+        key = id(value)  # the graph holds every argument, so the id stays its own
         if key in self.constants:
             return self.constants[key]
         if isinstance(value, list):
@@ -148,7 +147,6 @@ class _Emitter:
         array = np.asarray(value)
         if array.ndim == 0:
             return _literal(array)
-        self.keep.append(value)
         name = f"c_{len(self.constants)}"
         shape = _shape_code(array.shape)
         if array.dtype.kind == "f":
