@@ -33,6 +33,8 @@ def thin_statistic(name: str, values: np.ndarray) -> np.ndarray:
 
 def thin_statistics(stats: dict, thin: int) -> dict:
     """Statistics of shape ``(chains, n * thin)`` to those of the ``n`` kept draws."""
+    if thin == 1:
+        return dict(stats)
     out = {}
     for name, values in stats.items():
         chains, n_iter = values.shape[:2]

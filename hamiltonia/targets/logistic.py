@@ -250,7 +250,8 @@ class LogisticRegression(ClassifierTarget, Target):
         from hamiltonia.compiled.targets import NumbaTarget
         from hamiltonia.targets.logistic_kernel import logistic_log_prob
 
-        fdata = np.concatenate([[self._prec], self.y, self._Xt.ravel()])
+        # By columns: the kernel's products then run along the rows (logistic_kernel).
+        fdata = np.concatenate([[self._prec], self.y, self._Xt.T.ravel()])
         return NumbaTarget.build(logistic_log_prob, fdata, [self.n_obs, self.dim])
 
     def predict(self, draws, X=None, *, log_weights=None) -> np.ndarray:

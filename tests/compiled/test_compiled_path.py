@@ -202,24 +202,36 @@ def test_bad_compiled_option():
         hm.sample("banana", compiled="yes", progress=False)
 
 
-def test_logistic_regression_kernel_and_paths():
-    """The compiled BLR log density equals the NumPy one, and both paths give the same draws
-    (a synthetic data set, so no data files are needed)."""
+def _synthetic_logistic(n_features: int, seed: int = 0):
     from hamiltonia.targets.logistic import LogisticRegression
 
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(300, 4))
-    y = (rng.random(300) < 1 / (1 + np.exp(-(X @ [1.0, -0.5, 0.2, 0.0])))).astype(float)
-    target = LogisticRegression(X, y)
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(300, n_features))
+    beta = np.linspace(1.0, -0.5, n_features)
+    y = (rng.random(300) < 1 / (1 + np.exp(-(X @ beta)))).astype(float)
+    return LogisticRegression(X, y)
+
+
+@pytest.mark.parametrize("n_features", [3, 4, 5, 6])
+def test_logistic_regression_kernel_equals_numpy(n_features):
+    """The compiled BLR log density equals the NumPy one; the kernel combines four columns
+    per pass over the rows, so dimensions 4 to 7 leave every remainder (a synthetic data
+    set, so no data files are needed)."""
+    target = _synthetic_logistic(n_features)
     kernel = target.numba_kernel()
-    for w in rng.normal(size=(5, target.dim)) * 3:
+    for w in np.random.default_rng(n_features).normal(size=(5, target.dim)) * 3:
         lp, grad = kernel.evaluate(w)  # through compiled code
         lp_ref, grad_ref = target.log_prob_and_grad(w)
         np.testing.assert_allclose(lp, lp_ref, rtol=1e-12)
         np.testing.assert_allclose(grad, grad_ref, rtol=1e-10, atol=1e-10)
+
+
+def test_logistic_regression_paths_agree():
+    """Both paths give the same draws on a logistic regression."""
     a, b = _both(
-        target, sampler="hmc", chains=2, warmup=0, draws=20, seed=1, step_size=0.05, n_steps=10
-    )
+        _synthetic_logistic(4), sampler="hmc", chains=2, warmup=0, draws=20, seed=1,
+        step_size=0.05, n_steps=10,
+    )  # fmt: skip
     np.testing.assert_allclose(a.draws, b.draws, rtol=0, atol=1e-9)
 
 
