@@ -98,7 +98,6 @@ def test_a_killed_worker_costs_no_draws(tmp_path):
     kw = dict(RUN, chains=2, draws=20_000, checkpoint_seconds=0.0)
     serial = hm.sample("banana", **{k: v for k, v in kw.items() if k != "checkpoint_seconds"})
     out = tmp_path / "run.nc"
-    killed = []
     with (
         distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                  dashboard_address=":0") as cluster,
@@ -109,15 +108,23 @@ def test_a_killed_worker_costs_no_draws(tmp_path):
             busy = client.processing()
             return [pid for address, pid in client.run(os.getpid).items() if busy.get(address)]
 
-        thread = threading.Thread(target=_kill_once_checkpointed, args=(out, busy_workers, killed))
-        thread.start()
-        result = hm.sample("banana", executor=client, output=out, **kw)
-        thread.join()
-    assert killed, "no worker was killed: the test tested nothing"
+        result = _sample_killing_a_worker(client, out, kw, busy_workers)
     _same_run(serial, result)
     # The killed worker's task went on from its checkpoint, not from the start.
     assert result.attrs["continued_tasks"]
     assert all(0 < d < 20_000 for d in result.attrs["continued_tasks"].values())
+
+
+def _sample_killing_a_worker(executor, out: Path, kw: dict, pids):
+    """``hm.sample("banana", executor=executor, output=out, **kw)`` while a thread kills one
+    of the workers ``pids()`` once two tasks have checkpointed; fails if none was killed."""
+    killed = []
+    thread = threading.Thread(target=_kill_once_checkpointed, args=(out, pids, killed))
+    thread.start()
+    result = hm.sample("banana", executor=executor, output=out, **kw)
+    thread.join()
+    assert killed, "no worker was killed: the test tested nothing"
+    return result
 
 
 def _kill_once_checkpointed(out: Path, pids, killed: list, group: bool = False):
@@ -140,7 +147,6 @@ def test_a_process_pool_survives_a_killed_worker(tmp_path):
     kw = dict(RUN, draws=20_000, checkpoint_seconds=0.0)
     serial = hm.sample("banana", **{k: v for k, v in kw.items() if k != "checkpoint_seconds"})
     out = tmp_path / "run.nc"
-    killed = []
     shown = []
 
     class WatchedPool(ProcessPool):
@@ -153,13 +159,7 @@ def test_a_process_pool_survives_a_killed_worker(tmp_path):
         shown.clear()
         processes = pool._pool._processes
         assert len(processes) == 2
-        thread = threading.Thread(
-            target=_kill_once_checkpointed, args=(out, lambda: list(processes), killed)
-        )
-        thread.start()
-        result = hm.sample("banana", executor=pool, output=out, **kw)
-        thread.join()
-    assert killed, "no worker was killed: the test tested nothing"
+        result = _sample_killing_a_worker(pool, out, kw, lambda: list(processes))
     _same_run(serial, result)
     assert result.attrs["continued_tasks"]
     assert pool._pool is None  # closed with the context
