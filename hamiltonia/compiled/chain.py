@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from hamiltonia.compiled.borrow import borrowed, keep_alive
 from hamiltonia.compiled.roles import (
     energy,
     prepare,
@@ -107,7 +108,15 @@ def run_chain(
     # Rows padded to whole 64-byte lines, so that scratch[k, :d] is as aligned as a fresh
     # array: the trajectory runs in these rows, and an unaligned position made the BLR
     # gradient 4 % slower.
-    scratch = np.empty((n_scratch, (d + 7) // 8 * 8))
+    owned = np.empty((n_scratch, (d + 7) // 8 * 8))
+    # The caller holds every argument for the whole call, and ``owned`` is kept to the end:
+    # the parts work on borrowed views, free of numba's reference counting (an atomic
+    # increment and decrement per array and per inlined part, every iteration).
+    scratch = borrowed(owned)
+    q, p, grad, lp, eps, aux, rng, tune_state, PF, PI = borrowed(
+        (q, p, grad, lp, eps, aux, rng, tune_state, PF, PI)
+    )
+    fdata, idata, out_q, out_stats, out_grad = borrowed((fdata, idata, out_q, out_stats, out_grad))
     for it in range(n_iter):
         row = out_stats[it]
         # Zeroed, so that a part that integrates in pieces can add to its columns.
@@ -133,3 +142,4 @@ def run_chain(
         if out_grad.shape[0] > 0:
             for i in range(d):
                 out_grad[it, i] = grad[i]
+    keep_alive(owned)

@@ -75,10 +75,12 @@ def _ident(text: str) -> str:
     return re.sub(r"\W", "_", text)
 
 
-def _is_dispatcher(obj) -> bool:
-    # numba's njit dispatchers and cfuncs, recognised without importing numba.
-    module = type(obj).__module__ or ""
-    return module.startswith("numba.") and hasattr(obj, "py_func")
+def _compiled_source(obj):
+    """The Python function behind a numba dispatcher, cfunc or intrinsic (recognised
+    without importing numba), else None."""
+    if not (type(obj).__module__ or "").startswith("numba."):
+        return None
+    return getattr(obj, "py_func", None) or getattr(obj, "_defn", None)
 
 
 def _is_number(obj) -> bool:
@@ -125,9 +127,9 @@ class _Writer:
             alias = "m_" + _ident(obj.__name__)
             self.imports[alias] = f"import {obj.__name__} as {alias}"
             return alias
-        if _is_dispatcher(obj):
-            module = obj.py_func.__module__
-            attr = obj.py_func.__name__
+        source = _compiled_source(obj)
+        if source is not None:
+            module, attr = source.__module__, source.__name__
             if getattr(sys.modules.get(module), attr, None) is not obj:
                 raise CompositionError(
                     f"{owner.__qualname__} calls {name}, a compiled function that is not "
