@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import ast
 import contextlib
+import os
 import sys
 import textwrap
 import warnings
@@ -232,6 +233,17 @@ def _quiet_run_warnings():
 
 
 def _report(result, target, output, out) -> int:
+    try:
+        return _print_report(result, target, output, out)
+    except KeyboardInterrupt:
+        # The run is over: what it made is in ``output`` (sample() wrote it before
+        # returning), so say where, not that nothing was saved.
+        where = f"the run is saved in {output}" if output else "no --output, nothing was saved"
+        print(f"hamiltonia: interrupted while printing the report; {where}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def _print_report(result, target, output, out) -> int:
     import numpy as np
     import pandas as pd
 
@@ -387,6 +399,11 @@ def main(argv=None) -> int:
             return bench.main(args.bench_args)
         parser.print_help()
         return 2
+    except BrokenPipeError:
+        # The reader closed the pipe (``hamiltonia list | head``): it has what it wanted.
+        # Python would report the failed flush of stdout at exit; point stdout elsewhere.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except KeyboardInterrupt:
         # Before the first draw there is nothing to return or save (after it, sample()
         # returns the draws so far and the report says INTERRUPTED).

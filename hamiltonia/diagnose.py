@@ -229,7 +229,7 @@ def diagnose(result, summary=None) -> list[Problem]:
             Problem(
                 "r_hat",
                 f"r_hat above {R_HAT_MAX} for {order.size} of {len(names)} parameters "
-                f"({_list(names[i] for i in order)}; largest {worst:.3g}): the chains "
+                f"({_list(names[i] for i in order)}; largest {worst:.4g}): the chains "
                 "disagree. Run longer chains, or reparameterise the model.",
                 worst,
                 R_HAT_MAX,

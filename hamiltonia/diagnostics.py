@@ -89,30 +89,34 @@ def mcse(draws: np.ndarray, method: str = "mean") -> np.ndarray:
     return _per_parameter(lambda x: _array_stats().mcse(x, method=method), draws)
 
 
-def _batch_means_covariance(chain: np.ndarray, batch_size: int) -> np.ndarray:
-    """:math:`\\hat\\Sigma = \\frac{b}{a-1}\\sum_k (\\bar Y_k - \\bar\\theta)(\\bar Y_k -
-    \\bar\\theta)^\\top` from ``a = n // b`` non-overlapping batches of one chain."""
-    n, _ = chain.shape
+def _replicated_batch_means_covariance(x: np.ndarray, batch_size: int) -> np.ndarray:
+    """:math:`\\hat\\Sigma = \\frac{b}{am-1}\\sum_{c,k} (\\bar Y_{ck} - \\bar\\theta)(\\bar Y_{ck}
+    - \\bar\\theta)^\\top` from ``a = n // b`` non-overlapping batches of each of the ``m``
+    chains ``x`` (chains, draws, dim), centred on the mean of all of them."""
+    m, n, dim = x.shape
     a = n // batch_size
-    used = chain[: a * batch_size]
-    means = used.reshape(a, batch_size, -1).mean(axis=1)
-    centred = means - used.mean(axis=0)
-    return batch_size * centred.T @ centred / (a - 1)
+    means = x[:, : a * batch_size].reshape(m * a, batch_size, dim).mean(axis=1)
+    centred = means - means.mean(axis=0)
+    return batch_size * centred.T @ centred / (m * a - 1)
 
 
 def multivariate_ess(draws: np.ndarray, batch_size: int | str = "sqroot") -> float:
-    """Multivariate effective sample size (Vats, Flegal and Jones 2019).
+    """Multivariate effective sample size (Vats, Flegal and Jones 2019), over several chains
+    as Vats and Knudson (2021, *Revisiting the Gelman-Rubin diagnostic*, Statist. Sci.)
+    estimate it.
 
     .. math::
 
-        \\text{mESS} = n \\left(\\frac{|\\Lambda|}{|\\Sigma|}\\right)^{1/D}
+        \\text{mESS} = mn \\left(\\frac{|\\Lambda|}{|\\Sigma|}\\right)^{1/D}
 
-    with :math:`n` the total number of draws, :math:`\\Lambda` the sample covariance of the
-    pooled draws and :math:`\\Sigma` the asymptotic covariance of the Markov-chain CLT,
-    estimated by batch means within each chain and averaged over chains. ``batch_size`` is
-    an integer or ``"sqroot"`` (:math:`b = \\lfloor\\sqrt{n_{\\text{chain}}}\\rfloor`, the
-    default of Vats et al.) or ``"cuberoot"``. Determinants are taken through log-determinants
-    for stability. Independent draws give :math:`\\text{mESS} \\approx n`.
+    with :math:`mn` the number of draws of the :math:`m` chains, :math:`\\Lambda` the mean of
+    the chains' sample covariances and :math:`\\Sigma` the asymptotic covariance of the
+    Markov-chain CLT, estimated by replicated batch means: the batch means of every chain
+    centred on the mean of all draws, so that chains that disagree (have not mixed) inflate
+    :math:`\\Sigma` and lower the mESS, as :math:`\\hat R` would flag them. ``batch_size`` is
+    an integer or ``"sqroot"`` (:math:`b = \\lfloor\\sqrt{n}\\rfloor`, the default of Vats et
+    al.) or ``"cuberoot"``. Determinants are taken through log-determinants for stability.
+    Independent draws give :math:`\\text{mESS} \\approx mn`.
     """
     x = np.asarray(draws, dtype=float)
     if x.ndim == 2:
@@ -131,8 +135,8 @@ def multivariate_ess(draws: np.ndarray, batch_size: int | str = "sqroot") -> flo
         b = int(batch_size)
     if not 1 <= b <= n // 2:
         raise ValueError(f"batch_size must lie in [1, {n // 2}] for {n} draws per chain, got {b}")
-    sigma = np.mean([_batch_means_covariance(c, b) for c in x], axis=0)
-    lam = np.atleast_2d(np.cov(x.reshape(-1, dim), rowvar=False))
+    sigma = _replicated_batch_means_covariance(x, b)
+    lam = np.mean([np.atleast_2d(np.cov(chain, rowvar=False)) for chain in x], axis=0)
     sign_l, logdet_l = np.linalg.slogdet(lam)
     sign_s, logdet_s = np.linalg.slogdet(np.atleast_2d(sigma))
     if sign_l <= 0 or sign_s <= 0:

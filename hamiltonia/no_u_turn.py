@@ -118,16 +118,9 @@ _RHO, _PL, _PR, _SL, _SR, _SQ, _SP, _SG, _SC = range(SUMMARY_ROWS)
 
 
 def scratch_rows(max_tree_depth: int) -> int:
-    """Scratch rows the kernel needs: fixed rows, the tree, the new summary and a stack of
-    one summary per level of the deepest subtree."""
+    """Scratch rows the kernel needs: fixed rows, the tree, and a stack of one summary per
+    level of the deepest subtree plus the leaf being built."""
     return _TREE + SUMMARY_ROWS * (max_tree_depth + 2)
-
-
-def _dot(a, b, d):
-    s = 0.0
-    for i in range(d):
-        s += a[i] * b[i]
-    return s
 
 
 def _copy(dst, src, d):
@@ -139,12 +132,6 @@ def _copy_rows(w, dst, src, first, n, d):
     for r in range(first, first + n):
         for i in range(d):
             w[dst + r, i] = w[src + r, i]
-
-
-def _copy_summary(w, dst, src, d):
-    _copy_rows(w, dst, src, 0, SUMMARY_ROWS - 1, d)
-    for i in range(3):
-        w[dst + _SC, i] = w[src + _SC, i]
 
 
 def _leaf(w, c, d, aux, PF, PI):
@@ -163,44 +150,56 @@ def _leaf(w, c, d, aux, PF, PI):
 
 def _merge_ok(w, old, new, forward, d, trapezoid):
     """The three no-U-turn checks of merging summary ``old`` with the adjacent ``new``
-    (``new`` later in time when ``forward``); with ``trapezoid``, NumPyro's single check."""
+    (``new`` later in time when ``forward``); with ``trapezoid``, NumPyro's single check.
+    The dot products of all the checks are summed in one pass over the rows."""
     left = old if forward else new
     right = new if forward else old
-    # A u B (the dot products with A's and B's own sums serve the extended checks too)
-    sl_rho_l = _dot(w[left + _SL], w[left + _RHO], d)
-    sr_rho_r = _dot(w[right + _SR], w[right + _RHO], d)
-    dm = sl_rho_l + _dot(w[left + _SL], w[right + _RHO], d)
-    dp = _dot(w[right + _SR], w[left + _RHO], d) + sr_rho_r
     if trapezoid:
-        dm -= 0.5 * (_dot(w[left + _SL], w[left + _PL], d) + _dot(w[left + _SL], w[right + _PR], d))
-        dp -= 0.5 * (
-            _dot(w[right + _SR], w[left + _PL], d) + _dot(w[right + _SR], w[right + _PR], d)
-        )
+        dm = dp = 0.0
+        for i in range(d):
+            rho = w[left + _RHO, i] + w[right + _RHO, i]
+            rho = rho - 0.5 * (w[left + _PL, i] + w[right + _PR, i])
+            dm += w[left + _SL, i] * rho
+            dp += w[right + _SR, i] * rho
         return continues(dm, dp)
-    if not continues(dm, dp):
-        return False
-    # A extended by the first state of B
-    dm = sl_rho_l + _dot(w[left + _SL], w[right + _PL], d)
-    dp = _dot(w[right + _SL], w[left + _RHO], d) + _dot(w[right + _SL], w[right + _PL], d)
-    if not continues(dm, dp):
-        return False
-    # B extended by the last state of A
-    dm = _dot(w[left + _SR], w[right + _RHO], d) + _dot(w[left + _SR], w[left + _PR], d)
-    dp = sr_rho_r + _dot(w[right + _SR], w[left + _PR], d)
-    return continues(dm, dp)
-
-
-def _absorb(w, old, new, forward, d):
-    """Summary ``new`` becomes the merge of ``old`` and ``new`` (the sample is chosen by the
-    caller): momentum sum added, the outer ends taken from ``old`` on its side."""
+    # A u B; A extended by the first state of B; B extended by the last state of A.
+    dm = dp = dm_first = dp_first = dm_last = dp_last = 0.0
     for i in range(d):
-        w[new + _RHO, i] += w[old + _RHO, i]
-    if forward:
-        _copy_rows(w, new, old, _PL, 1, d)
-        _copy_rows(w, new, old, _SL, 1, d)
+        rho_l = w[left + _RHO, i]
+        rho_r = w[right + _RHO, i]
+        sl_l = w[left + _SL, i]
+        sr_r = w[right + _SR, i]
+        rho = rho_l + rho_r
+        dm += sl_l * rho
+        dp += sr_r * rho
+        first = rho_l + w[right + _PL, i]
+        dm_first += sl_l * first
+        dp_first += w[right + _SL, i] * first
+        last = rho_r + w[left + _PR, i]
+        dm_last += w[left + _SR, i] * last
+        dp_last += sr_r * last
+    return continues(dm, dp) and continues(dm_first, dp_first) and continues(dm_last, dp_last)
+
+
+def _absorb(w, dst, src, src_later, d):
+    """Summary ``dst`` becomes the merge of ``dst`` and the adjacent ``src`` (the sample is
+    chosen by the caller): momentum sum added, the outer end on ``src``'s side taken from
+    it (``src`` later in time when ``src_later``)."""
+    for i in range(d):
+        w[dst + _RHO, i] += w[src + _RHO, i]
+    if src_later:
+        _copy_rows(w, dst, src, _PR, 1, d)
+        _copy_rows(w, dst, src, _SR, 1, d)
     else:
-        _copy_rows(w, new, old, _PR, 1, d)
-        _copy_rows(w, new, old, _SR, 1, d)
+        _copy_rows(w, dst, src, _PL, 1, d)
+        _copy_rows(w, dst, src, _SL, 1, d)
+
+
+def _take_sample(w, dst, src, d):
+    """Summary ``dst``'s sample (state, log density and energy) becomes ``src``'s."""
+    _copy_rows(w, dst, src, _SQ, 3, d)
+    w[dst + _SC, 1] = w[src + _SC, 1]
+    w[dst + _SC, 2] = w[src + _SC, 2]
 
 
 def no_u_turn_transition_kernel(
@@ -215,8 +214,7 @@ def no_u_turn_transition_kernel(
     d = q.shape[0]
     w = scratch
     tree = _TREE
-    new = _TREE + SUMMARY_ROWS
-    stack = new + SUMMARY_ROWS
+    stack = _TREE + SUMMARY_ROWS
     if energy_reads_target:
         h0 = target_energy(q, p, lp, grad, w[_V, :d], eps, aux, PF, PI, logp, fdata, idata)
     else:
@@ -246,8 +244,11 @@ def no_u_turn_transition_kernel(
         for r in range(3):
             _copy(w[_ZQ + r], w[edge + r], d)
         lp_z = lp_right if forward else lp_left
-        # The subtree of depth `depth`, one state at a time; levels[k] holds the completed
-        # summary of 2^k states waiting for its partner.
+        # The subtree of depth `depth`, one state at a time, on a stack of summaries:
+        # slot k (from the bottom) holds a completed subtree of 2^j states waiting for its
+        # partner, larger ones lower; each leaf is built on top and merged down into the
+        # slots below it while its count of states matches (a binary counter), so no
+        # summary is ever copied. The finished subtree ends in slot 0.
         valid = True
         n_stacked = 0
         for leaf in range(2**depth):
@@ -276,32 +277,30 @@ def no_u_turn_transition_kernel(
                 diverging = True
                 valid = False
                 break
+            new = stack + n_stacked * SUMMARY_ROWS
             _leaf(w, new, d, aux, PF, PI)
             w[new + _SC, 0] = h0 - h
             w[new + _SC, 1] = lp_z
             w[new + _SC, 2] = h
-            # Merge with the waiting summaries of equal size (a binary counter).
             k = leaf
             while k & 1:
-                n_stacked -= 1
-                old = stack + n_stacked * SUMMARY_ROWS
+                old = new - SUMMARY_ROWS
                 if not _merge_ok(w, old, new, forward, d, trapezoid):
                     valid = False
                     break
                 lw_old = w[old + _SC, 0]
                 lw_new = w[new + _SC, 0]
-                if not rng.random() < subtree_probability(lw_new, lw_old):
-                    _copy_rows(w, new, old, _SQ, 3, d)
-                    w[new + _SC, 1] = w[old + _SC, 1]
-                    w[new + _SC, 2] = w[old + _SC, 2]
-                w[new + _SC, 0] = np.logaddexp(lw_old, lw_new)
+                if rng.random() < subtree_probability(lw_new, lw_old):
+                    _take_sample(w, old, new, d)
+                w[old + _SC, 0] = np.logaddexp(lw_old, lw_new)
                 _absorb(w, old, new, forward, d)
+                new = old
+                n_stacked -= 1
                 k >>= 1
             if not valid:
                 break
-            if leaf < 2**depth - 1:
-                _copy_summary(w, stack + n_stacked * SUMMARY_ROWS, new, d)
-                n_stacked += 1
+            n_stacked += 1
+        new = stack
         if not valid:
             break
         # The new subtree joins the tree: its edge, the progressive sample, the checks.
@@ -315,14 +314,11 @@ def no_u_turn_transition_kernel(
         lw_tree = w[tree + _SC, 0]
         lw_new = w[new + _SC, 0]
         if rng.random() < progressive_probability(lw_new, lw_tree):
-            _copy_rows(w, tree, new, _SQ, 3, d)
-            w[tree + _SC, 1] = w[new + _SC, 1]
-            w[tree + _SC, 2] = w[new + _SC, 2]
+            _take_sample(w, tree, new, d)
         w[tree + _SC, 0] = np.logaddexp(lw_tree, lw_new)
         turned = not _merge_ok(w, tree, new, forward, d, trapezoid)
-        # The tree's summary becomes the merged one (rho and outer ends): the tree absorbs
-        # the new subtree, which lies on the tree's forward side when `forward`.
-        _absorb(w, new, tree, not forward, d)
+        # The tree absorbs the new subtree, which lies on its forward side when `forward`.
+        _absorb(w, tree, new, forward, d)
         if turned:
             break
     moved = False

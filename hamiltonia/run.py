@@ -50,10 +50,13 @@ def make_rngs(seed, chains: int) -> tuple[list[np.random.Generator], np.random.S
     """One independent generator per chain: the children of ``SeedSequence(seed)``.
 
     Chain ``c`` gets child ``c`` whatever the number of chains, so a chain's draws do not
-    depend on how many chains run beside it.
+    depend on how many chains run beside it. A ``SeedSequence`` given is copied, not
+    advanced: the same object gives the same draws every time, as its entropy does.
     """
     if isinstance(seed, np.random.SeedSequence):
-        seq = seed
+        seq = np.random.SeedSequence(
+            seed.entropy, spawn_key=seed.spawn_key, pool_size=seed.pool_size
+        )
     elif seed is None or (
         isinstance(seed, int | np.integer) and not isinstance(seed, bool) and seed >= 0
     ):
@@ -655,6 +658,7 @@ def _run(target, smp, plan, rngs, seq, requested, options, run_file, *, chains, 
         start = 0
         attrs = {
             "seed_entropy": str(seq.entropy),
+            **({"seed_spawn_key": str(list(seq.spawn_key))} if seq.spawn_key else {}),
             "chains": chains,
             "warmup": warmup,
             # Sampling iterations; draws // thin of them are kept.
@@ -826,7 +830,17 @@ def _run(target, smp, plan, rngs, seq, requested, options, run_file, *, chains, 
         # Only now: until the run's own file is written, the tasks' draws live there.
         shutil.rmtree(tasks_folder, ignore_errors=True)
     # After the file is safe: a user who turns warnings into errors still has the run.
-    diagnose.warn(result.diagnose(), stacklevel=4)
+    try:
+        diagnose.warn(result.diagnose(), stacklevel=4)
+    except KeyboardInterrupt:
+        # The run is complete (and saved): Ctrl-C during the checks skips them, as it would
+        # stop a run, and keeps the draws; result.diagnose() runs them later.
+        warnings.warn(
+            "interrupted while checking the finished run: its diagnostics were skipped "
+            "(result.diagnose() runs them)",
+            InterruptedRunWarning,
+            stacklevel=4,
+        )
     return result
 
 

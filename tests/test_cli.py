@@ -176,3 +176,17 @@ def test_resume_command(capsys, tmp_path, monkeypatch):
     assert hm.load(path).attrs["complete"] is True
     assert main(["resume", str(path)]) == 2  # nothing left to resume: one-line error
     assert "complete run" in capsys.readouterr().err
+
+
+def test_ctrl_c_during_the_report_says_the_run_was_saved(capsys, tmp_path, monkeypatch):
+    def interrupt(self, *args, **kw):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(hm.Result, "summary", interrupt)
+    path = tmp_path / "run.nc"
+    args = ["sample", "banana", "--chains", "1", "--warmup", "20", "--draws", "20",
+            "--output", str(path), "--no-progress"]  # fmt: skip
+    assert main(args) == EXIT_INTERRUPTED
+    err = capsys.readouterr().err
+    assert f"the run is saved in {path}" in err and "nothing was saved" not in err
+    assert hm.load(path).attrs["complete"] is True

@@ -23,6 +23,20 @@ def test_same_seed_same_draws(sampler):
     assert not np.array_equal(a.draws, c.draws)
 
 
+def test_a_seed_sequence_is_not_advanced_by_a_run():
+    # Reused, the same object gives the same draws, and they are those of its entropy.
+    seq = np.random.SeedSequence(5)
+    a = hm.sample("banana", "hmc", chains=2, seed=seq, **SHORT)
+    b = hm.sample("banana", "hmc", chains=2, seed=seq, **SHORT)
+    c = hm.sample("banana", "hmc", chains=2, seed=int(a.attrs["seed_entropy"]), **SHORT)
+    np.testing.assert_array_equal(a.draws, b.draws)
+    np.testing.assert_array_equal(a.draws, c.draws)
+    assert seq.n_children_spawned == 0
+    child = seq.spawn(1)[0]
+    d = hm.sample("banana", "hmc", chains=2, seed=child, **SHORT)
+    assert d.attrs["seed_spawn_key"] == "[0]" and not np.array_equal(a.draws, d.draws)
+
+
 @pytest.mark.parametrize("sampler", ["hmc", "rwmh"])
 def test_a_chain_does_not_depend_on_the_others(sampler):
     """Chain c uses SeedSequence child c: running 3 chains vectorised or 1 alone gives chain 0
@@ -477,3 +491,13 @@ def test_resume_is_bit_exact_with_momentum_kept(tmp_path, monkeypatch, compiled,
     np.testing.assert_array_equal(resumed.draws, full.draws)
     for name, values in full.stats.items():
         np.testing.assert_array_equal(resumed.stats[name], values, err_msg=name)
+
+
+def test_ctrl_c_during_the_final_checks_keeps_the_finished_run(monkeypatch):
+    def interrupt(self):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(hm.Result, "diagnose", interrupt)
+    with pytest.warns(hm.InterruptedRunWarning, match="diagnostics were skipped"):
+        result = hm.sample("banana", "hmc", chains=2, seed=3, **SHORT)
+    assert result.draws.shape == (2, 50, 2) and result.attrs["complete"]

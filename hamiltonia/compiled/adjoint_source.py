@@ -604,6 +604,10 @@ class GetItem(Rule):
             k = e.temp("k")
             return [f"for {k} in range({len(index_array)}):",
                     f"    {{target}}[{name}[{k}]] += {g}[{k}]"]  # fmt: skip
+        if all(c in ("None", "...") for c in codes):
+            # Only new axes: the whole operand, whose adjoint is this one reshaped (an
+            # expression, as numba cannot write through an index of ``...`` alone).
+            return reshape_code(g, op.shape, source)
         # Drop the new axes (None) for the write, reshaping the adjoint to match.
         basic = tuple(p for p in parts if p is not None)
         kept = tuple(np.empty(source)[basic].shape)

@@ -133,10 +133,12 @@ def run_chain(
             rng, q, p, grad, lp[0], eps[0], aux, scratch, row, PF, PI, logp, fdata, idata
         )
         weigh(q, p, lp[0], grad, scratch[0, :d], eps[0], aux, row, PF, PI, logp, fdata, idata)
+        row[0] = lp[0]
+        # The step size this iteration used, as the NumPy path records it (before the tuner
+        # sets the next one).
+        row[1] = eps[0]
         if adapt:
             tune(eps, tune_state, row, PF, PI)
-        row[0] = lp[0]
-        row[1] = eps[0]
         for i in range(d):
             out_q[it, i] = q[i]
         if out_grad.shape[0] > 0:

@@ -119,6 +119,12 @@ def trace_graph(fn: Callable, x: np.ndarray, label: str = "logp") -> Graph:
 
     if not _RECORDER:
         _RECORDER.append(_recorder())
+        # Recording traces comparisons too (autograd's own gradient skips them), and one of
+        # a number gives a numpy.bool, which autograd has no box for: box it as an array.
+        from autograd.numpy.numpy_boxes import ArrayBox
+
+        if np.bool_ not in ArrayBox.type_mappings:
+            ArrayBox.register(np.bool_)
     recorded = _RECORDER[0]
     x = np.ascontiguousarray(x, dtype=np.float64)
     root = recorded.new_root(x)

@@ -363,6 +363,17 @@ def autograd_functions(f: Callable, dim: int, vectorized: bool | None, label: st
                 RowByRowWarning,
                 stacklevel=4,
             )
+    elif vectorized:
+        # Declared, but checked: a density that sums over the batch (one number for all
+        # chains) would give every chain the others' log density, a wrong posterior with
+        # no error.
+        ok, reason = accepts_batches(f, dim)
+        if not ok and reason != "it could not be evaluated at test points":
+            raise ValueError(
+                f"vectorized=True, but {label} does not evaluate a batch of positions point "
+                f"by point: {reason}. Return one value per position (shape (n,) for n "
+                "positions), or pass vectorized=None to have it evaluated one chain at a time"
+            )
     vectorized = bool(vectorized)
     if vectorized:
         make_vjp = autograd.make_vjp(f)

@@ -52,6 +52,24 @@ def _as_dict(out, default: str) -> dict:
     return dict(out) if isinstance(out, Mapping) else {default: out}
 
 
+def _one_per_point(lp, z):
+    """``lp``, the value of the user's ``logp`` at the positions ``z`` (..., dim), checked: a
+    number per position. Anything else is the user's bug, named here rather than deep in
+    autograd (``lp`` may be an autograd box or a JAX tracer, which have shapes)."""
+    if lp is None or isinstance(lp, str | bytes | dict | list | tuple):
+        raise TypeError(
+            f"logp returned {type(lp).__name__}; it must return the log density, a number"
+        )
+    shape, want = tuple(np.shape(lp)), tuple(np.shape(z)[:-1])
+    if shape != want:
+        raise ValueError(
+            f"logp returned shape {shape} for positions of shape {want or 'one point'}; it "
+            "must return one number per position (did a sum miss its axis, or is a term "
+            "not summed?)"
+        )
+    return lp
+
+
 class Model(FunctionTarget):
     """A target from a log density over named blocks (module docs).
 
@@ -117,7 +135,7 @@ class Model(FunctionTarget):
 
         def log_density(z):
             values, log_jac = layout.constrain(z, xp)
-            return logp(values) + log_jac
+            return _one_per_point(logp(values), z) + log_jac
 
         kernel = None
         if backend == "jax":
@@ -149,6 +167,38 @@ class Model(FunctionTarget):
         self._reported = layout.names + tuple(
             n for name, shape, _ in self._generated_blocks for n in element_names(name, shape)
         )
+        self._check_coords(generated_dims or {})
+
+    def _check_coords(self, generated_dims: Mapping) -> None:
+        """Every named dimension has one size, its labels (``coords``) that many, and every
+        ``coords`` and ``generated_dims`` entry names something the model has: checked now,
+        not when the draws are written out."""
+        unknown = sorted(set(map(str, generated_dims)) - {b[0] for b in self._generated_blocks})
+        if unknown:
+            raise ValueError(
+                f"generated_dims names {unknown}, which generated does not return (it returns "
+                f"{[b[0] for b in self._generated_blocks]})"
+            )
+        sizes: dict[str, tuple[int, str]] = {}
+        for name, shape, dims in self.blocks:
+            for dim, size in zip(dims, shape, strict=True) if dims else ():
+                if dim in sizes and sizes[dim][0] != size:
+                    raise ValueError(
+                        f"dimension {dim!r} has {sizes[dim][0]} entries in {sizes[dim][1]!r} "
+                        f"but {size} in {name!r}"
+                    )
+                sizes.setdefault(dim, (size, name))
+        for dim, labels in self._coords.items():
+            if dim not in sizes:
+                raise ValueError(
+                    f"coords labels the dimension {dim!r}, which no block has (named "
+                    f"dimensions: {sorted(sizes) or 'none; give dims= to a block'})"
+                )
+            if len(labels) != sizes[dim][0]:
+                raise ValueError(
+                    f"coords gives {len(labels)} labels for the dimension {dim!r}, which has "
+                    f"{sizes[dim][0]} entries (in {sizes[dim][1]!r})"
+                )
 
     # ------------------------------------------------------------------ reporting
     def _per_draw(self, fn: Callable, values: dict, batch: tuple, default: str) -> dict:
@@ -200,7 +250,13 @@ class Model(FunctionTarget):
         for name, value in out.items():
             if name in self.layout.params:
                 raise ValueError(f"generated quantity {name!r} has the name of a parameter")
-            shape = tuple(np.shape(value))
+            try:
+                shape = np.asarray(value, dtype=float).shape
+            except (TypeError, ValueError):
+                raise TypeError(
+                    f"generated returned {value!r} for {name!r}; generated quantities must "
+                    "be numbers or arrays of numbers"
+                ) from None
             blocks.append([name, shape, axis_names(dims.get(name), shape)])
         return blocks
 

@@ -41,6 +41,7 @@ def binary(x):
         np.maximum(m, row), np.minimum(m, 0.1), m - col, np.exp(col) ** row,
         np.where(m > 0.2, m, 2.0 * m), np.where(m < DATA.reshape(2, 3), m * m, 1.0),
         (m >= 0.0) * m, np.sign(m) * m, np.floor(3.0 * m) + m,
+        np.where(x[0] > 0.1, x[0] ** 2, -x[0]),  # a comparison of a number
     ]  # fmt: skip
     return sum(np.sum(t) for t in terms)
 
@@ -58,6 +59,8 @@ def shapes(x):
         m[..., 1] ** 2, x[INDEX] ** 2, x[MASK] * DATA[:4], m[onp.array([1, 1, 0])] ** 2,
         np.concatenate([m, m * m], axis=1) ** 2, x[0:1] * x, x * [1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
         np.reshape(x[:3], (3, 1)) * x[:2],
+        # Only new axes (and ...): the whole operand, as np.stack on axis 0 indexes it.
+        x[None] * DATA, x[..., None] * DATA[:2], x[None, ...] ** 2, np.stack([x, 2 * x]) ** 2,
     ]  # fmt: skip
     return sum(np.sum(t) for t in terms)
 

@@ -51,9 +51,14 @@ def test_same_dual_averaging_as_numpy_path(sampler):
     rounding differences (an HMC step-size change of 1e-16 grows by about an order of
     magnitude per early iteration, and the paths part ways after some 50 iterations), so the
     comparison covers the first 10 iterations."""
-    a, b = _both("gaussian-d10", sampler=sampler, chains=2, warmup=10, draws=5, seed=1)
+    a, b = _both(
+        "gaussian-d10", sampler=sampler, chains=2, warmup=10, draws=5, seed=1, save_warmup=True
+    )
     np.testing.assert_allclose(a.stats["step_size"], b.stats["step_size"], rtol=1e-9)
     np.testing.assert_allclose(a.draws, b.draws, rtol=0, atol=1e-9)
+    # Each warm-up iteration records the step size it used, before the tuner's update.
+    np.testing.assert_allclose(a.warmup_stats["step_size"], b.warmup_stats["step_size"], rtol=1e-9)
+    np.testing.assert_allclose(a.warmup_draws, b.warmup_draws, rtol=0, atol=1e-9)
 
 
 def test_a_chain_does_not_depend_on_the_others():

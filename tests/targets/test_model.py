@@ -53,6 +53,48 @@ def test_a_batch_aware_model_is_vectorised_without_a_warning(recwarn):
     assert model.reported_names[-1] == "theta[7]"
 
 
+@pytest.mark.parametrize(
+    ("logp", "message"),
+    [
+        (lambda p: -0.5 * p["x"] ** 2, r"logp returned shape \(3,\) .* one number per position"),
+        (lambda p: None, "logp returned NoneType; it must return the log density"),
+    ],
+)
+def test_a_logp_that_returns_no_number_is_named(logp, message):
+    model = hm.Model(logp, {"x": hm.real(3)}, vectorized=False)
+    with pytest.raises(hm.ModelError, match=message):
+        hm.sample(model, chains=1, warmup=5, draws=5, progress=False)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"coords": {"k": ["a", "b"]}}, "2 labels for the dimension 'k', which has 3"),
+        ({"coords": {"j": ["a"]}}, r"dimension 'j', which no block has \(named dim.*\['k'\]"),
+        ({"generated": lambda p: {"g": p["x"]}, "generated_dims": {"h": "k"}},
+         r"generated_dims names \['h'\]"),
+        ({"generated": lambda p: {"g": p["x"][:2]}, "generated_dims": {"g": "k"}},
+         "'k' has 3 entries in 'x' but 2 in 'g'"),
+        ({"generated": lambda p: {"g": "abc"}}, "generated returned 'abc' for 'g'"),
+    ],
+)  # fmt: skip
+def test_labels_and_generated_quantities_are_checked_when_the_model_is_built(options, message):
+    with pytest.raises((ValueError, TypeError), match=message):
+        hm.Model(lambda p: -0.5 * anp.sum(p["x"] ** 2, axis=-1), {"x": hm.real(3, dims="k")},
+                 **options)  # fmt: skip
+
+
+def test_a_model_declared_vectorized_that_sums_over_the_batch_is_refused():
+    # Summed over the chains, every chain would get the total: a wrong posterior, silently.
+    def logp(p):
+        return -0.5 * anp.sum(p["x"] ** 2)
+
+    with pytest.raises(ValueError, match=r"vectorized=True, but logp .* one number per position"):
+        hm.Model(logp, {"x": hm.real(2), "s": hm.positive()}, vectorized=True)
+    with pytest.raises(ValueError, match=r"vectorized=True, but logp .* shape \(\)"):
+        hm.Target.from_logp(lambda x: -0.5 * anp.sum(x**2), 2, vectorized=True)
+
+
 def test_a_model_written_for_one_point_runs_row_by_row_and_says_so():
     def logp(p):
         theta = p["mu"] + p["tau"] * p["eta"]
