@@ -130,22 +130,18 @@ def _copy(dst, src, d):
 
 def _copy_rows(w, dst, src, first, n, d):
     for r in range(first, first + n):
-        for i in range(d):
-            w[dst + r, i] = w[src + r, i]
+        _copy(w[dst + r], w[src + r], d)
 
 
 def _leaf(w, c, d, aux, PF, PI):
     """Summary ``c`` of the one-state subtree at the integration state."""
     v = velocity(w[_ZQ, :d], w[_ZP, :d], w[_V, :d], aux, PF, PI)
-    for i in range(d):
-        w[c + _RHO, i] = w[_ZP, i]
-        w[c + _PL, i] = w[_ZP, i]
-        w[c + _PR, i] = w[_ZP, i]
-        w[c + _SL, i] = v[i]
-        w[c + _SR, i] = v[i]
-        w[c + _SQ, i] = w[_ZQ, i]
-        w[c + _SP, i] = w[_ZP, i]
-        w[c + _SG, i] = w[_ZG, i]
+    for r in (_RHO, _PL, _PR, _SP):
+        _copy(w[c + r], w[_ZP], d)
+    _copy(w[c + _SL], v, d)
+    _copy(w[c + _SR], v, d)
+    _copy(w[c + _SQ], w[_ZQ], d)
+    _copy(w[c + _SG], w[_ZG], d)
 
 
 def _merge_ok(w, old, new, forward, d, trapezoid):
@@ -154,39 +150,43 @@ def _merge_ok(w, old, new, forward, d, trapezoid):
     The dot products of all the checks are summed in one pass over the rows."""
     left = old if forward else new
     right = new if forward else old
+    # Row views, so that each loop runs over contiguous rows and vectorises.
+    rho_l, rho_r = w[left + _RHO], w[right + _RHO]
+    sl_l, sr_r = w[left + _SL], w[right + _SR]
     if trapezoid:
+        pl_l, pr_r = w[left + _PL], w[right + _PR]
         dm = dp = 0.0
         for i in range(d):
-            rho = w[left + _RHO, i] + w[right + _RHO, i]
-            rho = rho - 0.5 * (w[left + _PL, i] + w[right + _PR, i])
-            dm += w[left + _SL, i] * rho
-            dp += w[right + _SR, i] * rho
+            rho = rho_l[i] + rho_r[i] - 0.5 * (pl_l[i] + pr_r[i])
+            dm += sl_l[i] * rho
+            dp += sr_r[i] * rho
         return continues(dm, dp)
     # A u B; A extended by the first state of B; B extended by the last state of A.
+    pl_r, pr_l = w[right + _PL], w[left + _PR]
+    sl_r, sr_l = w[right + _SL], w[left + _SR]
     dm = dp = dm_first = dp_first = dm_last = dp_last = 0.0
     for i in range(d):
-        rho_l = w[left + _RHO, i]
-        rho_r = w[right + _RHO, i]
-        sl_l = w[left + _SL, i]
-        sr_r = w[right + _SR, i]
-        rho = rho_l + rho_r
-        dm += sl_l * rho
-        dp += sr_r * rho
-        first = rho_l + w[right + _PL, i]
-        dm_first += sl_l * first
-        dp_first += w[right + _SL, i] * first
-        last = rho_r + w[left + _PR, i]
-        dm_last += w[left + _SR, i] * last
-        dp_last += sr_r * last
-    return continues(dm, dp) and continues(dm_first, dp_first) and continues(dm_last, dp_last)
+        rho = rho_l[i] + rho_r[i]
+        dm += sl_l[i] * rho
+        dp += sr_r[i] * rho
+        first = rho_l[i] + pl_r[i]
+        dm_first += sl_l[i] * first
+        dp_first += sl_r[i] * first
+        last = rho_r[i] + pr_l[i]
+        dm_last += sr_l[i] * last
+        dp_last += sr_r[i] * last
+    return (
+        continues(dm, dp) and continues(dm_first, dp_first) and continues(dm_last, dp_last)
+    )
 
 
 def _absorb(w, dst, src, src_later, d):
     """Summary ``dst`` becomes the merge of ``dst`` and the adjacent ``src`` (the sample is
     chosen by the caller): momentum sum added, the outer end on ``src``'s side taken from
     it (``src`` later in time when ``src_later``)."""
+    rho, add = w[dst + _RHO], w[src + _RHO]
     for i in range(d):
-        w[dst + _RHO, i] += w[src + _RHO, i]
+        rho[i] += add[i]
     if src_later:
         _copy_rows(w, dst, src, _PR, 1, d)
         _copy_rows(w, dst, src, _SR, 1, d)
