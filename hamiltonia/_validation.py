@@ -21,10 +21,14 @@ def check_positions(x, dim: int, name: str = "x") -> np.ndarray:
 
 def check_int(value, name: str, minimum: int = 0, maximum: int | None = None) -> int:
     """An integer ``>= minimum`` (and ``<= maximum`` when given)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    if maximum is not None and value > maximum:
-        raise ValueError(f"{name} must be an integer in [{minimum}, {maximum}], got {value!r}")
+    valid = f">= {minimum}" if maximum is None else f"in [{minimum}, {maximum}]"
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Integral)
+        or value < minimum
+        or (maximum is not None and value > maximum)
+    ):
+        raise ValueError(f"{name} must be an integer {valid}, got {value!r}")
     return int(value)
 
 

@@ -509,7 +509,9 @@ class MagneticStructure(PoissonStructure):
         sign = field_sign(xp.reshape(xp.asarray(aux.get(FIELD_AUX, 0.0)), (-1, 1)))
         h = xp.reshape(xp.asarray(h), (-1, 1))
         if A.ndim == 2:
-            y = p @ A
+            # einsum sums each row on its own (a matrix product's blocking depends on the
+            # number of rows), so a chain's draws do not depend on the chains beside it.
+            y = xp.einsum("cd,dr->cr", p, A)
         else:
             y = xp.einsum("cd,cdr->cr", p, A)
         dqa, dqb, dpa, dpb = magnetic_pair_update(y[:, 0::2], y[:, 1::2], sign * lam * h, h)
@@ -517,7 +519,7 @@ class MagneticStructure(PoissonStructure):
         dq = xp.stack([dqa, dqb], axis=-1).reshape(n, 2 * k)
         dp = xp.stack([dpa, dpb], axis=-1).reshape(n, 2 * k)
         if A.ndim == 2:
-            return q_new + dq @ A.T, p + dp @ B.T
+            return q_new + xp.einsum("cr,dr->cd", dq, A), p + xp.einsum("cr,dr->cd", dp, B)
         return (
             q_new + xp.einsum("cr,cdr->cd", dq, A),
             p + xp.einsum("cr,cdr->cd", dp, B),

@@ -175,9 +175,7 @@ def _merge_ok(w, old, new, forward, d, trapezoid):
         last = rho_r[i] + pr_l[i]
         dm_last += sr_l[i] * last
         dp_last += sr_r[i] * last
-    return (
-        continues(dm, dp) and continues(dm_first, dp_first) and continues(dm_last, dp_last)
-    )
+    return continues(dm, dp) and continues(dm_first, dp_first) and continues(dm_last, dp_last)
 
 
 def _absorb(w, dst, src, src_later, d):

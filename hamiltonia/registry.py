@@ -59,6 +59,8 @@ def _antithetic_entry(name: str, entries: dict) -> _Entry | None:
     if not name.startswith("a-") or name[2:] not in entries:
         return None
     base = entries[name[2:]]
+    if name[2:].startswith("a-"):
+        raise UnknownNameError(f"unknown sampler {name!r}: {name[2:]!r} already runs in pairs")
     signature = inspect.signature(base.obj)
     if "antithetic" not in signature.parameters:
         raise UnknownNameError(

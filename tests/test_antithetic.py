@@ -70,6 +70,8 @@ def test_antithetic_needs_an_even_number_of_chains_and_a_coupling_recipe():
         hm.sample("banana", "a-hmc", chains=3, warmup=0, draws=2, step_size=0.1)
     with pytest.raises(KeyError, match="'rwmh' has no 'antithetic' option"):
         hm.sample("banana", "a-rwmh", chains=2, warmup=0, draws=2)
+    with pytest.raises(KeyError, match="'a-hmc' already runs in pairs"):
+        hm.sample("banana", "a-a-hmc", chains=2, warmup=0, draws=2)
     with pytest.raises(ValueError, match="no antithetic pairs"):
         hm.sample("banana", "hmc", chains=2, warmup=0, draws=5, step_size=0.1,
                   progress=False).pair_summary()  # fmt: skip

@@ -190,7 +190,16 @@ def _shadow(shadow, hamiltonian, integrator, structure, tolerance, max_iteration
             "shadow='separable' integrates with the processed leapfrog, whose shadow it is; "
             f"got integrator={integrator!r}"
         )
-    return SeparableShadowHamiltonian(hamiltonian), ProcessedLeapfrog(tolerance, max_iterations)
+    try:
+        processed = ProcessedLeapfrog(tolerance, max_iterations)
+    except ValueError as err:
+        # The integrator names its own parameters; the user gave the recipe's.
+        message = str(err)
+        for own in ("tolerance", "max_iterations"):
+            if message.startswith(own):
+                message = "fixed_point_" + message
+        raise ValueError(message) from None
+    return SeparableShadowHamiltonian(hamiltonian), processed
 
 
 def _hamiltonian(target, metric, mass_volatility):

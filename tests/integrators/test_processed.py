@@ -119,12 +119,16 @@ def test_both_paths_give_the_same_draws_weights_and_fixed_point_counts(sampler):
     [
         ({"tolerance": 0.0}, "tolerance must be a finite number > 0"),
         ({"tolerance": "a"}, "tolerance"),
-        ({"max_iterations": 0}, "max_iterations must be an integer >= 1"),
+        ({"max_iterations": 0}, r"max_iterations must be an integer in \[1, 100000\]"),
     ],
 )
 def test_bad_settings_are_refused(kwargs, message):
     with pytest.raises(ValueError, match=message):
         ProcessedLeapfrog(**kwargs)
+    # Through a recipe, the error names the recipe's option.
+    option = {f"fixed_point_{k}": v for k, v in kwargs.items()}
+    with pytest.raises(ValueError, match="fixed_point_" + message):
+        hm.sample("banana", "s2hmc", progress=False, **option)
 
 
 def test_a_magnetic_field_is_refused():
