@@ -1,5 +1,6 @@
 """The command line."""
 
+import os
 import subprocess
 import sys
 import warnings
@@ -190,3 +191,17 @@ def test_ctrl_c_during_the_report_says_the_run_was_saved(capsys, tmp_path, monke
     err = capsys.readouterr().err
     assert f"the run is saved in {path}" in err and "nothing was saved" not in err
     assert hm.load(path).attrs["complete"] is True
+
+
+def test_a_reader_that_closes_the_pipe_ends_the_listing_quietly(capsys, monkeypatch):
+    # `hamiltonia list | head`: the write end of a pipe whose reader has gone.
+    read, write = os.pipe()
+    os.close(read)
+    closed = os.fdopen(write, "w", buffering=1)
+    monkeypatch.setattr(sys, "stdout", closed)
+    try:
+        assert main(["list"]) == 0
+    finally:
+        monkeypatch.undo()
+        closed.close()
+    assert "Broken pipe" not in capsys.readouterr().err
