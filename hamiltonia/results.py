@@ -526,11 +526,23 @@ class Result:
         result._read_groups(tree)
         return result
 
-    def save(self, path) -> Path:
-        """Write the run as netCDF-4 (ArviZ layout); returns the path."""
-        path = Path(path)
-        self.to_datatree().to_netcdf(path, engine="h5netcdf")
-        return path
+    def save(self, path, *, overwrite: bool = False) -> Path:
+        """Write the run as netCDF-4 (ArviZ layout), atomically (a reader sees the old file
+        or the whole new one); returns the path. An existing file is kept unless
+        ``overwrite=True``: nothing computed is replaced unasked."""
+        from hamiltonia._validation import check_flag
+        from hamiltonia.runfile import atomic_write
+
+        check_flag(overwrite, "overwrite")
+        path = Path(path).expanduser()
+        if path.is_dir():
+            raise IsADirectoryError(f"path {path} is a folder; give a file name such as run.nc")
+        if path.exists() and not overwrite:
+            raise FileExistsError(f"{path} exists; pass overwrite=True to replace it")
+        if not path.parent.is_dir():
+            raise FileNotFoundError(f"folder {path.parent} of {path.name} does not exist")
+        tree = self.to_datatree()
+        return atomic_write(path, lambda tmp: tree.to_netcdf(tmp, engine="h5netcdf"))
 
     def __repr__(self):
         return (

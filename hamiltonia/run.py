@@ -825,7 +825,7 @@ def _run(target, smp, plan, rngs, seq, requested, options, run_file, *, chains, 
         bar.close()
     result = build_result(complete=True)
     if run_file is not None:
-        run_file.finish(result.save)
+        run_file.finish(lambda tmp: result.save(tmp, overwrite=True))
     if tasks_folder is not None:
         # Only now: until the run's own file is written, the tasks' draws live there.
         shutil.rmtree(tasks_folder, ignore_errors=True)

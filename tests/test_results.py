@@ -36,6 +36,20 @@ def test_datatree_layout(result):
         assert name in stats.data_vars
 
 
+def test_save_never_replaces_a_file_unasked(result, tmp_path):
+    path = tmp_path / "run.nc"
+    path.write_text("the user's earlier work")
+    with pytest.raises(FileExistsError, match="pass overwrite=True"):
+        result.save(path)
+    assert path.read_text() == "the user's earlier work"
+    result.save(path, overwrite=True)
+    np.testing.assert_array_equal(hm.load(path).draws, result.draws)
+    with pytest.raises(IsADirectoryError, match="is a folder"):
+        result.save(tmp_path)
+    with pytest.raises(ValueError, match="overwrite must be True or False"):
+        result.save(tmp_path / "other.nc", overwrite="yes")
+
+
 def test_save_and_load_round_trip(result, tmp_path):
     path = result.save(tmp_path / "run.nc")
     back = hm.load(path)
