@@ -242,11 +242,11 @@ def no_u_turn_transition_kernel(
         for r in range(3):
             _copy(w[_ZQ + r], w[edge + r], d)
         lp_z = lp_right if forward else lp_left
-        # The subtree of depth `depth`, one state at a time, on a stack of summaries:
-        # slot k (from the bottom) holds a completed subtree of 2^j states waiting for its
-        # partner, larger ones lower; each leaf is built on top and merged down into the
-        # slots below it while its count of states matches (a binary counter), so no
-        # summary is ever copied. The finished subtree ends in slot 0.
+        # The subtree of depth `depth`, one state at a time, on a stack of summaries: the
+        # slots hold completed subtrees waiting for a partner of their size, larger ones
+        # lower; each leaf is built on top and merged down into the slots below it while
+        # the sizes match (a binary counter), so no summary is ever copied. The finished
+        # subtree ends in slot 0.
         valid = True
         n_stacked = 0
         for leaf in range(2**depth):

@@ -531,16 +531,12 @@ class Result:
         or the whole new one); returns the path. An existing file is kept unless
         ``overwrite=True``: nothing computed is replaced unasked."""
         from hamiltonia._validation import check_flag
-        from hamiltonia.runfile import atomic_write
+        from hamiltonia.runfile import atomic_write, checked_file_path
 
         check_flag(overwrite, "overwrite")
-        path = Path(path).expanduser()
-        if path.is_dir():
-            raise IsADirectoryError(f"path {path} is a folder; give a file name such as run.nc")
+        path = checked_file_path(path, "path")
         if path.exists() and not overwrite:
             raise FileExistsError(f"{path} exists; pass overwrite=True to replace it")
-        if not path.parent.is_dir():
-            raise FileNotFoundError(f"folder {path.parent} of {path.name} does not exist")
         tree = self.to_datatree()
         return atomic_write(path, lambda tmp: tree.to_netcdf(tmp, engine="h5netcdf"))
 

@@ -48,6 +48,20 @@ class RunFileError(OSError):
     message names the path and what to do)."""
 
 
+def checked_file_path(path, label: str = "output") -> Path:
+    """``path`` as a ``Path``, or :class:`RunFileError` when no file can be written there
+    (a folder, a missing or read-only folder); ``label`` names it in the message."""
+    path = Path(os.fspath(path)).expanduser()
+    folder = path.parent if str(path.parent) else Path(".")
+    if path.is_dir():
+        raise RunFileError(f"{label} {path} is a folder; give a file name such as {path}/run.nc")
+    if not folder.is_dir():
+        raise RunFileError(f"{label} folder {folder} does not exist; create it first")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise RunFileError(f"{label} folder {folder} is not writable")
+    return path
+
+
 def partial_dir(path) -> Path:
     """The folder of the unfinished run that will be written to ``path``."""
     path = Path(path)
@@ -131,14 +145,7 @@ class RunFile:
     def open(cls, path, *, overwrite: bool = False, continuing: bool = False) -> RunFile:
         """Check ``path`` and take its lock; ``continuing`` appends to the unfinished run
         there (:func:`hamiltonia.resume`) instead of refusing it."""
-        path = Path(os.fspath(path)).expanduser()
-        folder = path.parent if str(path.parent) else Path(".")
-        if path.is_dir():
-            raise RunFileError(f"output {path} is a folder; give a file name such as {path}/run.nc")
-        if not folder.is_dir():
-            raise RunFileError(f"output folder {folder} does not exist; create it first")
-        if not os.access(folder, os.W_OK | os.X_OK):
-            raise RunFileError(f"output folder {folder} is not writable")
+        path = checked_file_path(path)
         partial = partial_dir(path)
         run_file = cls(path)
         # The lock first: a run in progress holds a .partial folder too, and its writer is
