@@ -8,17 +8,37 @@ value: what :mod:`hamiltonia.compiled.adjoint_source` needs to write the log den
 reverse-mode gradient as straight-line numba code.
 
 The graph is the computation at that point. A log density whose operations depend on the
-parameters' values (``if x > 0:``, a loop of data-dependent length) has no single graph;
-with this node type such a branch raises (a comparison of traced values stays traced, and
-Python cannot take the truth value of it), and :func:`trace_graph` says so. Comparisons
-inside ``np.where`` are traced and compiled.
+parameters' values has no single graph, so while it is recorded every Python decision on a
+traced value raises :class:`TraceError`, naming the file and line of the user's code: the
+truth value of one (``if``, ``while``, ``and``/``or``/``not``, ``assert``, ``bool()``, the
+builtins ``max``/``min``/``sorted`` that compare), its conversion to a Python number
+(``float()``, ``int()``, ``range()``, ``.item()``, ``math.*``) or to a plain NumPy array,
+and indexing by one. This holds at any point, whichever way the branch goes there, unlike
+the comparison with autograd at a few points that follows compilation. What depends only on
+shapes (``len(x)``, ``x.shape``, iterating over ``x``) is fixed and keeps working, and a
+comparison of traced values stays traced, so ``np.where(x > 0, a, b)`` is recorded and
+compiled.
+
+How: autograd chooses the box of a value by the value's type, for every trace. While
+:func:`trace_graph` records (one recording at a time, under a lock), the array types map to
+a subclass of autograd's ``ArrayBox`` whose conversions raise for a recorded value; the
+mapping is put back afterwards. A gradient autograd takes in another thread meanwhile gets
+that subclass too, and it behaves as ``ArrayBox`` there. A refusal caught in the user's code
+(:class:`TraceError` is a ``ValueError``) is raised again when the recording ends, as the
+graph would then be one path's.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
+import threading
+import traceback
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -82,8 +102,47 @@ class Graph:
         return int(np.size(self.ops[0].value))
 
 
-def _recorder():
-    from autograd.tracer import Node
+# Why a branch is refused, and the ways out, at the end of every refusal.
+_WAY_OUT = (
+    "A compiled gradient is recorded once, at one point, and would take the same path at "
+    "every point. Write a branch as np.where(condition, a, b) (both sides are computed and "
+    "the condition picks, elementwise), keep parameters as autograd.numpy values (no "
+    "float(), int() or .item() of one, no indexing by one), or use the autograd backend "
+    "(the default), which runs any Python"
+)
+
+_BRANCH = (
+    "takes the truth value of a value computed from the parameters (an if, while, "
+    "and/or/not, assert or bool() on it, or a builtin such as max(), min() or sorted() "
+    "comparing such values)"
+)
+_NUMBER = "converts a value computed from the parameters to a Python number ({})"
+_INDEX = "indexes with a value computed from the parameters"
+_INTEGER = (
+    "uses a value computed from the parameters as a Python integer (range(), an index or a size)"
+)
+_ARRAY = (
+    "converts a value computed from the parameters to a plain NumPy array (indexing an "
+    "array by it, or giving it to a function of numpy rather than of autograd.numpy)"
+)
+
+# One recording at a time: the box mapping it swaps, the label its refusals name and the
+# refusals made (kept, as the user's code may catch the error: see trace_graph) are global to
+# the process.
+_LOCK = threading.RLock()
+_RECORDING: dict = {"label": "logp", "refused": []}
+_MACHINERY: list = []
+
+
+def _machinery():
+    """``(Recorded, TracedBox)``: the node type of a recording and the box of its values.
+
+    Made on first use, so that importing this module does not import autograd.
+    """
+    if _MACHINERY:
+        return _MACHINERY[0]
+    from autograd.numpy.numpy_boxes import ArrayBox
+    from autograd.tracer import Box, Node, isbox
 
     class Recorded(Node):
         __slots__ = ("argnums", "args", "fun", "kwargs", "parents", "value")
@@ -100,10 +159,153 @@ def _recorder():
             self.value, self.fun, self.args, self.kwargs = value, None, (), {}
             self.argnums, self.parents = (), ()
 
-    return Recorded
+    def refuse(box, doing: str) -> None:
+        # The mapping to this box type is global, so a gradient that autograd takes in
+        # another thread during a recording gets it too: only a recorded value refuses, and
+        # any other keeps ArrayBox's behaviour (the callers' fallbacks).
+        if type(box._node) is Recorded:
+            message = _refusal(doing, traceback.extract_stack())
+            _RECORDING["refused"].append(message)
+            raise TraceError(message)
+
+    def number(box, how: str):
+        refuse(box, _NUMBER.format(how))
+        raise TypeError(f"{how} of an autograd ArrayBox")
+
+    class TracedBox(ArrayBox):
+        """An ``ArrayBox`` of a recorded value: the Python conversions that would fix a
+        data-dependent decision at the recording point raise :class:`TraceError`."""
+
+        __slots__ = ()
+
+        def __bool__(self):
+            refuse(self, _BRANCH)
+            return bool(self._value)
+
+        def __float__(self):
+            return number(self, "float()")
+
+        def __int__(self):
+            return number(self, "int()")
+
+        def __complex__(self):
+            return number(self, "complex()")
+
+        def __index__(self):
+            refuse(self, _INTEGER)
+            raise TypeError("an autograd ArrayBox is not an integer")
+
+        def __round__(self, ndigits=None):
+            return number(self, "round()")
+
+        def __trunc__(self):
+            return number(self, "math.trunc()")
+
+        def __floor__(self):
+            return number(self, "math.floor()")
+
+        def __ceil__(self):
+            return number(self, "math.ceil()")
+
+        def __array__(self, dtype=None, copy=None):
+            refuse(self, _ARRAY)
+            raise TypeError("an autograd ArrayBox is not a NumPy array")
+
+        def __getitem__(self, idx):
+            parts = idx if isinstance(idx, tuple) else (idx,)
+            if any(isbox(part) for part in parts):
+                refuse(self, _INDEX)
+            return ArrayBox.__getitem__(self, idx)
+
+        def item(self, *args):
+            return number(self, ".item()")
+
+        def tolist(self):
+            return number(self, ".tolist()")
+
+    # A box type autograd knows (its primitives look boxes up by exact type), mapped to by
+    # value type only while recording (_traced_boxes).
+    Box.types.add(TracedBox)
+    Box.type_mappings[TracedBox] = TracedBox
+    # Recording traces comparisons too (autograd's own gradient skips them), and one of a
+    # number gives a numpy.bool, which autograd has no box for: box it as an array.
+    if np.bool_ not in Box.type_mappings:
+        ArrayBox.register(np.bool_)
+    _MACHINERY.append((Recorded, TracedBox))
+    return _MACHINERY[0]
 
 
-_RECORDER: list = []
+@contextlib.contextmanager
+def _traced_boxes(traced_box):
+    """Values of the types autograd boxes as arrays get ``traced_box`` while in the block."""
+    from autograd.numpy.numpy_boxes import ArrayBox
+    from autograd.tracer import Box
+
+    mapping = Box.type_mappings
+    swapped = [t for t, box in mapping.items() if box is ArrayBox and t is not ArrayBox]
+    for t in swapped:
+        mapping[t] = traced_box
+    try:
+        yield
+    finally:
+        for t in swapped:
+            mapping[t] = ArrayBox
+
+
+# The hamiltonia package, whose lines are named only when no user code is below them.
+_PACKAGE = str(Path(__file__).resolve().parents[1]) + os.sep
+_REAL: dict[str, str] = {}
+
+
+def _refusal(doing: str, frames: list) -> str:
+    site = _user_site(frames)
+    where = f" at {site}" if site else ""
+    return f"{_RECORDING['label']} {doing}{where}. {_WAY_OUT}"
+
+
+def _user_site(frames: list) -> str:
+    """Where the traced function was, in ``frames`` (outermost first): the innermost line
+    of the user's code below autograd's ``trace``, and hamiltonia's line below it if that is
+    where the decision was taken."""
+    import autograd.tracer
+
+    tracer = _real(autograd.tracer.__file__)
+    start = 0
+    for i, frame in enumerate(frames):
+        if frame.name == "trace" and _real(frame.filename) == tracer:
+            start = i + 1
+    inside = [f for f in frames[start:] if not _library(f.filename)]
+    if not inside:
+        return ""
+    # The user's own line says what to rewrite; a log density written inside hamiltonia
+    # (or one that only calls into it) is named by hamiltonia's line instead.
+    users = [f for f in inside if not _real(f.filename).startswith(_PACKAGE)]
+    where = users[-1] if users else inside[-1]
+    text = f"{where.filename}, line {where.lineno}"
+    if where.line:
+        text += f" ({where.line.strip()!r})"
+    if inside[-1] is not where:
+        text += f", in {inside[-1].filename}, line {inside[-1].lineno}"
+    return text
+
+
+def _real(filename: str) -> str:
+    if filename not in _REAL:
+        _REAL[filename] = str(Path(filename).resolve())
+    return _REAL[filename]
+
+
+def _library(filename: str) -> bool:
+    """Whether ``filename`` is autograd's, NumPy's, SciPy's or this module's code."""
+    real = _real(filename)
+    if real == _real(__file__):
+        return True
+    for name in ("autograd", "numpy", "scipy"):
+        module = sys.modules.get(name)
+        path = getattr(module, "__file__", None)
+        if path and real.startswith(str(Path(path).resolve().parent) + os.sep):
+            return True
+    return False
 
 
 def trace_graph(fn: Callable, x: np.ndarray, label: str = "logp") -> Graph:
@@ -112,33 +314,42 @@ def trace_graph(fn: Callable, x: np.ndarray, label: str = "logp") -> Graph:
     Raises
     ------
     TraceError
-        When ``fn`` branches on the value of its input, converts it to a Python number,
-        returns something other than one number, or does not depend on its input.
+        When ``fn`` takes a Python decision on a value computed from its input (module
+        docs; the message names the line), converts one to a Python number, returns
+        something other than one number, or does not depend on its input.
     """
     from autograd.tracer import trace
 
-    if not _RECORDER:
-        _RECORDER.append(_recorder())
-        # Recording traces comparisons too (autograd's own gradient skips them), and one of
-        # a number gives a numpy.bool, which autograd has no box for: box it as an array.
-        from autograd.numpy.numpy_boxes import ArrayBox
-
-        if np.bool_ not in ArrayBox.type_mappings:
-            ArrayBox.register(np.bool_)
-    recorded = _RECORDER[0]
+    recorded, traced_box = _machinery()
     x = np.ascontiguousarray(x, dtype=np.float64)
     root = recorded.new_root(x)
-    try:
-        with np.errstate(all="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # autograd's "independent of input": raised below
-            value, end = trace(root, fn, x)
-    except TypeError as err:
-        raise TraceError(
-            f"{label} could not be recorded as one fixed computation ({err}). A compiled "
-            "gradient needs operations that do not depend on the parameters' values: use "
-            "np.where(condition, a, b) in place of 'if', and no float() or int() of a "
-            "parameter"
-        ) from err
+    with _LOCK:
+        _RECORDING["label"], _RECORDING["refused"] = label, refused = label, []
+        try:
+            with (
+                _traced_boxes(traced_box),
+                np.errstate(all="ignore"),
+                warnings.catch_warnings(),
+            ):
+                warnings.simplefilter("ignore")  # autograd's "independent of input": below
+                value, end = trace(root, fn, x)
+        except TraceError:
+            raise
+        except Exception as err:
+            # A refusal that the user's code (or a library's fallback) caught led here.
+            if refused:
+                raise TraceError(refused[0]) from err
+            if not isinstance(err, TypeError):
+                raise
+            site = _user_site(traceback.extract_tb(err.__traceback__))
+            where = f" at {site}" if site else ""
+            raise TraceError(
+                f"{label} could not be recorded as one fixed computation ({err}){where}. {_WAY_OUT}"
+            ) from err
+    if refused:
+        # Caught in the traced function (an except around the branch): the graph is still
+        # one path's.
+        raise TraceError(refused[0])
     if end is None:
         raise TraceError(f"{label} does not depend on its parameters")
     if np.shape(value) != ():
