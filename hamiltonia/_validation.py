@@ -10,6 +10,13 @@ import numbers
 
 import numpy as np
 
+#: Most parameters of a built-in target whose size is an option (``dim``, ``n_x``,
+#: ``n_hidden``), checked before anything is built, since a run manifest or a command line
+#: may ask for any size. At 10**6 building takes about a second (the parameter names alone,
+#: about 70 MB), and a run of 1000 draws already keeps 8 GB per chain; at 10**8 building
+#: never finishes.
+MAX_TARGET_DIM = 1_000_000
+
 
 def check_positions(x, dim: int, name: str = "x") -> np.ndarray:
     """Return ``x`` as a float array of shape ``(..., dim)`` or raise naming ``name``."""

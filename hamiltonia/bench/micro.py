@@ -10,6 +10,11 @@ import warnings
 import numpy as np
 from numba import njit
 
+from hamiltonia import _numba_cache
+
+# Before the decorators below: their caches go to the cache folder, not into the package.
+_numba_cache.install()
+
 __all__ = ["chains_scaling", "gradient_seconds", "overhead_row", "step_seconds"]
 
 

@@ -35,7 +35,11 @@ import math
 import numpy as np
 from numba import njit, vectorize
 
+from hamiltonia import _numba_cache
 from hamiltonia.compiled.compose import SAFE_FASTMATH
+
+# Before the decorators below: their caches go to the cache folder, not into the package.
+_numba_cache.install()
 
 __all__ = [
     "digamma",

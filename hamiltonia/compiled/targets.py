@@ -43,6 +43,11 @@ def compile_log_prob(py_func: Callable):
     if py_func not in _CACHE:
         import numba
 
+        from hamiltonia import _numba_cache
+
+        # A built-in target's kernel is a file of the package: its cache goes to the cache
+        # folder, not into the package (a user's kernel is cached where numba puts it).
+        _numba_cache.install()
         if LOG_PROB_SIGNATURE is None:
             LOG_PROB_SIGNATURE = _signature()
         from hamiltonia.compiled.compose import SAFE_FASTMATH

@@ -9,7 +9,11 @@ from hamiltonia._validation import check_int, check_positive
 from hamiltonia.backend import BACKENDS, namespace_of
 from hamiltonia.targets.base import ExactMoments, Target
 
-__all__ = ["Banana", "banana"]
+__all__ = ["MAX_OBSERVATIONS", "Banana", "banana"]
+
+#: Largest ``n_obs``: the data are drawn and kept in memory, 80 MB and a quarter of a second
+#: at 10**7 (by then the posterior is all but a point on the curve ``w1 + w2**2 = 1``).
+MAX_OBSERVATIONS = 10_000_000
 
 
 def _banana_kernel(q, grad, fdata, idata):
@@ -47,7 +51,7 @@ class Banana(Target):
 
     def __init__(self, n_obs=100, var_y=4.0, var_w=1.0, seed=0):
         super().__init__(2, ["w1", "w2"])
-        self.n_obs = check_int(n_obs, "n_obs", minimum=1)
+        self.n_obs = check_int(n_obs, "n_obs", minimum=1, maximum=MAX_OBSERVATIONS)
         self.var_y = check_positive(var_y, "var_y")
         self.var_w = check_positive(var_w, "var_w")
         self.y = np.random.default_rng(seed).normal(1.0, np.sqrt(self.var_y), size=self.n_obs)

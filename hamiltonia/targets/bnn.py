@@ -53,7 +53,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from hamiltonia._validation import check_design, check_int, check_positions, check_positive
+from hamiltonia._validation import (
+    MAX_TARGET_DIM,
+    check_design,
+    check_int,
+    check_positions,
+    check_positive,
+)
 from hamiltonia.metrics import RegressorTarget
 from hamiltonia.targets.base import Target
 from hamiltonia.targets.logistic import safe_name
@@ -66,6 +72,7 @@ __all__ = [
     "bnn_concrete",
     "bnn_power",
     "bnn_protein",
+    "max_hidden",
     "normalised_weights",
 ]
 
@@ -79,6 +86,13 @@ _PREDICT_BLOCK = 1 << 22
 
 
 # --------------------------------------------------------------------------- helpers
+def max_hidden(n_features: int) -> int:
+    """The most hidden units a network on ``n_features`` inputs may have: its
+    ``(n_features + 2) * n_hidden + 1`` parameters stay within
+    :data:`~hamiltonia._validation.MAX_TARGET_DIM`."""
+    return max(1, (MAX_TARGET_DIM - 1) // (n_features + 2))
+
+
 def normalised_weights(log_weights, n_draws: int) -> np.ndarray | None:
     """Self-normalised importance weights :math:`\\bar w_s \\propto e^{\\ell_s}` for ``n_draws``
     draws (``None`` stays ``None``: equal weights)."""
@@ -179,7 +193,7 @@ class BayesianNeuralNetwork(RegressorTarget, Target):
     ):
         X, y = self._check_data(X, y, "X", "y")
         d = X.shape[1]
-        self.n_hidden = check_int(n_hidden, "n_hidden", minimum=1)
+        self.n_hidden = check_int(n_hidden, "n_hidden", minimum=1, maximum=max_hidden(d))
         self.noise_scale = check_positive(noise_scale, "noise_scale")
         self.prior_scale = check_positive(prior_scale, "prior_scale")
         if feature_names is None:
@@ -399,6 +413,9 @@ def _from_dataset(
 ) -> BayesianNeuralNetwork:
     from hamiltonia import datasets
 
+    # Checked before the data are loaded (or downloaded); the size of X is in the registry.
+    n_features = len(datasets.info(name).feature_columns)
+    check_int(n_hidden, "n_hidden", minimum=1, maximum=max_hidden(n_features))
     data = datasets.load(
         name, test_fraction=test_fraction, seed=split_seed, standardize=standardize
     )

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from hamiltonia._validation import check_int, check_positive
+from hamiltonia._validation import MAX_TARGET_DIM, check_int, check_positive
 from hamiltonia.backend import BACKENDS, namespace_of
 from hamiltonia.targets.base import ExactMoments, Target
 
@@ -45,7 +45,8 @@ class Funnel(Target):
     description = "Neal's funnel: v ~ N(0, 3^2), x_i | v ~ N(0, e^v); dim = n_x + 1"
 
     def __init__(self, n_x: int = 25, scale: float = 3.0):
-        self.n_x = check_int(n_x, "n_x", minimum=1)
+        # dim = n_x + 1 parameters, at most MAX_TARGET_DIM
+        self.n_x = check_int(n_x, "n_x", minimum=1, maximum=MAX_TARGET_DIM - 1)
         self.scale = check_positive(scale, "scale")
         super().__init__(self.n_x + 1, ["v"] + [f"x{i + 1}" for i in range(self.n_x)])
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from hamiltonia._validation import check_int
+from hamiltonia._validation import MAX_TARGET_DIM, check_int
 from hamiltonia.backend import BACKENDS, DeviceData, namespace_of
 from hamiltonia.targets.base import ExactMoments, Target
 
 __all__ = [
+    "MAX_DENSE_DIM",
     "CorrelatedGaussian",
     "DiagonalGaussian",
     "correlated_gaussian",
@@ -17,6 +18,11 @@ __all__ = [
     "gaussian_d50",
     "gaussian_d100",
 ]
+
+#: Largest ``dim`` of :class:`CorrelatedGaussian`: it holds dense ``dim x dim`` matrices (the
+#: covariance, its inverse and the index differences, 32 MB each at 2000) and inverts one, in
+#: O(dim**3): a second or two at 2000, minutes at 10**4.
+MAX_DENSE_DIM = 2_000
 
 
 def _diagonal_gaussian_kernel(q, grad, fdata, idata):
@@ -57,7 +63,7 @@ class DiagonalGaussian(DeviceData, Target):
     description = "Diagonal Gaussian N(0, diag(sigma^2)), log-normal scales sigma_i = exp(z_i)"
 
     def __init__(self, dim: int, seed: int = 1, scales=None):
-        dim = check_int(dim, "dim", minimum=1)
+        dim = check_int(dim, "dim", minimum=1, maximum=MAX_TARGET_DIM)
         super().__init__(dim)
         if scales is None:
             scales = np.exp(np.random.default_rng(seed).normal(size=dim))
@@ -106,7 +112,7 @@ class CorrelatedGaussian(DeviceData, Target):
     description = "Correlated Gaussian N(0, Sigma), Sigma_ij = rho^|i-j| (default dim 10, rho 0.9)"
 
     def __init__(self, dim: int = 10, rho: float = 0.9):
-        dim = check_int(dim, "dim", minimum=1)
+        dim = check_int(dim, "dim", minimum=1, maximum=MAX_DENSE_DIM)
         super().__init__(dim)
         if not -1 < rho < 1:
             raise ValueError(f"rho must lie in (-1, 1), got {rho!r}")

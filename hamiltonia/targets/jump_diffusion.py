@@ -76,6 +76,7 @@ from hamiltonia.targets.base import Target
 from hamiltonia.targets.bnn import normalised_weights
 
 __all__ = [
+    "MAX_TERMS",
     "NAMES",
     "MertonJumpDiffusion",
     "default_priors",
@@ -89,6 +90,11 @@ NAMES = ("a", "log_b", "log_lambda", "a_jump", "log_b_jump")
 _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 # Cap on the elements of one (draws, returns, terms) block in predictive_log_density.
 _PREDICT_BLOCK = 1 << 22
+#: Largest ``n_terms``: every evaluation holds (chains, returns, n_terms) arrays, about 8 MB
+#: each per chain at 1000 terms and 1000 returns. The Poisson weight of n jumps in one step
+#: is negligible once n exceeds the rate lambda * tau by ten standard deviations, so the
+#: default 10 terms serve rates well below one per step and 1000 serve several hundred.
+MAX_TERMS = 1_000
 
 
 def default_priors(tau: float = 1.0) -> dict[str, tuple[float, float]]:
@@ -242,7 +248,7 @@ class MertonJumpDiffusion(Target):
     ):
         self.returns = self._check_returns(returns, "returns")
         self.tau = check_positive(tau, "tau")
-        self.n_terms = check_int(n_terms, "n_terms", minimum=1)
+        self.n_terms = check_int(n_terms, "n_terms", minimum=1, maximum=MAX_TERMS)
         merged = default_priors(self.tau)
         if priors is not None:
             if not isinstance(priors, Mapping):
@@ -500,6 +506,8 @@ class MertonJumpDiffusion(Target):
 def _from_dataset(name: str, tau, n_terms, priors, test_fraction) -> MertonJumpDiffusion:
     from hamiltonia import datasets
 
+    # Checked before the data are loaded (or downloaded).
+    check_int(n_terms, "n_terms", minimum=1, maximum=MAX_TERMS)
     data = datasets.load(name, test_fraction=test_fraction)
     target = MertonJumpDiffusion(
         data.returns_train,

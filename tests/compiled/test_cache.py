@@ -2,9 +2,14 @@
 edited part (or a helper it calls, in another file) never gets a stale kernel."""
 
 import os
+import re
+import shutil
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
+
+import hamiltonia
 
 PART = """
 import numpy as np
@@ -128,3 +133,153 @@ def test_a_compiled_model_is_cached_by_its_structure_not_its_data(tmp_path):
     hits, _ = run(1.0, 4)
     assert hits == 0
     assert len(list((tmp_path / "kernels").glob("hg_*.py"))) == 2
+
+
+# --- numba's caches of the package's own functions (issue 26) -------------------------------
+
+PACKAGE = Path(hamiltonia.__file__).resolve().parent
+
+#: Calls every function of the package that numba compiles with ``cache=True``: the njit
+#: helpers and ufuncs of ``compiled.special``, a built-in target's ``cfunc`` and a
+#: benchmark loop; prints how many of them numba loaded from its cache.
+OWN_SCRIPT = """
+import sys
+
+import numpy as np
+
+import hamiltonia as hm
+
+assert hm.__file__.startswith(sys.argv[1]), hm.__file__  # the copy, not the checkout
+from hamiltonia.bench import micro
+from hamiltonia.compiled import special
+
+z = np.linspace(-3.0, 3.0, 8)
+special.softplus_sigmoid(z, np.empty(8), np.empty(8), np.empty(8), np.empty(8, np.int64))
+special.lgamma(z + 4.0)
+special.digamma(z + 4.0)
+kernel = hm.targets.get("banana").numba_kernel()
+micro._gradient_loop(kernel.function, np.zeros(2), np.empty(2), kernel.fdata, kernel.idata, 1)
+hits = [
+    sum(special.softplus_sigmoid.stats.cache_hits.values()),
+    kernel.function.cache_hits,
+    sum(micro._gradient_loop.stats.cache_hits.values()),
+]
+print(*hits)
+"""
+
+
+def _numba_files(folder: Path) -> list[Path]:
+    return sorted(p for pattern in ("*.nbi", "*.nbc") for p in folder.rglob(pattern))
+
+
+def _installed_copy(tmp_path) -> Path:
+    """A copy of the package, without any cache, standing in for an installed one (as in
+    ``site-packages``): the checkout's own ``__pycache__`` may already hold numba files."""
+    site = tmp_path / "site"
+    shutil.copytree(PACKAGE, site / "hamiltonia", ignore=shutil.ignore_patterns("__pycache__"))
+    return site
+
+
+def _run_own(site: Path, cache: Path, cwd: Path) -> list[int]:
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in {"NUMBA_CACHE_DIR", "HAMILTONIA_KERNEL_DIR", "XDG_CACHE_HOME"}
+    }
+    env["HAMILTONIA_CACHE"] = str(cache)
+    env["PYTHONPATH"] = str(site)
+    out = subprocess.run(
+        [sys.executable, "-c", OWN_SCRIPT, str(site / "hamiltonia")],
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+    )
+    assert out.returncode == 0, out.stderr
+    return [int(n) for n in out.stdout.split()]
+
+
+def test_no_numba_cache_file_is_written_inside_the_package(tmp_path):
+    """numba's cache files of the package's functions go to ``<cache>/numba``, never to the
+    package's ``__pycache__``: files left there outlive a reinstall and make Python import
+    ``hamiltonia`` as an empty namespace package (issue 26)."""
+    site = _installed_copy(tmp_path)
+    cache = tmp_path / "cache"
+    first = _run_own(site, cache, tmp_path)
+    assert _numba_files(site) == []
+    stored = _numba_files(cache / "numba")
+    # The layout mirrors the package: <cache>/numba/hamiltonia-<hash>/compiled/...
+    assert any(p.parent.name == "compiled" and "special" in p.name for p in stored), stored
+    assert any(p.parent.name == "targets" and "banana" in p.name for p in stored), stored
+    assert any(p.parent.name == "bench" and "micro" in p.name for p in stored), stored
+    assert first == [0, 0, 0]
+    # A second process loads every one of them from there.
+    assert _run_own(site, cache, tmp_path) == [1, 1, 1]
+    assert _numba_files(site) == []
+    # Only Python's own byte code is left in the package: nothing a reinstall would strand.
+    left = {p.suffix for p in site.rglob("*") if p.is_file()} - {".py", ".pyc"}
+    assert not left - {p.suffix for p in PACKAGE.rglob("*") if "__pycache__" not in p.parts}
+
+
+def test_only_the_package_files_are_claimed(tmp_path, monkeypatch):
+    """The locator claims the package's source files only: a user's function is cached
+    where numba puts it, and ``NUMBA_CACHE_DIR`` is not touched; two installs of the
+    package (two folders) get two cache folders."""
+    from hamiltonia import _numba_cache
+    from hamiltonia.compiled import special
+
+    monkeypatch.setenv("HAMILTONIA_CACHE", str(tmp_path / "cache"))
+    user_file = tmp_path / "user_module.py"
+    user_file.write_text("def f(x):\n    return x\n")
+    namespace = {}
+    exec(compile(user_file.read_text(), str(user_file), "exec"), namespace)
+    locator = _numba_cache.PackageCacheLocator
+    assert locator.from_function(namespace["f"], str(user_file)) is None
+    mine = locator.from_function(special.exp_nonpositive.py_func, special.__file__)
+    assert Path(mine.get_cache_path()).parent.parent == tmp_path / "cache" / "numba"
+    assert Path(mine.get_cache_path()).name == "compiled"
+    # numba's own locators still follow, in their order, for everything else.
+    from numba.core import caching
+
+    impl = getattr(caching, "CacheImpl", None) or caching._CacheImpl
+    assert impl._locator_classes[0] is locator
+    numba_own = getattr(caching, "UserProvidedCacheLocator", None)
+    assert (numba_own or caching._UserProvidedCacheLocator) in impl._locator_classes[1:]
+    first = _numba_cache.package_cache_dir()
+    monkeypatch.setattr(_numba_cache, "PACKAGE_DIR", str(tmp_path / "site" / "hamiltonia"))
+    assert _numba_cache.package_cache_dir() != first
+
+
+def test_an_unwritable_cache_folder_still_keeps_the_package_clean(tmp_path, monkeypatch):
+    """When the cache folder cannot be made, the caches go to a temporary folder rather
+    than to numba's next locator, which would write inside the package."""
+    from hamiltonia import _numba_cache
+    from hamiltonia.compiled import special
+
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setenv("HAMILTONIA_CACHE", str(blocker))
+    mine = _numba_cache.PackageCacheLocator.from_function(
+        special.exp_nonpositive.py_func, special.__file__
+    )
+    path = Path(mine.get_cache_path())
+    assert path.is_dir()
+    assert PACKAGE not in path.parents and blocker not in path.parents
+
+
+def test_every_cached_decoration_in_the_package_installs_the_locator_first():
+    """numba picks a function's cache locator when it is decorated: every module of the
+    package that compiles with ``cache=True`` must call ``_numba_cache.install()`` before
+    (the composed kernels are modules in ``<cache>/kernels``, outside the package)."""
+    pattern = re.compile(r"""cache\s*=\s*True|["']cache["']\s*:\s*True""")
+    generated_elsewhere = {PACKAGE / "compiled" / "compose.py", PACKAGE / "_numba_cache.py"}
+    checked = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        lines = path.read_text().splitlines()
+        uses = [i for i, line in enumerate(lines) if pattern.search(line.split("#")[0])]
+        if not uses or path in generated_elsewhere:
+            continue
+        installs = [i for i, line in enumerate(lines) if "_numba_cache.install()" in line]
+        assert installs and installs[0] < uses[0], f"{path} decorates before installing"
+        checked.append(path.name)
+    assert {"special.py", "micro.py", "targets.py"} <= set(checked)
