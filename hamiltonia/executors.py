@@ -13,7 +13,7 @@ in-process run, bit for bit.
 A task checkpoints its draws and its chain state as a run file
 (:mod:`hamiltonia.runfile`) in a folder every worker can read (``output.tasks`` beside the
 output, or a temporary folder of the calling machine for a run without ``output``; removed
-when the run is complete). A task that is
+when the run is complete, and the temporary one also when the run fails). A task that is
 started again, because its worker died, continues from its last checkpoint; the draws are
 those of an undisturbed run. An exception raised by the model is not retried: it is shown.
 
@@ -21,7 +21,8 @@ Executors:
 
 * :class:`ProcessPool`: a local pool of processes (``concurrent.futures`` with the
   ``spawn`` start method, safe with numba's threads); when a worker process dies the pool
-  is rebuilt and the unfinished tasks resubmitted, up to ``max_retries`` times.
+  is rebuilt and the unfinished tasks resubmitted, up to ``max_retries`` times. The
+  workers end with the calling process, even one killed.
 * :class:`DaskExecutor`: Dask distributed. ``scheduler=None`` starts a ``LocalCluster``;
   ``scheduler="tcp://host:port"`` connects to a running cluster (``dask scheduler`` and
   ``dask worker``, or dask-jobqueue on SLURM); a ready ``distributed.Client`` is used as
@@ -34,9 +35,14 @@ from __future__ import annotations
 import multiprocessing
 import os
 import pickle
+import re
 import shutil
+import socket
+import stat
 import tempfile
+import threading
 import time
+import traceback
 import uuid
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor
@@ -59,6 +65,14 @@ __all__ = [
 
 #: Seconds between looks at the tasks' checkpoints for the progress bar.
 POLL_SECONDS = 1.0
+
+#: Seconds between a pool worker's looks at whether the process that started it is alive.
+PARENT_POLL_SECONDS = 0.2
+
+#: Seconds a task waits for the lock of its checkpoint: a task started again after its
+#: calling process died may find a worker of the dead run still holding it, until that
+#: worker notices its parent is gone (within ``PARENT_POLL_SECONDS``).
+TASK_LOCK_SECONDS = 30.0
 
 
 class WorkerLostError(RuntimeError):
@@ -166,10 +180,19 @@ def _run_chain_task(task: ChainTask) -> dict:
     state = resume_state.restore(smp, info, rngs)
     run_file = None
     if task.checkpoint_path is not None:
-        task.checkpoint_path.parent.mkdir(parents=True, exist_ok=True)
+        folder = task.checkpoint_path.parent
+        if _temp_folder_of_this_host(folder):
+            # Made by the calling process, and removed by it when the run failed: a task
+            # that starts after that (it was queued) stops, rather than make the folder
+            # again where nothing would remove it.
+            if not folder.is_dir():
+                raise RuntimeError(f"the run's task folder {folder} is gone: the run ended")
+        else:  # output.tasks, or on a worker of another machine the calling one's folder
+            folder.mkdir(parents=True, exist_ok=True)
         run_file = RunFile.open(
-            task.checkpoint_path, overwrite=part is None, continuing=part is not None
-        )
+            task.checkpoint_path, overwrite=part is None, continuing=part is not None,
+            lock_timeout=TASK_LOCK_SECONDS,
+        )  # fmt: skip
     names = list(target.reported_names)
     saved = {"at": 0.0, "count": 0, "shown": 0.0}
 
@@ -211,7 +234,61 @@ def _run_chain_task(task: ChainTask) -> dict:
 
 
 def _run_pickled(payload: bytes) -> dict:
-    return run_chain_task(pickle.loads(payload))
+    """Run a pickled task on a pool worker; a model's exception travels with its cause."""
+    from hamiltonia.state import ModelError
+
+    try:
+        return run_chain_task(pickle.loads(payload))
+    except ModelError as err:
+        _pack_cause(err)
+        raise
+
+
+class _RemoteTraceback(Exception):
+    """The traceback of an exception raised on a worker process, as text."""
+
+    def __init__(self, text: str):
+        super().__init__(text)
+        self.text = text
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def _pack_cause(err) -> None:
+    """Let the model's exception (``err.__cause__``) cross to the calling process with
+    ``err``.
+
+    Pickling an exception drops its ``__cause__``, and ``concurrent.futures`` puts the
+    worker's traceback text in its place; so the cause goes as pickled bytes in an
+    attribute of ``err`` (with cloudpickle where installed: a user's exception class may be
+    defined in a script or a function), with its traceback as text. A cause that cannot be
+    pickled is left out: the caller then sees the worker's traceback only, as before.
+    """
+    cause = err.__cause__
+    if cause is None:
+        return
+    text = "".join(traceback.format_exception(cause))
+    try:
+        packed = _dumps(cause)
+    except Exception:  # an exception holding an unpicklable object: its text is what we have
+        packed = None
+    err._remote_cause = (packed, f'\n"""\n{text}"""')
+
+
+def _unpack_cause(err) -> None:
+    """Make the model's own exception, packed on the worker by :func:`_pack_cause`, the
+    ``__cause__`` of ``err`` again, with the worker's traceback of it as its own cause."""
+    packed, text = err.__dict__.pop("_remote_cause", (None, None))
+    if packed is None:
+        return
+    try:
+        cause = pickle.loads(packed)
+    except Exception:  # e.g. a class whose __init__ cannot be called with its args alone
+        return
+    if isinstance(cause, BaseException):
+        cause.__cause__ = _RemoteTraceback(text)
+        err.__cause__ = cause
 
 
 def _progress_path(task: ChainTask) -> Path:
@@ -273,7 +350,10 @@ class ProcessPool(Executor):
     def _get_pool(self) -> ProcessPoolExecutor:
         if self._pool is None:
             self._pool = ProcessPoolExecutor(
-                max_workers=self.workers, mp_context=multiprocessing.get_context("spawn")
+                max_workers=self.workers,
+                mp_context=multiprocessing.get_context("spawn"),
+                initializer=_watch_parent,
+                initargs=(os.getpid(),),
             )
         return self._pool
 
@@ -292,7 +372,7 @@ class ProcessPool(Executor):
                     )
                     for future in done:
                         i = futures[future]
-                        results[i] = future.result()  # a model's exception is shown as is
+                        results[i] = _result(future)  # a model's exception is shown as is
                         pending.discard(i)
                     progress(_progress(tasks, results))
             except BrokenProcessPool:
@@ -315,6 +395,48 @@ class ProcessPool(Executor):
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
+
+
+def _result(future):
+    """``future.result()``, with a model's exception as the cause of its ``ModelError`` (not
+    the worker's traceback text, which becomes the cause of the model's exception)."""
+    from hamiltonia.state import ModelError
+
+    try:
+        return future.result()
+    except ModelError as err:
+        _unpack_cause(err)
+        raise
+
+
+def _watch_parent(parent: int) -> None:
+    """Initializer of a pool's worker processes: end the worker as soon as ``parent``, the
+    process that started it, is gone.
+
+    A worker whose calling process was killed (``SIGKILL``, a lost session) would otherwise
+    run its task to the end, holding the lock of the task's checkpoint, so that
+    :func:`hamiltonia.resume` could not continue it; an idle one would wait for work
+    forever. A daemon thread looks every ``PARENT_POLL_SECONDS`` whether the worker's parent
+    is still ``parent`` (an orphan is adopted by another process, init or a subreaper) and
+    ends the worker at once when it is not: its task's last checkpoint is complete, by
+    design of the run file. ``prctl(PR_SET_PDEATHSIG)`` would be quicker on Linux but fires
+    when the *thread* that started the worker ends, which a pool used from several threads
+    would mistake for its parent's death. Elsewhere than POSIX a parent that died leaves
+    ``os.getppid()`` as it was: the watch then never fires.
+
+    Parameters
+    ----------
+    parent : int
+        The process id of the process that starts the pool (its own ``os.getpid()``: the
+        worker's ``os.getppid()`` may already be another's if that process died meanwhile).
+    """
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL_SECONDS)
+        os._exit(1)  # no clean-up: the parent that would wait for it is gone
+
+    threading.Thread(target=watch, name="hamiltonia-parent-watch", daemon=True).start()
 
 
 class DaskExecutor(Executor):
@@ -411,12 +533,83 @@ def make_executor(executor, scheduler=None, workers=None) -> Executor | None:
     )
 
 
+#: The start of the name of a run's temporary task folder, followed by the owner's
+#: process id and host (dashes taken out) and ``mkdtemp``'s random suffix.
+TEMP_PREFIX = "hamiltonia-tasks-"
+
+
+def _host() -> str:
+    return re.sub(r"[^A-Za-z0-9.]", "_", socket.gethostname()) or "_"
+
+
+def _temp_task_folder() -> str:
+    """A new temporary task folder named after this process and host, so that a later run
+    can tell it was left by a process that died (:func:`remove_orphaned_task_folders`)."""
+    return tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-{_host()}-")
+
+
+def _temp_folder_pattern() -> re.Pattern:
+    """The names of this host's temporary task folders; the group is the owner's pid."""
+    return re.compile(rf"{re.escape(TEMP_PREFIX)}(\d+)-{re.escape(_host())}-[A-Za-z0-9_]+")
+
+
+def _temp_folder_of_this_host(folder: Path) -> bool:
+    return _temp_folder_pattern().fullmatch(folder.name) is not None
+
+
+def remove_orphaned_task_folders(parent=None) -> list:
+    """Remove the temporary task folders of runs whose process died before it could
+    remove them (killed, or lost with its machine).
+
+    Only folders of this host and user whose owner process is not alive are removed: a
+    temporary folder shared by several machines holds other hosts' running runs too, whose
+    process ids mean nothing here. Folders of earlier versions, without an owner in their
+    name, are left alone.
+
+    Parameters
+    ----------
+    parent : path-like, optional
+        Where to look; default ``tempfile.gettempdir()``, where runs make them.
+
+    Returns
+    -------
+    list of Path
+        The folders removed.
+    """
+    from hamiltonia.runfile import _pid_alive
+
+    parent = Path(tempfile.gettempdir() if parent is None else parent)
+    pattern = _temp_folder_pattern()
+    removed = []
+    try:
+        candidates = list(parent.glob(f"{TEMP_PREFIX}*"))
+    except OSError:
+        return removed
+    for folder in candidates:
+        match = pattern.fullmatch(folder.name)
+        if match is None or _pid_alive(int(match.group(1))):
+            continue
+        try:
+            info = folder.lstat()
+        except OSError:
+            continue
+        if not stat.S_ISDIR(info.st_mode):  # a link or a file of that name: not ours
+            continue
+        if hasattr(os, "getuid") and info.st_uid != os.getuid():
+            continue  # another user's: not ours to judge
+        shutil.rmtree(folder, ignore_errors=True)
+        removed.append(folder)
+    return removed
+
+
 def task_folder(output, fresh: bool = True) -> str:
     """Where the tasks checkpoint: ``output.tasks`` beside the output (kept if the run
     stops; emptied for a ``fresh`` run, kept for a resumed one), or a new temporary folder
-    for a run without output."""
+    for a run without output (removed by the run however it ends; the folders of runs whose
+    process died are removed here, by the next run)."""
+    remove_orphaned_task_folders()
     if output is None:
-        return tempfile.mkdtemp(prefix="hamiltonia-tasks-")
+        return _temp_task_folder()
     folder = Path(f"{output}.tasks")
     if fresh:
         # Checkpoints of an earlier run that stopped belong to other chain states.

@@ -183,11 +183,20 @@ def check_reject_on(reject_on) -> tuple:
         return ()
     if isinstance(reject_on, type):
         reject_on = (reject_on,)
+    # A string is iterable: taken apart, "ValueError" would be refused as its letter 'V'.
+    types = (reject_on,) if isinstance(reject_on, str) else reject_on
     try:
-        types = tuple(reject_on)
+        types = tuple(types)
     except TypeError:
         types = (reject_on,)
     for t in types:
+        if isinstance(t, str):
+            dotted = t and all(part.isidentifier() for part in t.split("."))
+            example = t if dotted else "(FloatingPointError, ZeroDivisionError)"
+            raise ValueError(
+                "reject_on must be an Exception subclass or a tuple of them, not the string "
+                f"{t!r}: pass the exception class itself, e.g. reject_on={example}"
+            )
         if not (isinstance(t, type) and issubclass(t, Exception)):
             raise ValueError(
                 "reject_on must be an Exception subclass or a tuple of them (e.g. "

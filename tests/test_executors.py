@@ -2,10 +2,12 @@
 together, a killed worker's chains continued from their checkpoints, errors shown."""
 
 import os
+import pickle
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import threading
 import time
@@ -15,9 +17,19 @@ import numpy as np
 import pytest
 
 import hamiltonia as hm
+from hamiltonia import executors
 from hamiltonia.cli import main
-from hamiltonia.executors import DaskExecutor, ProcessPool, make_executor
-from hamiltonia.runfile import partial_dir
+from hamiltonia.executors import (
+    DaskExecutor,
+    Executor,
+    ProcessPool,
+    _pack_cause,
+    _unpack_cause,
+    make_executor,
+    remove_orphaned_task_folders,
+    run_chain_task,
+)
+from hamiltonia.runfile import _pid_alive, partial_dir
 
 RUN = dict(chains=4, warmup=100, draws=200, seed=7, progress=False)
 
@@ -181,10 +193,10 @@ def test_a_models_exception_is_shown_not_retried():
         def numba_kernel(self):
             return None
 
-    # The worker's traceback comes back as the cause (concurrent.futures); the message names
-    # the exception, the chain and the position.
+    # The message names the exception, the chain and the position; the model's exception is
+    # the cause, as in the process, with the worker's traceback of it as its own cause.
     message = r"Broken.log_prob_and_grad raised ZeroDivisionError: the model's own bug \(chain"
-    with pytest.raises(hm.ModelError, match=message):
+    with pytest.raises(hm.ModelError, match=message) as caught:
         hm.sample(
             Broken(),
             "hmc",
@@ -194,6 +206,50 @@ def test_a_models_exception_is_shown_not_retried():
             compiled=False,
             **dict(RUN, chains=2, warmup=10, draws=10),
         )
+    cause = caught.value.__cause__
+    assert type(cause) is ZeroDivisionError and str(cause) == "the model's own bug"
+    assert "in log_prob_and_grad" in str(cause.__cause__)  # the worker's traceback, as text
+    # The failed run removed its temporary task folder (a queued task did not make it again).
+    assert not list(Path(tempfile.gettempdir()).glob(f"hamiltonia-tasks-{os.getpid()}-*"))
+
+
+def _refuse(*args):
+    raise TypeError("cannot be rebuilt here")
+
+
+class _Unloadable(Exception):
+    """An exception that pickles but does not unpickle (as one whose class the calling
+    process cannot import)."""
+
+    def __reduce__(self):
+        return _refuse, self.args
+
+
+@pytest.mark.parametrize("cause", [ZeroDivisionError("boom"), _Unloadable("x")])
+def test_a_models_exception_crosses_from_a_worker_or_its_traceback_does(cause):
+    """The model's exception is packed with its ModelError on the worker and unpacked in
+    the calling process; one that cannot be unpickled leaves the worker's traceback as the
+    cause (what concurrent.futures gives)."""
+    try:
+        try:
+            raise cause
+        except Exception as err:
+            raise hm.ModelError("the model raised (chain 0, ...)", chain=0) from err
+    except hm.ModelError as err:
+        _pack_cause(err)
+        # What crosses: the error without its cause and context (plain pickling drops them;
+        # tblib, installed by dask, would keep them), ...
+        err.__cause__ = err.__context__ = None
+        sent = pickle.loads(pickle.dumps(err))
+    remote = RuntimeError("the worker's traceback")
+    sent.__cause__ = remote  # ... with the worker's traceback as cause (concurrent.futures)
+    _unpack_cause(sent)
+    assert sent.chain == 0 and not hasattr(sent, "_remote_cause")
+    if isinstance(cause, _Unloadable):
+        assert sent.__cause__ is remote
+    else:
+        assert type(sent.__cause__) is ZeroDivisionError and str(sent.__cause__) == "boom"
+        assert "raise cause" in str(sent.__cause__.__cause__)
 
 
 def test_reject_on_reaches_the_workers():
@@ -288,3 +344,164 @@ def test_a_run_whose_calling_process_dies_resumes_its_tasks(tmp_path):
     _same_run(serial, resumed)
     assert resumed.attrs["continued_tasks"]  # the tasks went on from their checkpoints
     assert sorted(p.name for p in tmp_path.iterdir()) == ["copy.nc", "driver.py", "run.nc"]
+
+
+def _children(pid: int) -> list:
+    """The processes whose parent is ``pid`` (Linux: from /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:  # ended meanwhile
+            continue
+        if int(text[text.rfind(")") + 2 :].split()[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def _alive_after(seconds: float, pids) -> list:
+    """Those of ``pids`` still alive (zombies count as ended) after up to ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while (alive := [pid for pid in pids if _pid_alive(pid)]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return alive
+
+
+def _kill_group(pid: int) -> None:
+    """Kill what is left of the process group ``pid`` (a failed test leaves no strays)."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+IDLE_CALLER = textwrap.dedent(
+    """
+    import os
+    import time
+    from hamiltonia.executors import ProcessPool
+
+    if __name__ == "__main__":
+        pool = ProcessPool(1)
+        print(pool._get_pool().submit(os.getpid).result(), flush=True)
+        time.sleep(300)
+    """
+)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_pool_worker_ends_with_its_killed_calling_process(tmp_path):
+    """An idle worker would otherwise wait for work forever (it holds its own queue's
+    writing end, so it never reads an end of file)."""
+    script = tmp_path / "caller.py"
+    script.write_text(IDLE_CALLER)
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True,
+                            start_new_session=True)  # fmt: skip
+    try:
+        worker = int(proc.stdout.readline())
+        proc.kill()  # the calling process only, as the OOM killer would
+        proc.wait()
+        assert not _alive_after(5, [worker]), "the worker outlived its calling process"
+    finally:
+        proc.stdout.close()
+        _kill_group(proc.pid)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_run_whose_calling_process_is_killed_resumes_at_once(tmp_path):
+    """The calling process alone is killed while its tasks run: its workers end with it,
+    releasing their tasks' locks, and an immediate resume continues the tasks from their
+    checkpoints, to the draws of an undisturbed run."""
+    serial = hm.sample("banana", **dict(RUN, draws=20_000))
+    script, out = tmp_path / "driver.py", tmp_path / "run.nc"
+    script.write_text(DRIVER)
+    proc = subprocess.Popen([sys.executable, str(script), str(out)], start_new_session=True)
+    try:
+        deadline, workers = time.monotonic() + 300, []
+        while time.monotonic() < deadline and proc.poll() is None:
+            workers = _children(proc.pid)  # the pool's 2 workers and its resource tracker
+            if list(Path(f"{out}.tasks").glob("*.partial/manifest.json")) and len(workers) >= 2:
+                break
+            time.sleep(0.01)
+        proc.kill()  # not its process group: the workers are left to notice
+        proc.wait()
+        assert proc.returncode == -signal.SIGKILL, "the run ended before it was killed"
+        assert not _alive_after(5, workers), "workers outlived their calling process"
+        resumed = hm.resume(out, executor="processes", workers=2, progress=False)
+    finally:
+        _kill_group(proc.pid)
+    _same_run(serial, resumed)
+    assert resumed.attrs["continued_tasks"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["driver.py", "run.nc"]
+
+
+class _Failing(Executor):
+    """Fails as a lost cluster would, once the tasks' folder is made."""
+
+    name = "failing"
+
+    def __init__(self):
+        self.folders = []
+
+    def map(self, tasks, progress):
+        self.folders.append(Path(tasks[0].folder))
+        assert self.folders[-1].is_dir()
+        raise ConnectionError("the cluster is gone")
+
+
+def test_a_failed_run_removes_its_temporary_task_folder_but_keeps_its_output_tasks(tmp_path):
+    failing, kw = _Failing(), dict(RUN, chains=2, warmup=10, draws=10)
+    with pytest.raises(ConnectionError):
+        hm.sample("banana", executor=failing, **kw)
+    (folder,) = failing.folders
+    assert folder.name.startswith(f"hamiltonia-tasks-{os.getpid()}-")  # its owner, named
+    assert not folder.exists()
+    # With an output, the tasks' checkpoints are what hm.resume continues from.
+    out = tmp_path / "run.nc"
+    with pytest.raises(ConnectionError):
+        hm.sample("banana", executor=failing, output=out, **kw)
+    assert failing.folders[-1] == Path(f"{out}.tasks") and failing.folders[-1].is_dir()
+
+
+def test_a_task_started_after_its_run_failed_leaves_no_folder():
+    """A task queued on a worker may start after its run failed and removed its temporary
+    folder: it stops, without making the folder again."""
+    seen = []
+
+    class Late(Executor):
+        name = "late"
+
+        def map(self, tasks, progress):
+            seen.append(Path(tasks[0].folder))
+            shutil.rmtree(seen[0])  # as the failed run does
+            with pytest.raises(RuntimeError, match=r"task folder .* is gone"):
+                run_chain_task(tasks[0])
+            raise ConnectionError("the cluster is gone")
+
+    with pytest.raises(ConnectionError):
+        hm.sample("banana", executor=Late(), **dict(RUN, chains=2, warmup=10, draws=10))
+    assert seen and not seen[0].exists()
+
+
+def test_the_next_run_removes_the_task_folders_of_dead_runs(tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    dead_pid = int(dead.stdout)
+    assert not _pid_alive(dead_pid)
+    host = executors._host()
+    left = tmp_path / f"hamiltonia-tasks-{dead_pid}-{host}-k3x_9q2a"
+    (left / "task-000000.nc.partial").mkdir(parents=True)
+    kept = [
+        tmp_path / f"hamiltonia-tasks-{os.getpid()}-{host}-abcdefgh",  # a live run's
+        tmp_path / f"hamiltonia-tasks-{dead_pid}-other.host-abcdefgh",  # another machine's
+        tmp_path / "hamiltonia-tasks-abcdefgh",  # of an earlier version: owner unknown
+    ]
+    for folder in kept:
+        folder.mkdir()
+    (tmp_path / f"hamiltonia-tasks-{dead_pid}-{host}-file").write_text("not a folder")
+    with pytest.raises(ConnectionError):
+        hm.sample("banana", executor=_Failing(), **dict(RUN, chains=2, warmup=10, draws=10))
+    assert not left.exists()
+    assert all(folder.is_dir() for folder in kept)
+    assert remove_orphaned_task_folders() == []

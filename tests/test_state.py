@@ -1,5 +1,6 @@
 """The guarded evaluation of a user's target: a bad point is a rejection, a bug is shown."""
 
+import re
 from contextlib import nullcontext
 
 import numpy as np
@@ -94,6 +95,21 @@ def test_reject_on_is_validated():
             check_reject_on(bad)
 
 
+@pytest.mark.parametrize(
+    ("given", "example"),
+    [
+        ("ValueError", "reject_on=ValueError"),  # not "got 'V'": a string is no tuple
+        ((KeyError, "np.linalg.LinAlgError"), "reject_on=np.linalg.LinAlgError"),
+        ("ValueError, KeyError", "reject_on=(FloatingPointError, ZeroDivisionError)"),
+    ],
+)
+def test_reject_on_as_a_string_says_to_pass_the_class(given, example):
+    name = given if isinstance(given, str) else given[1]
+    message = f"not the string '{name}': pass the exception class itself, e.g. {example}"
+    with pytest.raises(ValueError, match=re.escape(message)):
+        check_reject_on(given)
+
+
 # -- through sample(): the cases of the issue, as a user meets them
 
 
@@ -129,5 +145,5 @@ def test_reject_on_samples_the_truncated_support_and_counts_the_rejections():
 
 
 def test_sample_validates_reject_on():
-    with pytest.raises(ValueError, match="reject_on"):
+    with pytest.raises(ValueError, match=r"not the string 'KeyError'.* reject_on=KeyError$"):
         hm.sample(Model(), chains=1, warmup=1, draws=1, progress=False, reject_on="KeyError")
