@@ -38,7 +38,13 @@ from hamiltonia.parameters import (
 from hamiltonia.poisson import CanonicalStructure, PoissonStructure
 from hamiltonia.reducers import ImportanceWeights, VarianceReducer
 from hamiltonia.results import Result, load
-from hamiltonia.run import FallbackWarning, InterruptedRunWarning, resume, sample
+from hamiltonia.run import (
+    FallbackWarning,
+    InterruptedRunWarning,
+    WarmupInterrupted,
+    resume,
+    sample,
+)
 from hamiltonia.runfile import RunFileError
 from hamiltonia.samplers import HamiltonianSampler, RandomWalkMetropolis, Sampler
 from hamiltonia.state import ModelError
@@ -92,6 +98,7 @@ __all__ = [
     "Tuner",
     "TwoStage",
     "VarianceReducer",
+    "WarmupInterrupted",
     "__version__",
     "cholesky_corr",
     "constraints",

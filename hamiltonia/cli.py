@@ -39,6 +39,30 @@ def _parse_value(text: str):
         return text
 
 
+def _seconds(text: str) -> float:
+    """A number of seconds >= 0 (``inf``: never), for ``--checkpoint-seconds``."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not value >= 0:  # NaN too
+        raise argparse.ArgumentTypeError(f"must be a number of seconds >= 0, got {text!r}")
+    return value
+
+
+def _checkpoint_argument(parser) -> None:
+    from hamiltonia.run import CHECKPOINT_SECONDS
+
+    parser.add_argument(
+        "--checkpoint-seconds",
+        type=_seconds,
+        default=CHECKPOINT_SECONDS,
+        metavar="SECONDS",
+        help="seconds between checkpoints of --output, in warm-up as in sampling: a run "
+        "killed loses at most this much work (default %(default)s)",
+    )
+
+
 def _parse_options(pairs) -> dict:
     options = {}
     for pair in pairs or []:
@@ -91,10 +115,14 @@ def _build_parser() -> argparse.ArgumentParser:
     _executor_arguments(sp)
     sp.add_argument("--output", "-o", default=None, help="write the run to this netCDF file")
     sp.add_argument("--overwrite", action="store_true", help="replace an existing --output file")
+    _checkpoint_argument(sp)
     sp.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    rp = sub.add_parser("resume", help="continue an interrupted run written with --output")
+    rp = sub.add_parser(
+        "resume", help="continue an interrupted run written with --output (in warm-up or after)"
+    )
     rp.add_argument("path", help="the run file")
     rp.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    _checkpoint_argument(rp)
     _executor_arguments(rp)
     pp = sub.add_parser("plot", help="draw a diagnostic plot of a run file")
     pp.add_argument("path", help="the run file (netCDF, from --output or Result.save)")
@@ -174,6 +202,7 @@ def _cmd_sample(args, out) -> int:
             progress=not args.no_progress,
             output=args.output,
             overwrite=args.overwrite,
+            checkpoint_seconds=args.checkpoint_seconds,
             **options,
         )
     return _report(result, target, args.output, out)
@@ -184,15 +213,17 @@ def _cmd_plot(args, out) -> int:
 
     from hamiltonia.plots import KINDS, plot
     from hamiltonia.results import load
-    from hamiltonia.runfile import atomic_write
+    from hamiltonia.runfile import RunFileError, atomic_write, checked_file_path
 
     if args.kind not in KINDS:
         raise _UsageError(f"--kind must be one of {', '.join(sorted(KINDS))}, got {args.kind!r}")
-    image = Path(args.output)
+    try:
+        # Never a folder, a device, a pipe or a socket, whatever --overwrite says.
+        image = checked_file_path(Path(args.output), "--output")
+    except RunFileError as err:
+        raise _UsageError(str(err)) from None
     if image.exists() and not args.overwrite:
         raise _UsageError(f"{image} exists; pass --overwrite to replace it")
-    if not image.parent.is_dir():
-        raise _UsageError(f"output folder {image.parent} does not exist")
     figure = plot(load(args.path), args.kind, args.var)
     suffix = image.suffix.lstrip(".") or "png"
     atomic_write(image, lambda tmp: figure.savefig(tmp, format=suffix, dpi=120))
@@ -214,9 +245,20 @@ def _executor_arguments(parser) -> None:
 def _cmd_resume(args, out) -> int:
     import hamiltonia as hm
 
+    previous = hm.load(args.path)
     with _quiet_run_warnings():
         result = hm.resume(args.path, progress=not args.no_progress, executor=args.executor,
-                           scheduler=args.scheduler, workers=args.workers)  # fmt: skip
+                           scheduler=args.scheduler, workers=args.workers,
+                           checkpoint_seconds=args.checkpoint_seconds)  # fmt: skip
+    # Where the run had stopped, in warm-up or after some of its draws (an error above is
+    # one line of its own).
+    done = previous.attrs.get("warmup_done")
+    if done is not None:
+        where = f"warm-up iteration {done} of {previous.attrs.get('warmup', '?')}"
+    else:
+        thin = previous.attrs.get("thin", 1)
+        where = f"draw {previous.n_draws} of {previous.attrs.get('draws', 0) // thin}"
+    print(f"continued {args.path} from {where}\n", file=out)
     return _report(result, result.get_target(), args.path, out)
 
 
@@ -404,9 +446,19 @@ def main(argv=None) -> int:
         # Python would report the failed flush of stdout at exit; point stdout elsewhere.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    except KeyboardInterrupt:
-        # Before the first draw there is nothing to return or save (after it, sample()
-        # returns the draws so far and the report says INTERRUPTED).
+    except KeyboardInterrupt as err:
+        from hamiltonia.run import WarmupInterrupted
+
+        if isinstance(err, WarmupInterrupted):
+            # Stopped in warm-up with --output: the warm-up so far is saved.
+            print(
+                f"hamiltonia: interrupted after {err.done} of {err.warmup} warm-up iterations; "
+                f"saved in {err.path}: continue with `hamiltonia resume {err.path}`",
+                file=sys.stderr,
+            )
+            return EXIT_INTERRUPTED
+        # Before the first draw (without --output) there is nothing to return or save (after
+        # it, sample() returns the draws so far and the report says INTERRUPTED).
         print("hamiltonia: interrupted before the first draw; nothing was saved", file=sys.stderr)
         return EXIT_INTERRUPTED
     except (_UsageError, ValueError, TypeError, KeyError, OSError) as err:

@@ -531,14 +531,34 @@ class Result:
         or the whole new one); returns the path. An existing file is kept unless
         ``overwrite=True``: nothing computed is replaced unasked."""
         from hamiltonia._validation import check_flag
-        from hamiltonia.runfile import atomic_write, checked_file_path
+        from hamiltonia.runfile import atomic_write_bytes, checked_file_path
 
         check_flag(overwrite, "overwrite")
         path = checked_file_path(path, "path")
         if path.exists() and not overwrite:
             raise FileExistsError(f"{path} exists; pass overwrite=True to replace it")
+        return atomic_write_bytes(path, self.to_netcdf_bytes())
+
+    def to_netcdf_bytes(self) -> memoryview:
+        """The run as the bytes of a netCDF-4 file (what :meth:`save` writes).
+
+        The file is made in memory and written with plain file writes: HDF5 writing
+        straight to a disk that fills up crashed the process as it cleaned up (a
+        segmentation fault, the run lost with it), where a plain write fails with an
+        ``OSError`` that leaves the run in memory.
+        """
+        import sys
+
         tree = self.to_datatree()
-        return atomic_write(path, lambda tmp: tree.to_netcdf(tmp, engine="h5netcdf"))
+        if "dask" not in sys.modules:
+            return tree.to_netcdf(None, engine="h5netcdf")
+        import dask
+
+        # With a distributed Client current, xarray guards the write with a cluster-wide
+        # lock keyed by the target, which an in-memory buffer cannot be; the draws are
+        # numpy arrays, so dask has nothing to schedule here.
+        with dask.config.set(scheduler="synchronous"):
+            return tree.to_netcdf(None, engine="h5netcdf")
 
     def __repr__(self):
         return (
@@ -600,11 +620,68 @@ def load(path) -> Result:
             )
         raise FileNotFoundError(f"no such run file: {path}")
     try:
+        _check_declared_sizes(path)
         with xr.open_datatree(path, engine="h5netcdf") as tree:
             return Result.from_datatree(tree.load())
+    except RunFileError:
+        raise
     except (OSError, ValueError, KeyError, TypeError) as err:
         raise RunFileError(
             f"{path} is not a readable hamiltonia run file: {err} (hamiltonia reads the "
             "ArviZ DataTree "
             "files it writes and any with a posterior group of (chain, draw, ...) variables)"
         ) from None
+
+
+#: h5netcdf marks a dimension without coordinate values with a dataset of this name
+#: attribute that stores nothing (netCDF-4's convention): not a variable, never read.
+_DIMENSION_ONLY = b"This is a netCDF dimension but not a netCDF variable"
+
+
+def _check_declared_sizes(path: Path) -> None:
+    """Refuse a file whose variables declare more data than it holds, before reading any.
+
+    An HDF5 dataset's shape is a declaration: a crafted or damaged file can declare
+    ``(4, 2e9)`` doubles that a reader then allocates (a raw ``MemoryError``, or a machine
+    that swaps). A dataset stored without compression holds its bytes in the file, so its
+    declared size must not exceed its storage; a compressed one is bounded by the memory of
+    this machine (the size it will take once read).
+    """
+    import h5py
+
+    from hamiltonia._system import physical_memory
+    from hamiltonia.runfile import RunFileError
+
+    memory = physical_memory()
+    total = 0
+    problems: list[str] = []
+
+    def visit(name, obj) -> None:
+        nonlocal total
+        if not isinstance(obj, h5py.Dataset):
+            return
+        name_attr = obj.attrs.get("NAME")
+        if isinstance(name_attr, bytes) and name_attr.startswith(_DIMENSION_ONLY):
+            return
+        declared = int(obj.size) * obj.dtype.itemsize
+        stored = obj.id.get_storage_size()
+        filtered = obj.id.get_create_plist().get_nfilters() > 0
+        if not filtered and declared > stored:
+            problems.append(f"{name} declares {declared:,} bytes but stores {stored:,}")
+        total += declared
+
+    try:
+        with h5py.File(path, "r") as f:
+            f.visititems(visit)
+    except OSError:
+        return  # not HDF5: the reader says what it is
+    if problems:
+        raise RunFileError(
+            f"{path} is not a readable hamiltonia run file: {problems[0]} (a damaged or "
+            "crafted file)"
+        )
+    if memory is not None and total > memory:
+        raise RunFileError(
+            f"{path} declares {total / 2**30:,.3g} GiB of data, more than this machine's "
+            f"{memory / 2**30:.3g} GiB of memory: it cannot be read here"
+        )

@@ -3,8 +3,12 @@ before use.
 
 :func:`capture` records, after the last stored iteration, the chains' whole state (position,
 momentum, log density, gradient, auxiliary variables), the step sizes, the generators, the
-metric and the sampler's own counters. :func:`hamiltonia.resume` restores it instead of
-recomputing it, so the continuation is bit-exact on any machine.
+metric and the sampler's own counters; in warm-up also the iteration reached and the tuners'
+state (:func:`warmup_state`: dual averaging's per-chain averages, the metric window's
+buffered positions, the statistics of an unfinished thinning group of kept warm-up draws).
+:func:`hamiltonia.resume` restores it instead of recomputing it, so the continuation is
+bit-exact on any machine; it first checks that the rebuilt target gives the log densities
+saved (:func:`check_target`).
 
 A file is data from outside: :func:`validate` checks every field before anything is built
 from it (names from the registries only, a metric class from a fixed list, finite arrays of
@@ -25,11 +29,15 @@ from hamiltonia.state import PhaseState
 __all__ = [
     "capture",
     "chain_state",
+    "check_target",
+    "check_warmup",
     "restore",
     "restore_metric",
     "restore_phase",
+    "restore_warmup",
     "select_chains",
     "validate",
+    "warmup_state",
 ]
 
 
@@ -47,13 +55,37 @@ def _metric_classes() -> dict:
     return {cls.__name__: cls for cls in (IdentityMetric, DiagonalMetric, DenseMetric)}
 
 
-def capture(target, sampler, options, state, rngs, smp) -> dict | None:
+def capture(target, sampler, options, state, rngs, smp, warmup=None) -> dict | None:
     """The state after the last stored iteration, or ``None`` when the run was not built from
-    registered names with plain options (it could not be rebuilt from a file)."""
+    registered names with plain options (it could not be rebuilt from a file). ``warmup``
+    (from :func:`warmup_state`) is the tuners' state of a run still in warm-up."""
     names = isinstance(target, str) or hasattr(target, "registered_name")
     if not (names and isinstance(sampler, str) and _json_ready(options)):
         return None
-    return {"sampler": sampler, "options": options, **chain_state(state, rngs, smp)}
+    info = {"sampler": sampler, "options": options, **chain_state(state, rngs, smp)}
+    if warmup is not None:
+        info["warmup"] = warmup
+    return info
+
+
+def warmup_state(smp, done: int, n_warmup: int, tail=None) -> dict | None:
+    """What a run in warm-up needs beyond its chains' state, after ``done`` of its
+    ``n_warmup`` warm-up iterations (0: just after the step-size search): each tuner's
+    :meth:`~hamiltonia.tuners.Tuner.warmup_state` and, for a run that keeps its warm-up
+    draws, ``tail``: the statistics of the iterations after the last kept one (a thinned
+    draw sums its group's gradients and ORs its divergences). ``None`` when a tuner cannot
+    be checkpointed.
+
+    The tuners' states hold NumPy arrays, taken cheaply after every iteration; they become
+    JSON (floats written by ``repr``, so read back exactly) only when a checkpoint is
+    written."""
+    tuners = []
+    for tuner in smp.tuners:
+        state = tuner.warmup_state()
+        if state is None:
+            return None
+        tuners.append({"kind": type(tuner).__name__, "state": state})
+    return {"done": int(done), "of": int(n_warmup), "tuners": tuners, "tail": tail}
 
 
 def chain_state(state, rngs, smp) -> dict:
@@ -173,7 +205,7 @@ def validate(info, previous, path) -> dict:
     for k, rng_state in enumerate(states):
         try:
             np.random.Generator(np.random.PCG64()).bit_generator.state = rng_state
-        except (TypeError, ValueError, KeyError) as err:
+        except (TypeError, ValueError, KeyError, OverflowError) as err:
             raise RunFileError(
                 f"{path} cannot be resumed: the generator state of chain {k} is invalid ({err})"
             ) from None
@@ -194,7 +226,174 @@ def validate(info, previous, path) -> dict:
                 ) from None
     if not isinstance(info.get("sampler_state", {}), dict):
         raise RunFileError(f"{path} cannot be resumed: sampler_state is not a mapping")
+    if info.get("warmup") is not None:
+        checked["warmup"] = _check_warmup_fields(path, info["warmup"], previous)
     return checked
+
+
+def _whole(value, low: int, high: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+
+
+def _check_warmup_fields(path, warm, previous) -> dict:
+    """The warm-up part of a resume state checked for what the file alone tells: the
+    iteration reached, the tuners listed, the kept warm-up draws held. The tuners' own
+    fields are checked against the rebuilt sampler by :func:`check_warmup`."""
+
+    def refuse(message: str):
+        return RunFileError(f"{path} cannot be resumed: {message}")
+
+    if not isinstance(warm, dict):
+        raise refuse("warmup is not a mapping")
+    n_warmup = previous.attrs.get("warmup")
+    if not _whole(n_warmup, 0, 2**62):
+        raise refuse(f"its number of warm-up iterations ({n_warmup!r}) is not an integer >= 0")
+    if warm.get("of") != n_warmup:
+        raise refuse(f"warmup.of ({warm.get('of')!r}) is not the run's warm-up ({n_warmup})")
+    done = warm.get("done")
+    if not _whole(done, 0, n_warmup):
+        raise refuse(f"warmup.done ({done!r}) is not an integer in [0, {n_warmup}]")
+    if previous.n_draws:
+        raise refuse(
+            f"it holds {previous.n_draws} draws and a warm-up state: draws come after warm-up"
+        )
+    tuners = warm.get("tuners")
+    if not isinstance(tuners, list) or not all(
+        isinstance(t, dict) and isinstance(t.get("kind"), str) and "state" in t for t in tuners
+    ):
+        raise refuse("warmup.tuners is not a list of {kind, state} mappings")
+    checked = {"done": done, "of": n_warmup, "tuners": tuners, "tail": warm.get("tail")}
+    if previous.attrs.get("save_warmup"):
+        thin = previous.attrs.get("thin", 1)
+        if not _whole(thin, 1, 2**62):
+            raise refuse(f"thin ({thin!r}) is not an integer >= 1")
+        kept = done // thin
+        held = 0 if previous.warmup_draws is None else previous.warmup_draws.shape[1]
+        # A checkpoint writes its warm-up draws before its manifest: a kill between the two
+        # leaves more than the manifest counts, never fewer.
+        if held < kept:
+            raise refuse(
+                f"it holds {held} kept warm-up draws, fewer than the {kept} of its "
+                f"{done} warm-up iterations"
+            )
+        checked["kept"] = kept
+    return checked
+
+
+def check_warmup(info: dict, smp, previous, path) -> dict:
+    """``info`` (checked by :func:`validate`) with the tuners' warm-up states checked against
+    the rebuilt sampler ``smp``'s tuners (the same kinds in the same order, each field of
+    the right shape and finite) and the statistics of the kept warm-up draws' unfinished
+    group against its declared statistics; :class:`~hamiltonia.runfile.RunFileError`
+    naming the file and the field otherwise."""
+    warm = info.get("warmup")
+    if warm is None:
+        return info
+
+    def refuse(message: str):
+        return RunFileError(f"{path} cannot be resumed: {message}")
+
+    kinds = [t["kind"] for t in warm["tuners"]]
+    own = [type(t).__name__ for t in smp.tuners]
+    if kinds != own:
+        raise refuse(f"warmup.tuners lists {kinds}, the sampler adapts with {own}")
+    chains, dim = previous.n_chains, smp.target.dim
+    tuners = []
+    for k, (tuner, entry) in enumerate(zip(smp.tuners, warm["tuners"], strict=True)):
+        try:
+            state = tuner.check_warmup_state(
+                entry["state"], chains=chains, dim=dim, n_warmup=warm["of"], done=warm["done"]
+            )
+        except ValueError as err:
+            raise refuse(f"warmup.tuners[{k}] ({entry['kind']}): {err}") from None
+        tuners.append({"kind": entry["kind"], "state": state})
+    checked = {**warm, "tuners": tuners}
+    if "kept" in warm:
+        checked["tail"] = _check_tail(warm, smp, chains, previous, refuse)
+    return {**info, "warmup": checked}
+
+
+def _check_tail(warm, smp, chains, previous, refuse) -> dict:
+    """The statistics of the warm-up iterations after the last kept draw, as arrays of the
+    declared dtypes."""
+    thin = previous.attrs.get("thin", 1)
+    n = warm["done"] - warm["kept"] * thin
+    tail = warm.get("tail")
+    declared = dict(smp.stats())
+    held = previous.warmup_stats or {}
+    if warm["kept"] and not set(declared) <= set(held):
+        missing = sorted(set(declared) - set(held))
+        raise refuse(f"its kept warm-up draws lack the statistics {missing}")
+    if not isinstance(tail, dict) or set(tail) != set(declared):
+        raise refuse(f"warmup.tail does not hold the statistics {sorted(declared)}")
+    out = {}
+    for name, dtype in declared.items():
+        value = tail[name]
+        a = np.asarray(value, dtype=np.float64) if _numeric(value) else None
+        if a is None or a.shape != (chains, n):
+            raise refuse(f"warmup.tail.{name} is not an array of shape {(chains, n)}")
+        out[name] = np.asarray(value, dtype=dtype)
+    return out
+
+
+def restore_warmup(smp, warm: dict, rngs) -> None:
+    """Put the tuners' states of a run stopped in warm-up (checked by :func:`check_warmup`)
+    back into ``smp``'s tuners, in place of their ``start``."""
+    for tuner, entry in zip(smp.tuners, warm["tuners"], strict=True):
+        tuner.restore_warmup_state(smp, entry["state"], warm["of"], rngs)
+
+
+#: Relative tolerance of :func:`check_target`, on the scale ``1 + |value|``.
+TARGET_TOLERANCE = 1e-6
+
+
+def check_target(smp, info: dict, path) -> None:
+    """Refuse a file whose target is not the one its chains ran on.
+
+    The log density :math:`\\log\\pi(q_c)` (and its gradient where the sampler keeps one)
+    is evaluated anew at each chain's saved position :math:`q_c` and compared with the value
+    saved there, within
+
+    .. math::
+
+        |\\log\\pi_\\text{new}(q_c) - \\log\\pi_\\text{saved}(q_c)|
+        \\le 10^{-6}\\,(1 + |\\log\\pi_\\text{saved}(q_c)|)
+
+    (per component for the gradient, on the scale of the chain's largest saved component).
+    The run may have been made on another machine, or by the compiled kernel where this
+    check evaluates the NumPy code: the same sums in another order, another BLAS or
+    ``libm``, round differently, by a few units of the last place that a long sum can grow
+    to far more than machine precision, never to a millionth. A target built from other
+    parameters or data (a hand-edited or mixed-up manifest) differs by far more, and would
+    otherwise continue chains on a density they were never drawn from.
+    """
+    if "log_prob" not in info:
+        return  # a file of an earlier version holds the positions only: nothing to compare
+    from hamiltonia.state import ModelError
+
+    q = np.asarray(info["q"], dtype=np.float64)
+    try:
+        fresh = smp.init(q).phase
+    except ModelError:
+        fresh = None
+    saved_lp = np.asarray(info["log_prob"], dtype=np.float64)
+    bad = np.ones(q.shape[0], dtype=bool)
+    if fresh is not None:
+        lp = np.asarray(array_backend.to_numpy(fresh.log_prob), dtype=np.float64)
+        bad = ~(np.abs(lp - saved_lp) <= TARGET_TOLERANCE * (1.0 + np.abs(saved_lp)))
+        if info.get("grad") is not None and fresh.grad is not None:
+            saved = np.asarray(info["grad"], dtype=np.float64)
+            grad = np.asarray(array_backend.to_numpy(fresh.grad), dtype=np.float64)
+            scale = 1.0 + np.max(np.abs(saved), axis=-1, keepdims=True)
+            bad |= ~np.all(np.abs(grad - saved) <= TARGET_TOLERANCE * scale, axis=-1)
+    if np.any(bad):
+        c = int(np.flatnonzero(bad)[0])
+        raise RunFileError(
+            f"{path} cannot be resumed: its target (name, parameters or data) does not match "
+            f"its draws: the log density (or its gradient) at chain {c}'s saved position is "
+            f"{'not finite' if fresh is None else repr(float(lp[c]))} where the run saved "
+            f"{float(saved_lp[c])!r} (a hand-edited or mixed-up manifest?)"
+        )
 
 
 def _numeric(value) -> bool:

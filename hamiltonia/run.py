@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import os
 import shutil
 import time
 import warnings
@@ -14,6 +13,7 @@ import numpy as np
 
 from hamiltonia import backend as array_backend
 from hamiltonia import diagnose, resume_state
+from hamiltonia._system import physical_memory as _physical_memory
 from hamiltonia._validation import as_float, check_flag, check_int
 from hamiltonia.results import Result
 from hamiltonia.runfile import RunFile, RunFileError, partial_dir
@@ -22,8 +22,18 @@ from hamiltonia.state import _REJECT_ON, ChainState, ModelError, check_reject_on
 from hamiltonia.targets.base import Target
 from hamiltonia.thinning import kept, thin_group, thin_statistics
 
-__all__ = ["FallbackWarning", "InterruptedRunWarning", "make_rngs", "resume", "sample"]
+__all__ = [
+    "FallbackWarning",
+    "InterruptedRunWarning",
+    "WarmupInterrupted",
+    "make_rngs",
+    "resume",
+    "sample",
+]
 
+
+#: Seconds between two checkpoints of a run's output by default (``checkpoint_seconds``).
+CHECKPOINT_SECONDS = 60.0
 
 #: Most warm-up iterations a run accepts: far beyond any adaptation schedule, a guard against
 #: a typo (``warmup=10**12``) that would run for ever. Draws are bounded by memory instead.
@@ -32,6 +42,26 @@ MAX_WARMUP = 10**9
 
 class InterruptedRunWarning(RuntimeWarning):
     """The run was interrupted (Ctrl-C): the result holds the draws made so far."""
+
+
+class WarmupInterrupted(KeyboardInterrupt):
+    """The run was interrupted (Ctrl-C) during warm-up, which its output holds: no draws to
+    return, but :func:`resume` continues it from there.
+
+    Attributes
+    ----------
+    path : pathlib.Path
+        The run's output, whose ``.partial`` folder holds the warm-up's checkpoint.
+    done, warmup : int
+        The warm-up iterations made (those of the checkpoint) and planned.
+    """
+
+    def __init__(self, path, done: int, warmup: int):
+        super().__init__(
+            f"interrupted after {done} of {warmup} warm-up iterations; saved to {path} "
+            f"(continue with hamiltonia.resume({str(path)!r}))"
+        )
+        self.path, self.done, self.warmup = path, done, warmup
 
 
 class FallbackWarning(UserWarning):
@@ -137,7 +167,11 @@ class _Recorder:
     """Buffers for the retained draws and the declared statistics."""
 
     def __init__(self, chains: int, draws: int, dim: int, stats, checkpoint=None,
-                 gradients: bool = False, sampler_dim: int | None = None):  # fmt: skip
+                 gradients: bool = False, sampler_dim: int | None = None,
+                 first: int = 0):  # fmt: skip
+        # Row 0 holds iteration ``first``: a warm-up resumed from a checkpoint records from
+        # the start of its unfinished thinning group on.
+        self.first = first
         self.q = np.empty((chains, draws, dim))
         # The gradient of the log density at each draw (in the sampler's coordinates), for
         # a reducer that reads it.
@@ -155,6 +189,9 @@ class _Recorder:
         """Store iteration ``it`` (an index, or a slice for a block of iterations); ``q``
         unless the draws were written in place (``None``), ``grad`` where the gradients are
         kept and were not written in place."""
+        if self.first:
+            shift = self.first
+            it = slice(it.start - shift, it.stop - shift) if isinstance(it, slice) else it - shift
         if q is not None:
             self.q[:, it] = array_backend.to_numpy(q)
         if self.grads is not None and grad is not None:
@@ -191,6 +228,20 @@ class _Recorder:
                 raise ValueError("the interrupted run kept no gradients to continue from")
             self.grads[:, :n] = previous.gradients
         self.n_divergent = int(np.sum(previous.stats["diverging"]))
+        self.n_done = n
+
+    def prefill_statistics(self, stats: dict) -> None:
+        """Start from the statistics of ``n`` iterations already made (``(chains, n)`` each)
+        whose draws are not needed: the unfinished thinning group of a warm-up resumed from
+        a checkpoint, of which only the statistics enter the kept draw."""
+        n = 0
+        for name, dtype in self.declared:
+            values = stats[name]
+            n = values.shape[1]
+            self.stats[name] = np.empty(self.shape, dtype=dtype)
+            self.stats[name][:, :n] = values
+        # Never kept (the group's last iteration is still to come): NaN would show a bug.
+        self.q[:, :n] = np.nan
         self.n_done = n
 
     def truncated(self):
@@ -250,17 +301,20 @@ def _draw_stats(info: dict, state) -> dict:
 
 
 def _run_numpy(smp, target, state, rngs, warmup, draws, rec, bar, start=0, thin=1,
-               warm_rec=None):  # fmt: skip
-    for it in range(warmup):
+               warm_rec=None, warm_from=0, on_warmup=None):  # fmt: skip
+    for it in range(warm_from, warmup):
         state, info = _step(smp, state, rngs, it, "warm-up")
         if warm_rec is not None:
             warm_rec.record(it, target.constrain(state.phase.q), _draw_stats(info, state), None)
         for tuner in smp.tuners:
             tuner.update(smp, state, info, it)
         bar.update(1)
+        if on_warmup is not None:
+            on_warmup(state, it + 1)
     for tuner in smp.tuners:
         tuner.finalize(smp, state)
-    if warmup:  # not on resume: the file holds the chains' states after it
+    # Not on a resume after warm-up (warmup=0): the file holds the chains' states after it.
+    if warmup:
         _share_step_size(smp, state, rngs)
     t1 = time.perf_counter()
     bar.set_description(f"{smp.name} sampling")
@@ -295,7 +349,7 @@ def _columns(layout, block: np.ndarray) -> dict:
 
 
 def _run_compiled(plan, smp, target, state, rngs, warmup, draws, rec, bar, start=0,
-                  chunker=None, thin=1, warm_rec=None):  # fmt: skip
+                  chunker=None, thin=1, warm_rec=None, warm_from=0, on_warmup=None):  # fmt: skip
     chains, dim = state.phase.q.shape
     n_stats = len(plan.layout().stats)
     if chunker is None:
@@ -313,7 +367,10 @@ def _run_compiled(plan, smp, target, state, rngs, warmup, draws, rec, bar, start
     buf_s = np.empty((chains, rows, n_stats))
     buf_g = np.empty((chains, rows, dim)) if rec.grads is not None and thin > 1 else None
     boundaries = [b for tuner in smp.tuners for b in tuner.boundaries(warmup)]
-    for first, n in chunker.split(0, warmup, boundaries):
+    # Chunks from a warm-up checkpoint are cut differently, which changes no draw: the
+    # kernel carries every chain's state (and dual averaging's) from one chunk to the next,
+    # and the tuners that act between chunks act at their boundaries, which are always cuts.
+    for first, n in chunker.split(warm_from, warmup, boundaries):
         layout = plan.run(state, rngs, n, True, buf_q[:, :n], buf_s[:, :n])
         if warm_rec is not None:
             warm_rec.record(
@@ -323,9 +380,12 @@ def _run_compiled(plan, smp, target, state, rngs, warmup, draws, rec, bar, start
         for tuner in smp.tuners:
             tuner.update_chunk(smp, state, buf_q[:, :n], first)
         bar.update(n)
+        if on_warmup is not None:
+            on_warmup(state, first + n)
     for tuner in smp.tuners:
         tuner.finalize(smp, state)
-    if warmup:  # not on resume: the file holds the chains' states after it
+    # Not on a resume after warm-up (warmup=0): the file holds the chains' states after it.
+    if warmup:
         _share_step_size(smp, state, rngs)
     t1 = time.perf_counter()
     bar.set_description(f"{smp.name} sampling")
@@ -350,15 +410,18 @@ def _run_compiled(plan, smp, target, state, rngs, warmup, draws, rec, bar, start
 
 
 def _run_chains(plan, smp, target, state, rngs, warmup, draws, rec, bar, start=0, thin=1,
-                warm_rec=None):  # fmt: skip
-    """``warmup`` iterations, then kept draws ``start`` to ``draws``, on the path the run
-    chose (compiled with ``plan``, else NumPy). Returns the state and when sampling began."""
+                warm_rec=None, warm_from=0, on_warmup=None):  # fmt: skip
+    """Warm-up iterations ``warm_from`` to ``warmup`` (``on_warmup(state, done)`` after each
+    iteration or compiled chunk), then kept draws ``start`` to ``draws``, on the path the
+    run chose (compiled with ``plan``, else NumPy). Returns the state and when sampling
+    began."""
     if plan is None:
         return _run_numpy(smp, target, state, rngs, warmup, draws, rec, bar, start, thin,
-                          warm_rec)  # fmt: skip
+                          warm_rec, warm_from, on_warmup)  # fmt: skip
     with plan:
         return _run_compiled(plan, smp, target, state, rngs, warmup, draws, rec, bar, start,
-                             thin=thin, warm_rec=warm_rec)  # fmt: skip
+                             thin=thin, warm_rec=warm_rec, warm_from=warm_from,
+                             on_warmup=on_warmup)  # fmt: skip
 
 
 def _sample_on(executor, smp, target, state, rngs, rec, bar, compiled, thin, run_file,
@@ -370,11 +433,28 @@ def _sample_on(executor, smp, target, state, rngs, rec, bar, compiled, thin, run
     once the run's own file is safe)."""
     from hamiltonia import executors
 
-    chains, draws = rec.shape
+    chains = rec.shape[0]
     units = smp.reducer.pairing(chains) or [[c] for c in range(chains)]
     info = resume_state.chain_state(state, rngs, smp)
     output = None if run_file is None else run_file.path
     folder = executors.task_folder(output, fresh)
+    try:
+        return _sample_in_folder(executor, smp, target, rec, bar, compiled, thin,
+                                 checkpoint_seconds, warmup, units, info, folder)  # fmt: skip
+    except BaseException:
+        if output is None:
+            # No run file names this temporary folder: nothing can resume from it.
+            shutil.rmtree(folder, ignore_errors=True)
+        raise
+
+
+def _sample_in_folder(executor, smp, target, rec, bar, compiled, thin, checkpoint_seconds,
+                      warmup, units, info, folder):  # fmt: skip
+    """:func:`_sample_on`'s tasks (the chains ``units``, from their state ``info`` after
+    warm-up), checkpointing in ``folder``; returns as it does."""
+    from hamiltonia import executors
+
+    chains, draws = rec.shape
     common = dict(target=target, sampler=smp, draws=draws, thin=thin, compiled=compiled,
                   folder=folder, checkpoint_seconds=checkpoint_seconds,
                   reject_on=_REJECT_ON.get(), backend=array_backend.get_backend())  # fmt: skip
@@ -446,7 +526,7 @@ def sample(
     compiled: bool | None = None,
     output=None,
     overwrite: bool = False,
-    checkpoint_seconds: float = 60.0,
+    checkpoint_seconds: float = CHECKPOINT_SECONDS,
     backend: str | None = None,
     reject_on=(),
     executor=None,
@@ -497,18 +577,25 @@ def sample(
         Write the finished run to this netCDF file (see :meth:`Result.save`). The path is
         checked before any work (its folder exists and is writable, it is not a folder, it
         does not exist unless ``overwrite``, no other process writes it). While the run goes
-        on, its draws are appended every ``checkpoint_seconds`` to the folder
-        ``output.partial`` (:mod:`hamiltonia.runfile`: each block and manifest written
-        atomically, so a kill at any moment leaves a run that :func:`load` reads and
-        :func:`resume` continues). An interrupted run (Ctrl-C) returns the draws made so far
-        with a warning instead of losing them.
+        on, it is checkpointed every ``checkpoint_seconds`` to the folder ``output.partial``
+        (:mod:`hamiltonia.runfile`: each block and manifest written atomically, so a kill at
+        any moment leaves a run that :func:`load` reads and :func:`resume` continues). Warm-up
+        is checkpointed too, first right after the step-size search: the chains' state, the
+        tuners' (dual averaging's per-chain :math:`(\\mu, \\bar H, \\log\\bar\\varepsilon, m)`,
+        the metric window's buffered positions), the step size and metric in force and the
+        kept warm-up draws so far; after it, the new draws. An interrupted run (Ctrl-C)
+        returns the draws made so far with a warning instead of losing them; one interrupted
+        in warm-up saves it and raises :class:`WarmupInterrupted` (a ``KeyboardInterrupt``).
     overwrite : bool
         Replace an existing ``output`` (or an unfinished run there). Default ``False``: an
         existing file is refused before any work, and an unfinished one points to
         :func:`resume`.
     checkpoint_seconds : float
-        Seconds between checkpoints of ``output`` (default 60). A checkpoint writes the new
-        draws only, so frequent ones cost little.
+        Seconds between checkpoints of ``output`` (default 60), in warm-up as in sampling:
+        a run killed at any moment after its first checkpoint loses at most this much work,
+        and :func:`resume` finishes it with the draws of an uninterrupted run. A sampling
+        checkpoint writes the new draws only, so frequent ones cost little; a warm-up one
+        writes the state reached (and, with ``save_warmup``, the kept warm-up draws).
     backend : str, optional
         Array backend for this run: ``"numpy"``, ``"cupy"`` or ``"array_api_strict"``
         (default: the current one, see :func:`hamiltonia.backend.set_backend`).
@@ -570,17 +657,26 @@ def _executor(executor, scheduler, workers):
 
 
 def _json_safe(value):
-    """``value`` with everything JSON cannot hold written as its ``str``."""
+    """``value`` with NumPy arrays and scalars as lists and numbers (floats written by
+    ``repr``, so read back exactly) and everything else JSON cannot hold as its ``str``."""
     import json
 
-    return json.loads(json.dumps(value, default=str))
+    def plain(obj):
+        if isinstance(obj, np.ndarray | np.generic):
+            return obj.tolist()
+        return str(obj)
+
+    return json.loads(json.dumps(value, default=plain))
 
 
-def _physical_memory() -> int | None:
-    try:
-        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (AttributeError, ValueError, OSError):
-        return None
+def _joined(before, after) -> tuple:
+    """Kept warm-up ``(draws, stats)`` of a checkpoint followed by those made since."""
+    if before is None or before[0].shape[1] == 0:
+        return after
+    if after[0].shape[1] == 0:
+        return before
+    draws = np.concatenate([before[0], after[0]], axis=1)
+    return draws, {k: np.concatenate([before[1][k], v], axis=1) for k, v in after[1].items()}
 
 
 def _check_memory(chains: int, draws: int, dim: int, n_stats: int) -> None:
@@ -605,6 +701,7 @@ def _sample(target, sampler, *, chains, warmup, draws, seed, initial, progress, 
     if thin > draws:
         raise ValueError(f"thin must be at most draws ({draws}) so that a draw is kept, got {thin}")
     save_warmup = check_flag(save_warmup, "save_warmup")
+    progress = check_flag(progress, "progress")
     if compiled is not None:
         compiled = check_flag(compiled, "compiled", allow_none=True)
     checkpoint_seconds = as_float(checkpoint_seconds, "checkpoint_seconds", "a number >= 0")
@@ -649,10 +746,16 @@ def _sample(target, sampler, *, chains, warmup, draws, seed, initial, progress, 
 def _run(target, smp, plan, rngs, seq, requested, options, run_file, *, chains, warmup, draws,
          thin, save_warmup, initial, progress, checkpoint_seconds, resume_from,
          executor=None):  # fmt: skip
-    """Warm up, then make ``draws`` kept draws per chain (``draws * thin`` iterations)."""
+    """Warm up, then make ``draws`` kept draws per chain (``draws * thin`` iterations).
+
+    A run resumed from a warm-up checkpoint gets ``warmup`` (the run's whole warm-up) and
+    continues it from the iteration the checkpoint reached; one resumed from a sampling
+    checkpoint gets ``warmup=0``."""
     from tqdm.auto import tqdm
 
     rec = None
+    resumed_warmup = None  # the warm-up part of the state resumed from (a run stopped in it)
+    warm_from = 0  # warm-up iterations made before this call
     if resume_from is None:
         state = _initial_state(smp, target, initial, rngs)
         start = 0
@@ -686,32 +789,79 @@ def _run(target, smp, plan, rngs, seq, requested, options, run_file, *, chains, 
     else:
         previous, info = resume_from
         state = resume_state.restore(smp, info, rngs)
+        resumed_warmup = info.get("warmup")
+        if resumed_warmup is not None:
+            # In place of the tuners' start (a step-size search would draw anew).
+            resume_state.restore_warmup(smp, resumed_warmup, rngs)
+            warm_from = resumed_warmup["done"]
         start = previous.n_draws
-        attrs = {k: v for k, v in previous.attrs.items() if k not in ("complete", "draws_done")}
+        attrs = {
+            k: v
+            for k, v in previous.attrs.items()
+            if k not in ("complete", "draws_done", "warmup_done")
+        }
         attrs["compiled"] = plan is not None
-    times = {"t0": time.perf_counter(), "t1": None, "saved": time.perf_counter(), "resume": None}
+    times = {"t0": time.perf_counter(), "t1": None, "saved": time.perf_counter(), "resume": None,
+             "warmup_done": warm_from}  # fmt: skip
     warm_rec = None
     tasks_folder = None  # the checkpoints of an executor's tasks
-    warm = {"draws": None, "stats": None}
-    if resume_from is not None:
-        warm.update(draws=resume_from[0].warmup_draws, stats=resume_from[0].warmup_stats)
+    # The kept warm-up draws: once warm-up is over ("draws", "stats"); those a warm-up
+    # checkpoint holds, before the iterations this call makes ("before").
+    warm = {"draws": None, "stats": None, "before": None}
+    if resume_from is not None and resumed_warmup is None:
+        warm.update(draws=previous.warmup_draws, stats=previous.warmup_stats)
     elif save_warmup:
-        warm_rec = _Recorder(chains, warmup, len(target.reported_names), smp.stats())
+        first = 0
+        if resumed_warmup is not None:
+            # The iterations of the unfinished thinning group are made again from its
+            # statistics (its draws are never kept), then the recorder goes on from there.
+            n_kept = resumed_warmup["kept"]
+            first = n_kept * thin
+            stats_before = previous.warmup_stats or {}
+            warm["before"] = (
+                previous.warmup_draws[:, :n_kept],
+                {k: v[:, :n_kept] for k, v in stats_before.items()},
+            )
+        warm_rec = _Recorder(chains, warmup - first, len(target.reported_names), smp.stats(),
+                             first=first)  # fmt: skip
+        if resumed_warmup is not None:
+            warm_rec.prefill_statistics(resumed_warmup["tail"])
+
+    def kept_warmup() -> tuple:
+        """The kept warm-up draws and their statistics so far."""
+        q, stats = warm_rec.truncated()[:2]
+        return _joined(warm["before"], (kept(q, thin), thin_statistics(stats, thin)))
+
+    def warmup_tail() -> dict | None:
+        """The statistics of the warm-up iterations after the last kept one."""
+        if warm_rec is None:
+            return None
+        n = warm_rec.n_done
+        group = n // thin * thin
+        return {
+            name: warm_rec.stats[name][:, group:n] if name in warm_rec.stats
+            else np.empty((chains, 0), dtype=dtype)
+            for name, dtype in warm_rec.declared
+        }  # fmt: skip
 
     def warmup_output() -> None:
         """The kept warm-up draws, once warm-up is over."""
         if warm_rec is not None and warm["draws"] is None:
-            q, stats = warm_rec.truncated()[:2]
-            warm.update(draws=kept(q, thin), stats=thin_statistics(stats, thin))
+            warm["draws"], warm["stats"] = kept_warmup()
 
     def build_result(complete: bool) -> Result:
-        warmup_output()
+        in_warmup = times["t1"] is None and rec.n_done == 0
+        if not in_warmup:
+            warmup_output()
         q, stats, weights, grads = rec.truncated()
         now = time.perf_counter()
         t1 = times["t1"] if times["t1"] is not None else now
         warmup_seconds, sampling_seconds = t1 - times["t0"], now - t1
         if resume_from is not None:
-            warmup_seconds = resume_from[0].warmup_seconds
+            if resumed_warmup is not None:
+                warmup_seconds += resume_from[0].warmup_seconds
+            else:
+                warmup_seconds = resume_from[0].warmup_seconds
             sampling_seconds += resume_from[0].sampling_seconds
         return Result(
             draws=q,
@@ -729,13 +879,16 @@ def _run(target, smp, plan, rngs, seq, requested, options, run_file, *, chains, 
                 **attrs,
                 "complete": complete,
                 "draws_done": rec.n_done,
+                # A run stopped in warm-up says how far it went (hamiltonia.load reads it).
+                **({"warmup_done": times["warmup_done"]} if in_warmup else {}),
                 "resume": None if complete else times["resume"],
             },
             _target=target,
         )
 
     def persist() -> None:
-        """Append the draws made since the last checkpoint to the unfinished run."""
+        """Append the draws made since the last checkpoint to the unfinished run (in
+        warm-up: the state reached and the kept warm-up draws so far)."""
         partial = build_result(complete=False)
         meta = {
             "names": list(partial.names),
@@ -743,14 +896,39 @@ def _run(target, smp, plan, rngs, seq, requested, options, run_file, *, chains, 
             "target": partial.target,
             "warmup_seconds": partial.warmup_seconds,
             "sampling_seconds": partial.sampling_seconds,
+            # Arrays (the tuners' states) become lists here, floats by repr: exact.
             "attrs": _json_safe(partial.attrs),
         }
+        warm_part = None
+        if "warmup_done" in partial.attrs and warm_rec is not None:
+            # Those of the iterations the saved state has made (an interrupted iteration or
+            # chunk may have recorded more).
+            n = times["warmup_done"] // thin
+            draws_so_far, stats_so_far = kept_warmup()
+            warm_part = (draws_so_far[:, :n], {k: v[:, :n] for k, v in stats_so_far.items()})
+        elif partial.warmup_draws is not None:
+            warm_part = (partial.warmup_draws, partial.warmup_stats)
         run_file.append(
             partial.draws, partial.stats, partial.log_weights, meta, partial.gradients,
-            warmup=None if partial.warmup_draws is None else (
-                partial.warmup_draws, partial.warmup_stats),
+            warmup=warm_part,
         )  # fmt: skip
         times["saved"] = time.perf_counter()
+
+    def warmup_checkpoint(current, done: int) -> None:
+        """After ``done`` warm-up iterations (0: after the step-size search), the state from
+        which resume() continues exactly: written at once for the first, then every
+        ``checkpoint_seconds`` as in sampling."""
+        if run_file is None:
+            return
+        warm_state = resume_state.warmup_state(smp, done, warmup, warmup_tail())
+        if warm_state is None:  # a tuner that cannot be checkpointed
+            return
+        captured = resume_state.capture(*requested, options, current, rngs, smp, warm_state)
+        if captured is None:
+            return
+        times["resume"], times["warmup_done"] = captured, done
+        if done == 0 or time.perf_counter() - times["saved"] >= checkpoint_seconds:
+            persist()
 
     def checkpoint(current):
         if times["t1"] is None:
@@ -771,7 +949,7 @@ def _run(target, smp, plan, rngs, seq, requested, options, run_file, *, chains, 
     )  # fmt: skip
     if resume_from is not None:
         rec.prefill(resume_from[0])
-    total = (warmup + draws * thin) if resume_from is None else (draws - start) * thin
+    total = (warmup - warm_from) + (draws - start) * thin
     bar = tqdm(total=total, disable=not progress, desc=f"{smp.name} warmup", unit="it")
     try:
         if resume_from is None:
@@ -784,11 +962,17 @@ def _run(target, smp, plan, rngs, seq, requested, options, run_file, *, chains, 
             attrs["step_size_initial"] = np.broadcast_to(
                 np.asarray(state.step_size, dtype=float), (chains,)
             ).tolist()
-        run_warmup = warmup if resume_from is None else 0
+            if warmup:
+                # The first checkpoint: a run killed in warm-up loses at most the time
+                # between two checkpoints, not the step-size search and all before it.
+                warmup_checkpoint(state, 0)
+        # 0 for a run resumed after its warm-up (the caller passes warmup=0 then).
+        run_warmup = warmup
         if executor is not None:
             # Warm-up only: the tasks make the draws.
             state, times["t1"] = _run_chains(plan, smp, target, state, rngs, run_warmup, 0, rec,
-                                             bar, 0, thin, warm_rec)  # fmt: skip
+                                             bar, 0, thin, warm_rec, warm_from,
+                                             warmup_checkpoint)  # fmt: skip
             warmup_output()
             attrs["executor"] = executor.name
             if run_file is not None:
@@ -797,13 +981,20 @@ def _run(target, smp, plan, rngs, seq, requested, options, run_file, *, chains, 
                 persist()
             attrs["continued_tasks"], attrs["task_checkpoints"], tasks_folder = _sample_on(
                 executor, smp, target, state, rngs, rec, bar, plan is not None, thin, run_file,
-                checkpoint_seconds, warmup, fresh=resume_from is None,
+                checkpoint_seconds, warmup,
+                # A run stopped in warm-up had no tasks yet: none to continue.
+                fresh=resume_from is None or resumed_warmup is not None,
             )  # fmt: skip
         else:
             state, times["t1"] = _run_chains(plan, smp, target, state, rngs, run_warmup, draws,
-                                             rec, bar, start, thin, warm_rec)  # fmt: skip
+                                             rec, bar, start, thin, warm_rec, warm_from,
+                                             warmup_checkpoint)  # fmt: skip
     except KeyboardInterrupt:
         if rec.n_done == 0:
+            if run_file is not None and times["t1"] is None and times["resume"] is not None:
+                # Stopped in warm-up: no draws to return, but the state reached is kept.
+                persist()
+                raise WarmupInterrupted(run_file.path, times["warmup_done"], warmup) from None
             raise
         result = build_result(complete=False)
         if run_file is not None:
@@ -817,15 +1008,18 @@ def _run(target, smp, plan, rngs, seq, requested, options, run_file, *, chains, 
         )
         return result
     except BaseException:
-        # Whatever stopped the run, the draws made so far stay on disk.
-        if run_file is not None and rec.n_done > run_file.written:
+        # Whatever stopped the run, the draws (or the warm-up) made so far stay on disk.
+        if run_file is not None and (
+            rec.n_done > run_file.written
+            or (times["t1"] is None and times["resume"] is not None and rec.n_done == 0)
+        ):
             persist()
         raise
     finally:
         bar.close()
     result = build_result(complete=True)
     if run_file is not None:
-        run_file.finish(lambda tmp: result.save(tmp, overwrite=True))
+        _write_final(run_file, result, persist)
     if tasks_folder is not None:
         # Only now: until the run's own file is written, the tasks' draws live there.
         shutil.rmtree(tasks_folder, ignore_errors=True)
@@ -844,11 +1038,40 @@ def _run(target, smp, plan, rngs, seq, requested, options, run_file, *, chains, 
     return result
 
 
-def resume(path, *, progress: bool = True, output=None, checkpoint_seconds: float = 60.0,
+def _write_final(run_file, result, persist) -> None:
+    """Write the finished run to its output; a failed write (a full disk, a file-size limit)
+    raises :class:`~hamiltonia.runfile.OutputWriteError` holding the run, after bringing the
+    checkpoints up to date where space allows, so that :func:`resume` can finish it later."""
+    from hamiltonia.runfile import OutputWriteError
+
+    # Made in memory first: a failure there is no disk's, and HDF5 never holds the file.
+    data = result.to_netcdf_bytes()
+    try:
+        run_file.finish(lambda tmp: tmp.write_bytes(data))
+    except OutputWriteError as err:
+        persist()  # a CheckpointWarning, not an error, where this fails too
+        err.result = result
+        err.partial = run_file.folder if run_file.written else None
+        where = (
+            f"; the draws are also in {err.partial} (hamiltonia.resume({str(run_file.path)!r}) "
+            "writes the file once there is space)"
+            if run_file.written == result.n_draws
+            else ""
+        )
+        err.args = (
+            f"{err.args[0]}. The run is not lost: it is err.result (save it elsewhere with "
+            f"err.result.save(path)){where}",
+        )
+        raise
+
+
+def resume(path, *, progress: bool = True, output=None,
+           checkpoint_seconds: float = CHECKPOINT_SECONDS,
            backend: str | None = None, reject_on=(), overwrite: bool = False,
            executor=None, scheduler: str | None = None,
            workers: int | None = None) -> Result:  # fmt: skip
-    """Continue an interrupted run saved by :func:`sample` with ``output=``.
+    """Continue an interrupted run saved by :func:`sample` with ``output=``, stopped in
+    warm-up or in sampling.
 
     A run spread over tasks (``executor=``) that stopped with its calling process continues
     from its state after warm-up, its tasks from their checkpoints in ``output.tasks`` when
@@ -856,16 +1079,25 @@ def resume(path, *, progress: bool = True, output=None, checkpoint_seconds: floa
     this process (the default) the chains start again from the end of warm-up. Either way
     the draws are those of an uninterrupted run.
 
-    The run continues from the state after its last saved draw, with the generators, step
-    sizes and metric it had then, so the finished draws equal those of an uninterrupted run
-    with the same seed. Needs a run of registered target and sampler names with plain
-    options (the file then records how to rebuild them); the continuation is written to
+    The run continues from the state of its last checkpoint, with the generators, step
+    sizes and metric it had then; a run stopped in warm-up also with its tuners' state
+    (dual averaging's, the metric window's buffered positions) and its kept warm-up draws,
+    and goes on adapting from the iteration it reached. Either way the finished draws (and
+    warm-up draws) equal those of an uninterrupted run with the same seed, on the path it
+    ran on. Before any work the target is evaluated at the saved positions: a file whose
+    target does not give the log densities its chains saved is refused
+    (:class:`~hamiltonia.runfile.RunFileError`, see
+    :func:`~hamiltonia.resume_state.check_target`). Needs a run of registered target and
+    sampler names with plain options (the file then records how to rebuild them); the
+    continuation is written to
     ``output`` (default: ``path`` itself; another existing file is replaced only with
     ``overwrite=True``). ``reject_on`` is as in :func:`sample` (exception classes are not
     stored in the file: give them again).
     """
     from hamiltonia.results import load
 
+    # Before the file is read: a truthy string such as "no" would show the bar.
+    progress = check_flag(progress, "progress")
     previous = load(path)
     info = previous.attrs.get("resume")
     if previous.attrs.get("complete", True):
@@ -879,11 +1111,16 @@ def resume(path, *, progress: bool = True, output=None, checkpoint_seconds: floa
     try:
         target = previous.get_target()
         # The options go through the sampler's own validation, as in sample().
-        _resolve_sampler(info["sampler"], target, dict(info["options"]))
+        smp = _resolve_sampler(info["sampler"], target, dict(info["options"]))
     except (KeyError, TypeError, ValueError) as err:
         message = err.args[0] if isinstance(err, KeyError) and err.args else err
         raise RunFileError(f"{path} cannot be resumed: {message}") from None
+    info = resume_state.check_warmup(info, smp, previous, path)
     reject_on = check_reject_on(reject_on)
+    with array_backend.using(backend), rejecting(reject_on):
+        resume_state.check_target(smp, info, path)
+    # A run stopped in warm-up goes on with the rest of it (and its kept warm-up draws).
+    warm = info.get("warmup")
     target_path = Path(path if output is None else output)
     # Appending to the unfinished run in place; to another output, or from a file of an
     # earlier version (no .partial folder), the draws so far are written there anew.
@@ -894,7 +1131,9 @@ def resume(path, *, progress: bool = True, output=None, checkpoint_seconds: floa
         rejecting(reject_on),
     ):
         return _sample(
-            target, info["sampler"], chains=previous.n_chains, warmup=0,
+            target, info["sampler"], chains=previous.n_chains,
+            warmup=0 if warm is None else warm["of"],
+            save_warmup=warm is not None and previous.attrs.get("save_warmup") is True,
             draws=int(previous.attrs["draws"]), thin=int(previous.attrs.get("thin", 1)),
             seed=None, initial=None, progress=progress,
             compiled=bool(previous.attrs.get("compiled", False)), output=target_path,

@@ -9,38 +9,72 @@ complete and from which chain state the run continues:
   over its final name (``os.replace``, atomic on POSIX and Windows), and the manifest is
   renamed only after the block it lists: a kill at any moment leaves the previous manifest
   or the new one, each naming only complete blocks, so the folder always loads and resumes;
-* a checkpoint writes the new draws only, so its cost does not grow with the run;
-* the kept warm-up draws (``save_warmup=True``) are one file, written before the first block;
+* the manifest records the SHA-256 of each block and of itself, so a block or a manifest
+  changed after it was written (by hand, by a copy gone wrong, by a disk) is refused with
+  the file named instead of being resumed into a wrong run;
+* a checkpoint writes the new draws only, so its cost does not grow with the run; one that
+  fails (a full disk) is a :class:`CheckpointWarning`, the run goes on with its draws in
+  memory and the next checkpoint writes everything not yet written;
+* the kept warm-up draws (``save_warmup=True``) are one file, written again at each
+  checkpoint of warm-up and before the first block of draws;
 * the finished run is written the same way (temporary name, ``fsync``, rename), and only
-  then is the folder removed.
+  then is the folder removed. A final write that fails raises :class:`OutputWriteError`,
+  which holds the finished run in memory (its ``result``) and leaves the folder in place.
 
 Before any work the output is checked (:meth:`RunFile.open`): the folder must exist and be
-writable, the path must not be a folder, an existing file is replaced only with
+writable, the path must be a regular file or not exist (never a folder, a device, a pipe or
+a socket, whatever ``overwrite`` says), an existing file is replaced only with
 ``overwrite=True``, an unfinished run (a ``.partial`` folder) points to
-:func:`hamiltonia.resume`, and a lock file refuses a second writer at the start rather than
-mid-run. :func:`hamiltonia.load` and :func:`hamiltonia.resume` read an unfinished run from
-its folder.
+:func:`hamiltonia.resume`, and a lock refuses a second writer at the start rather than
+mid-run. The lock is an ``fcntl.flock`` on ``path.lock``: the kernel releases it when its
+holder dies, so a lock is never stale and never needs to be broken. Temporary files that a
+killed writer left behind are removed by the next run of the same output.
+:func:`hamiltonia.load` and :func:`hamiltonia.resume` read an unfinished run from its folder.
 """
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
+import math
 import os
 import re
+import stat
 import tempfile
+import time
+import warnings
 import zipfile
 from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["PartialRun", "RunFile", "RunFileError", "atomic_write", "partial_dir", "read_partial"]
+__all__ = [
+    "CheckpointWarning",
+    "OutputWriteError",
+    "PartialRun",
+    "RunFile",
+    "RunFileError",
+    "atomic_write",
+    "atomic_write_bytes",
+    "checked_file_path",
+    "partial_dir",
+    "read_partial",
+]
 
-#: Version of the manifest layout.
-FORMAT = 1
+#: Version of the manifest layout: 2 records the SHA-256 of each block and of the manifest
+#: itself; version 1 (no checksums) is still read.
+FORMAT = 2
+_READABLE_FORMATS = (1, 2)
 _MANIFEST = "manifest.json"
-_WARMUP = "warmup.npz"
+_WARMUP = "warmup.npz"  # the kept warm-up draws, in format 1
+#: The kept warm-up draws in format 2, named by their number per chain: a warm-up
+#: checkpoint writes a new file, never over the one the current manifest names.
+_WARMUP_NAME = re.compile(r"warmup-\d{12}\.npz")
 _BLOCK_NAME = re.compile(r"block-\d{12}\.npz")
+#: The field of the manifest that holds its own checksum.
+_SEAL = "sha256"
 
 
 class RunFileError(OSError):
@@ -48,13 +82,78 @@ class RunFileError(OSError):
     message names the path and what to do)."""
 
 
+class OutputWriteError(RunFileError):
+    """The finished run could not be written to its output (a full disk, a file-size limit,
+    a folder gone): the run is not lost.
+
+    Attributes
+    ----------
+    result : hamiltonia.Result or None
+        The finished run, in memory: ``err.result.save(other_path)`` writes it elsewhere.
+    path : pathlib.Path
+        The output that could not be written.
+    partial : pathlib.Path or None
+        The unfinished run's folder, which holds the draws checkpointed so far
+        (:func:`hamiltonia.resume` finishes it once there is space).
+    """
+
+    def __init__(self, message: str, path=None, result=None, partial=None):
+        super().__init__(message)
+        self.path = path
+        self.result = result
+        self.partial = partial
+
+
+class CheckpointWarning(UserWarning):
+    """A checkpoint could not be written (e.g. a full disk): the run goes on with its draws
+    in memory, and the next checkpoint writes every draw not yet on disk."""
+
+
+_FILE_KINDS = {
+    stat.S_ISFIFO: "a named pipe",
+    stat.S_ISSOCK: "a socket",
+    stat.S_ISCHR: "a character device",
+    stat.S_ISBLK: "a block device",
+}
+
+
+def _not_regular(mode: int) -> str | None:
+    """What a path of mode ``mode`` is, where it is not a regular file or a folder."""
+    for test, kind in _FILE_KINDS.items():
+        if test(mode):
+            return kind
+    return None if stat.S_ISREG(mode) or stat.S_ISDIR(mode) else "not a regular file"
+
+
 def checked_file_path(path, label: str = "output") -> Path:
-    """``path`` as a ``Path``, or :class:`RunFileError` when no file can be written there
-    (a folder, a missing or read-only folder); ``label`` names it in the message."""
+    """``path`` as a ``Path``, or :class:`RunFileError` when no run file can be written
+    there: a folder, a device, a pipe or a socket (replacing one would destroy it: as root,
+    ``/dev/null`` would become a regular file), a link to nothing, a missing or read-only
+    folder; ``label`` names it in the message. A symbolic link to a regular file stands for
+    that file: the file is replaced and the link kept."""
     path = Path(os.fspath(path)).expanduser()
+    if path.is_symlink():
+        try:
+            path = path.resolve(strict=True)
+        except (OSError, RuntimeError):
+            raise RunFileError(
+                f"{label} {path} is a symbolic link to nothing; remove it or give another path"
+            ) from None
     folder = path.parent if str(path.parent) else Path(".")
-    if path.is_dir():
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as err:
+        raise RunFileError(f"{label} {path} cannot be examined: {err.strerror}") from None
+    if mode is not None and stat.S_ISDIR(mode):
         raise RunFileError(f"{label} {path} is a folder; give a file name such as {path}/run.nc")
+    if mode is not None and (kind := _not_regular(mode)):
+        raise RunFileError(
+            f"{label} {path} is {kind}, not a regular file: a run is written only to a "
+            "regular file (and never replaces anything else, whatever overwrite says); give a "
+            "file name"
+        )
     if not folder.is_dir():
         raise RunFileError(f"{label} folder {folder} does not exist; create it first")
     if not os.access(folder, os.W_OK | os.X_OK):
@@ -83,22 +182,64 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
+def _umask() -> int:
+    """The process's umask, read without changing it where the system allows (Linux)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)  # elsewhere: set and restore (the only portable way to read it)
+    os.umask(mask)
+    return mask
+
+
+def _new_file_mode(path: Path) -> int:
+    """The mode a replaced file keeps, or the mode ``open()`` would give a new one."""
+    try:
+        return stat.S_IMODE(path.stat().st_mode)
+    except OSError:
+        return 0o666 & ~_umask()
+
+
+def _tmp_prefix(path: Path) -> str:
+    # The writer's pid is in the name, so that a later run can tell a file that a killed
+    # writer left behind from one a live writer is filling.
+    return f".{path.name}.{os.getpid()}."
+
+
 def atomic_write(path, write) -> Path:
     """Call ``write(tmp_path)`` for a temporary file beside ``path``, flush it to disk and
-    rename it over ``path``: readers see the old file or the whole new one, never a part."""
+    rename it over ``path``: readers see the old file or the whole new one, never a part.
+    The file gets the mode of the file it replaces, or that of a new file under the umask
+    (``mkstemp`` alone would make it private)."""
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    mode = _new_file_mode(path)
+    fd, tmp = tempfile.mkstemp(prefix=_tmp_prefix(path), suffix=".tmp", dir=path.parent)
     os.close(fd)
     try:
         write(Path(tmp))
         with open(tmp, "rb+") as f:
             os.fsync(f.fileno())
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
     _fsync_dir(path.parent)
     return path
+
+
+def atomic_write_bytes(path, data) -> Path:
+    """:func:`atomic_write` of ``data`` (bytes or a buffer) with plain file writes: a full
+    disk or a file-size limit is an ``OSError`` here, before any library holds the file."""
+
+    def write(tmp: Path) -> None:
+        with open(tmp, "wb") as f:
+            f.write(data)
+
+    return atomic_write(path, write)
 
 
 def _pid_alive(pid: int) -> bool:
@@ -118,10 +259,57 @@ def _pid_alive(pid: int) -> bool:
 def _zombie(pid: int) -> bool:
     """A process that has died but is not yet reaped (Linux; elsewhere ``False``)."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
+        stat_line = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return False
-    return stat[stat.rfind(")") + 2 :].startswith("Z")
+    return stat_line[stat_line.rfind(")") + 2 :].startswith("Z")
+
+
+_TMP_NAME = re.compile(r"\.(?P<name>.+)\.(?P<pid>\d+)\.[^.]*\.tmp")
+
+
+def remove_stale_temporaries(folder: Path, name: str | None = None) -> list[Path]:
+    """Remove the temporary files that writers now dead left in ``folder`` (all of them,
+    or those of the file ``name``); returns the paths removed. A live writer's are kept."""
+    removed = []
+    try:
+        entries = list(folder.iterdir())
+    except OSError:
+        return removed
+    for entry in entries:
+        match = _TMP_NAME.fullmatch(entry.name)
+        if match is None or (name is not None and match["name"] != name):
+            continue
+        if _pid_alive(int(match["pid"])) or not entry.is_file():
+            continue
+        try:
+            entry.unlink()
+        except OSError:
+            continue
+        removed.append(entry)
+    return removed
+
+
+def _digest(data) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _manifest_digest(manifest: dict) -> str:
+    """The SHA-256 of a manifest without its own checksum field (keys sorted, so the
+    digest does not depend on the order a reader keeps them in)."""
+    body = {k: v for k, v in manifest.items() if k != _SEAL}
+    return _digest(json.dumps(body, sort_keys=True).encode())
+
+
+def seal_manifest(manifest: dict) -> dict:
+    """``manifest`` with its checksum recorded (what :meth:`RunFile.append` writes)."""
+    return {**manifest, _SEAL: _manifest_digest(manifest)}
+
+
+def _npz_bytes(arrays: dict) -> bytes:
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    return buffer.getvalue()
 
 
 class RunFile:
@@ -138,20 +326,39 @@ class RunFile:
         self.lock = _lock_path(path)
         self.written = 0
         self._blocks: list[list] = []
-        self._warmup_written = False
-        self._locked = False
+        self._warmup_draws: int | None = None  # kept warm-up draws on disk, per chain
+        self._warmup_digest: str | None = None
+        self._warmup_name: str | None = None
+        self._lock_fd: int | None = None
+        self._warned = False
+
+    @property
+    def _locked(self) -> bool:
+        return self._lock_fd is not None
 
     @classmethod
-    def open(cls, path, *, overwrite: bool = False, continuing: bool = False) -> RunFile:
+    def open(cls, path, *, overwrite: bool = False, continuing: bool = False,
+             lock_timeout: float = 0.0) -> RunFile:  # fmt: skip
         """Check ``path`` and take its lock; ``continuing`` appends to the unfinished run
-        there (:func:`hamiltonia.resume`) instead of refusing it."""
+        there (:func:`hamiltonia.resume`) instead of refusing it. ``lock_timeout``: seconds
+        to wait for a lock another process holds (0: refuse at once)."""
         path = checked_file_path(path)
         partial = partial_dir(path)
+        if partial.exists() and not partial.is_dir():
+            raise RunFileError(
+                f"{partial} exists and is not a folder, so it is not an unfinished hamiltonia "
+                f"run; {path} needs that name for its checkpoints: move it away or choose "
+                "another output"
+            )
         run_file = cls(path)
         # The lock first: a run in progress holds a .partial folder too, and its writer is
         # what the user must hear about.
-        run_file._take_lock()
+        run_file._take_lock(lock_timeout)
         try:
+            # Only the lock holder writes these names: temporaries of a dead writer are junk.
+            remove_stale_temporaries(path.parent, path.name)
+            if partial.is_dir():
+                remove_stale_temporaries(partial)
             if partial.is_dir() and not (partial / _MANIFEST).exists():
                 # A run stopped before its first checkpoint left no draws: nothing to keep.
                 _remove_folder(partial)
@@ -171,53 +378,129 @@ class RunFile:
                 partial.mkdir()
             else:
                 manifest = _read_manifest(partial)
-                run_file._blocks = manifest["blocks"]
+                run_file._blocks = [list(b) for b in manifest["blocks"]]
                 run_file.written = int(manifest["draws_done"])
-                run_file._warmup_written = "warmup" in manifest
+                if "warmup" in manifest:
+                    run_file._warmup_draws = int(manifest.get("warmup_draws", -1))
+                    run_file._warmup_name = manifest["warmup"]
+                run_file._warmup_digest = manifest.get("warmup_sha256")
         except BaseException:
             run_file.release()
             raise
         return run_file
 
-    def _take_lock(self) -> None:
-        for _ in range(2):
+    def _take_lock(self, timeout: float = 0.0) -> None:
+        if os.name != "posix":
+            self._take_lock_exclusive(timeout)
+            return
+        import fcntl
+
+        deadline = time.monotonic() + max(float(timeout), 0.0)
+        while True:
+            fd = os.open(self.lock, os.O_RDWR | os.O_CREAT, 0o666)
             try:
-                fd = os.open(self.lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                owner = _read_pid(fd)
+                os.close(fd)
+                if time.monotonic() < deadline:
+                    time.sleep(0.05)
+                    continue
+                who = f"pid {owner}, " if owner else ""
+                raise RunFileError(
+                    f"output {self.path} is being written by another process ({who}lock "
+                    f"{self.lock}); wait for it or choose another output"
+                ) from None
+            # The previous holder unlinks the lock as it lets go: if that happened between
+            # our open and our flock, we hold a file nobody else will look at. Try again.
+            try:
+                ours = os.fstat(fd)
+                current = os.stat(self.lock)
+                same = (ours.st_ino, ours.st_dev) == (current.st_ino, current.st_dev)
+            except FileNotFoundError:
+                same = False
+            if not same:
+                os.close(fd)
+                continue
+            # For the message of a second writer only: the flock is the lock.
+            os.ftruncate(fd, 0)
+            os.write(fd, str(os.getpid()).encode())
+            self._lock_fd = fd
+            return
+
+    def _take_lock_exclusive(self, timeout: float) -> None:
+        """Where ``flock`` does not exist: a lock file created exclusively, holding the
+        pid; one whose process is dead is taken over."""
+        deadline = time.monotonic() + max(float(timeout), 0.0)
+        while True:
+            try:
+                fd = os.open(self.lock, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o666)
             except FileExistsError:
                 try:
                     owner = int(self.lock.read_text().strip() or 0)
                 except (OSError, ValueError):
                     owner = 0
-                if _pid_alive(owner) and owner != os.getpid():
-                    raise RunFileError(
-                        f"output {self.path} is being written by another process (pid {owner}, "
-                        f"lock {self.lock}); wait for it or choose another output"
-                    ) from None
-                self.lock.unlink(missing_ok=True)  # a lock its process left behind
-                continue
-            with os.fdopen(fd, "w") as f:
-                f.write(str(os.getpid()))
-            self._locked = True
+                if owner and not _pid_alive(owner):
+                    self.lock.unlink(missing_ok=True)
+                    continue
+                if time.monotonic() < deadline:
+                    time.sleep(0.05)
+                    continue
+                raise RunFileError(
+                    f"output {self.path} is being written by another process (lock "
+                    f"{self.lock}); wait for it or choose another output"
+                ) from None
+            os.write(fd, str(os.getpid()).encode())
+            self._lock_fd = fd
             return
-        raise RunFileError(f"could not take the lock {self.lock}")
 
     def release(self) -> None:
         """Give the lock back (idempotent)."""
-        if self._locked:
+        if self._lock_fd is not None:
+            # Unlinked while still held, so that no one can take a lock on this file after
+            # we let go and believe it is the current one.
             self.lock.unlink(missing_ok=True)
-            self._locked = False
+            os.close(self._lock_fd)
+            self._lock_fd = None
 
     def append(self, q, stats: dict, log_weights, meta: dict, gradients=None,
-               warmup=None) -> None:  # fmt: skip
+               warmup=None) -> bool:  # fmt: skip
         """Store the draws ``q[:, self.written:]`` (and their statistics, weights and
         gradients) as a new block, then the manifest ``meta`` (attrs, resume state, names,
         ...) naming it. ``warmup``, the kept warm-up ``(draws, stats)``, is written once,
-        before the first block."""
-        if warmup is not None and not self._warmup_written:
+        before the first block.
+
+        Returns ``True`` once on disk. A write that fails with an ``OSError`` (a full disk,
+        a file-size limit) is a :class:`CheckpointWarning` and returns ``False``: the run
+        keeps its draws in memory, and the next call writes everything not yet written."""
+        try:
+            self._append(q, stats, log_weights, meta, gradients, warmup)
+        except OSError as err:
+            if not self._warned:
+                warnings.warn(
+                    f"a checkpoint of {self.path} could not be written ({err}); the run goes "
+                    "on with its draws in memory and tries again at the next checkpoint",
+                    CheckpointWarning,
+                    stacklevel=3,
+                )
+                self._warned = True
+            return False
+        return True
+
+    def _append(self, q, stats, log_weights, meta, gradients, warmup) -> None:
+        replaced = None
+        if warmup is not None and warmup[0].shape[1] != self._warmup_draws:
+            # Written whole whenever it has grown (a checkpoint in warm-up), before the
+            # manifest that counts it.
             arrays = {"q": warmup[0], **{f"stat_{k}": v for k, v in warmup[1].items()}}
-            atomic_write(self.folder / _WARMUP, lambda tmp: _savez(tmp, arrays))
-            self._warmup_written = True
+            data = _npz_bytes(arrays)
+            name = f"warmup-{warmup[0].shape[1]:012d}.npz"
+            atomic_write_bytes(self.folder / name, data)
+            replaced = self._warmup_name
+            self._warmup_draws, self._warmup_digest = warmup[0].shape[1], _digest(data)
+            self._warmup_name = name
         n = q.shape[1]
+        block = None
         if n > self.written:
             first, name = self.written, f"block-{self.written:012d}.npz"
             arrays = {"q": q[:, first:n]}
@@ -226,20 +509,38 @@ class RunFile:
                 arrays["log_weights"] = log_weights[:, first:n]
             if gradients is not None:
                 arrays["gradients"] = gradients[:, first:n]
-
-            atomic_write(self.folder / name, lambda tmp, arrays=arrays: _savez(tmp, arrays))
-            self._blocks.append([first, n - first, name])
-            self.written = n
-        manifest = {"format": FORMAT, **meta, "blocks": self._blocks, "draws_done": self.written}
-        if self._warmup_written:
-            manifest["warmup"] = _WARMUP
-        text = json.dumps(manifest)
+            data = _npz_bytes(arrays)
+            atomic_write_bytes(self.folder / name, data)
+            finite = bool(np.all(np.isfinite(arrays["q"])))
+            block = [first, n - first, name, _digest(data), finite]
+        blocks = self._blocks + ([block] if block else [])
+        draws_done = n if block else self.written
+        manifest = {"format": FORMAT, **meta, "blocks": blocks, "draws_done": draws_done}
+        if self._warmup_draws is not None:
+            manifest["warmup"] = self._warmup_name
+            manifest["warmup_draws"] = self._warmup_draws
+            if self._warmup_digest is not None:
+                manifest["warmup_sha256"] = self._warmup_digest
+        text = json.dumps(seal_manifest(manifest))
         atomic_write(self.folder / _MANIFEST, lambda tmp: tmp.write_text(text))
+        # Only once the manifest names it does the block count as written.
+        self._blocks, self.written = blocks, draws_done
+        if replaced is not None and replaced != self._warmup_name:
+            # No manifest names it any more.
+            (self.folder / replaced).unlink(missing_ok=True)
 
     def finish(self, save) -> None:
         """Write the complete run with ``save(tmp_path)`` atomically, then drop the
-        unfinished run's folder and the lock."""
-        atomic_write(self.path, save)
+        unfinished run's folder and the lock. A failed write raises
+        :class:`OutputWriteError` (the caller attaches the run) and keeps the folder."""
+        try:
+            atomic_write(self.path, save)
+        except OSError as err:
+            raise OutputWriteError(
+                f"the finished run could not be written to {self.path}: {err}",
+                path=self.path,
+                partial=self.folder if (self.folder / _MANIFEST).exists() else None,
+            ) from err
         _remove_folder(self.folder)
         self.release()
 
@@ -251,9 +552,12 @@ class RunFile:
         self.release()
 
 
-def _savez(path: Path, arrays: dict) -> None:
-    with open(path, "wb") as f:
-        np.savez(f, **arrays)
+def _read_pid(fd: int) -> int:
+    try:
+        text = os.pread(fd, 32, 0).decode().strip()
+        return int(text or 0)
+    except (OSError, ValueError, UnicodeDecodeError):
+        return 0
 
 
 def _remove_folder(folder: Path) -> None:
@@ -273,8 +577,16 @@ def _read_manifest(folder: Path) -> dict:
         ) from None
     except (OSError, ValueError) as err:
         raise RunFileError(f"{folder / _MANIFEST} cannot be read: {err}") from None
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+    if not isinstance(manifest, dict) or manifest.get("format") not in _READABLE_FORMATS:
         raise RunFileError(f"{folder / _MANIFEST} is not a hamiltonia run manifest")
+    if manifest["format"] >= 2 and manifest.get(_SEAL) != _manifest_digest(manifest):
+        raise RunFileError(
+            f"{folder / _MANIFEST} was changed after the run wrote it (its SHA-256 does not "
+            "match): a hand-edited or damaged manifest would resume a different run. Restore "
+            "the original, or start the run again"
+        )
+    if not isinstance(manifest.get("blocks"), list):
+        raise RunFileError(f"{folder / _MANIFEST} lists no blocks")
     return manifest
 
 
@@ -290,54 +602,131 @@ class PartialRun(NamedTuple):
     warmup_stats: dict | None
 
 
+def _checked_bytes(path: Path, digest: str | None) -> bytes:
+    """The bytes of ``path``, checked against the SHA-256 the manifest recorded."""
+    data = path.read_bytes()
+    if digest is not None and _digest(data) != digest:
+        raise ValueError(
+            f"{path.name} was changed after the run wrote it (its SHA-256 does not match the "
+            "manifest's)"
+        )
+    return data
+
+
+_NPY_HEADERS = {
+    (1, 0): np.lib.format.read_array_header_1_0,
+    (2, 0): np.lib.format.read_array_header_2_0,
+}
+
+
+def _load_npz(data: bytes, label: str) -> dict[str, np.ndarray]:
+    """The arrays of an ``.npz`` file's bytes. Each array's declared shape is checked
+    against the bytes stored for it before anything is allocated: a crafted header cannot
+    make the reader ask for terabytes."""
+    arrays = {}
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        for info in archive.infolist():
+            if not info.filename.endswith(".npy"):
+                raise ValueError(f"{label} holds {info.filename!r}, not an array")
+            with archive.open(info) as member:
+                version = np.lib.format.read_magic(member)
+                read_header = _NPY_HEADERS.get(version)
+                if read_header is None:
+                    raise ValueError(f"{label}: array format {version} is not supported")
+                shape, _, dtype = read_header(member)
+                if dtype.hasobject:
+                    raise ValueError(f"{label}: {info.filename} holds Python objects")
+                header = member.tell()
+                declared = math.prod(shape) * dtype.itemsize
+                if declared != info.file_size - header:
+                    raise ValueError(
+                        f"{label}: {info.filename} declares shape {shape} ({declared:,} bytes) "
+                        f"but stores {info.file_size - header:,} bytes"
+                    )
+            with archive.open(info) as member:
+                arrays[info.filename[:-4]] = np.lib.format.read_array(member, allow_pickle=False)
+    return arrays
+
+
 def _read_warmup(folder: Path, manifest: dict) -> tuple:
     if "warmup" not in manifest:
         return None, None
-    if manifest["warmup"] != _WARMUP:
-        raise ValueError(f"warm-up file {manifest['warmup']!r} is not this folder's")
-    with np.load(folder / _WARMUP, allow_pickle=False) as arrays:
-        stats = {k[5:]: arrays[k] for k in arrays.files if k.startswith("stat_")}
-        return arrays["q"], stats
+    name = manifest["warmup"]
+    if not (isinstance(name, str) and (_WARMUP_NAME.fullmatch(name) or name == _WARMUP)):
+        raise ValueError(f"warm-up file {name!r} is not one of this folder's")
+    if manifest["format"] >= 2 and not isinstance(manifest.get("warmup_sha256"), str):
+        raise ValueError("the warm-up file has no checksum in the manifest")
+    data = _checked_bytes(folder / name, manifest.get("warmup_sha256"))
+    arrays = _load_npz(data, name)
+    stats = {k[5:]: v for k, v in arrays.items() if k.startswith("stat_")}
+    return arrays["q"], stats
+
+
+def _block_entry(entry, sealed: bool) -> tuple:
+    """``(first, n, name, sha256, finite)`` of a manifest's block entry (format 1 records
+    neither checksum nor finiteness: its draws are taken to be finite)."""
+    if not isinstance(entry, list) or len(entry) != (5 if sealed else 3):
+        raise ValueError(f"block entry {entry!r} is not [first, draws, name, sha256, finite]")
+    first, n, name = entry[:3]
+    digest, finite = entry[3:] if sealed else (None, True)
+    if not (isinstance(first, int) and isinstance(n, int) and first >= 0 and n > 0):
+        raise ValueError(f"block entry {entry!r} does not hold draw counts")
+    if not (isinstance(name, str) and _BLOCK_NAME.fullmatch(name)):
+        # Only the folder's own block files are read, whatever the manifest says.
+        raise ValueError(f"block name {name!r} is not one of this folder's blocks")
+    if sealed and not (isinstance(digest, str) and isinstance(finite, bool)):
+        raise ValueError(f"block {name} has no checksum")
+    return first, n, name, digest, finite
 
 
 def read_partial(path) -> PartialRun:
     """The manifest, draws, statistics, log weights, gradients and kept warm-up of the
-    unfinished run of ``path``."""
+    unfinished run of ``path``, each block checked against its recorded SHA-256."""
     folder = partial_dir(path)
     manifest = _read_manifest(folder)
+    sealed = manifest["format"] >= 2
     qs, stats, weights, grads = [], {}, [], []
     expected = 0
     try:
-        for first, n, name in manifest["blocks"]:
-            # Only the folder's own block files are read, whatever the manifest says.
-            if not (isinstance(name, str) and _BLOCK_NAME.fullmatch(name)):
-                raise ValueError(f"block name {name!r} is not one of this folder's blocks")
+        for entry in manifest["blocks"]:
+            first, n, name, digest, finite = _block_entry(entry, sealed)
             if first != expected:
                 raise ValueError(f"block {name} starts at draw {first}, expected {expected}")
-            with np.load(folder / name, allow_pickle=False) as block:
-                if block["q"].shape[1] != n:
-                    raise ValueError(f"block {name} holds {block['q'].shape[1]} draws, not {n}")
-                qs.append(block["q"])
-                for key in block.files:
-                    if key.startswith("stat_"):
-                        stats.setdefault(key[5:], []).append(block[key])
-                if "log_weights" in block.files:
-                    weights.append(block["log_weights"])
-                if "gradients" in block.files:
-                    grads.append(block["gradients"])
+            block = _load_npz(_checked_bytes(folder / name, digest), name)
+            if block["q"].ndim != 3 or block["q"].shape[1] != n:
+                raise ValueError(f"block {name} holds {block['q'].shape[1:2]} draws, not {n}")
+            if finite and not np.all(np.isfinite(block["q"])):
+                # The run recorded this block's draws finite (a non-finite proposal is
+                # rejected, never drawn): NaN here is damage, not a draw.
+                raise ValueError(f"block {name} holds non-finite draws that the run wrote finite")
+            qs.append(block["q"])
+            for key, values in block.items():
+                if key.startswith("stat_"):
+                    stats.setdefault(key[5:], []).append(values)
+            if "log_weights" in block:
+                weights.append(block["log_weights"])
+            if "gradients" in block:
+                grads.append(block["gradients"])
             expected += n
+        if expected != manifest.get("draws_done"):
+            raise ValueError(f"the blocks hold {expected} draws, the manifest says "
+                             f"{manifest.get('draws_done')!r}")  # fmt: skip
         warmup_draws, warmup_stats = _read_warmup(folder, manifest)
     except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as err:
         raise RunFileError(f"the unfinished run in {folder} cannot be read: {err}") from None
     if not qs:
         attrs = manifest.get("attrs", {})
-        if not (attrs.get("executor") and attrs.get("resume")):
+        if not attrs.get("resume"):
             raise RunFileError(f"the unfinished run in {folder} holds no draws yet")
-        # A run spread over tasks (hamiltonia.executors) records its state after warm-up
-        # before its tasks make draws: no draws, but a run to resume.
+        # A run checkpointed in warm-up, or spread over tasks (hamiltonia.executors) that
+        # records its state after warm-up before its tasks make draws: no draws, but a run
+        # to resume.
         qs = [np.empty((int(attrs["chains"]), 0, len(manifest["names"])))]
-    q = np.concatenate(qs, axis=1)
-    stats = {k: np.concatenate(v, axis=1) for k, v in stats.items()}
-    log_weights = np.concatenate(weights, axis=1) if weights else None
-    gradients = np.concatenate(grads, axis=1) if grads else None
+    try:
+        q = np.concatenate(qs, axis=1)
+        stats = {k: np.concatenate(v, axis=1) for k, v in stats.items()}
+        log_weights = np.concatenate(weights, axis=1) if weights else None
+        gradients = np.concatenate(grads, axis=1) if grads else None
+    except ValueError as err:
+        raise RunFileError(f"the unfinished run in {folder} cannot be read: {err}") from None
     return PartialRun(manifest, q, stats, log_weights, gradients, warmup_draws, warmup_stats)

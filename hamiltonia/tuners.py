@@ -99,8 +99,45 @@ class Tuner:
         ``(chains, n, dim)`` of its iterations ``first_iteration ..``. Tuners whose update
         runs inside the compiled kernel (dual averaging) do nothing here."""
 
+    # -- warm-up checkpoints: hamiltonia.resume continues a run stopped in warm-up exactly
+    def warmup_state(self) -> dict | None:
+        """The tuner's state between two warm-up iterations, after :meth:`start`: plain
+        values and NumPy arrays that later iterations do not change (copies, or arrays the
+        tuner never writes again), cheap enough to take after every iteration; the run
+        writes them as JSON only at a checkpoint. ``None`` (the default): the tuner cannot
+        be checkpointed, and a run that uses it is not checkpointed during warm-up."""
+        return None
+
+    def check_warmup_state(self, state: dict, *, chains: int, dim: int, n_warmup: int,
+                           done: int) -> dict:  # fmt: skip
+        """``state`` (a :meth:`warmup_state` read back from a file) checked for a run of
+        ``chains`` chains in ``dim`` dimensions stopped after ``done`` of ``n_warmup``
+        warm-up iterations: the checked copy (arrays of the right shapes, finite), or
+        ``ValueError`` whose message starts with the offending field."""
+        raise ValueError("this tuner's warm-up state cannot be restored")
+
+    def restore_warmup_state(self, sampler, state: dict, n_warmup: int, rngs) -> None:
+        """Put back a state checked by :meth:`check_warmup_state` in place of :meth:`start`
+        (which would search the step size again, drawing from the generators)."""
+        raise NotImplementedError
+
     def __repr__(self):
         return f"{type(self).__name__}()"
+
+
+def _finite_rows(state: dict, field: str, shape: tuple) -> np.ndarray:
+    """``state[field]`` as a finite float array of ``shape``, or ``ValueError`` naming it."""
+    try:
+        a = np.array(state[field], dtype=np.float64)
+    except KeyError:
+        raise ValueError(f"{field} is missing") from None
+    except (TypeError, ValueError):
+        raise ValueError(f"{field} is not an array of numbers") from None
+    if a.shape != shape:
+        raise ValueError(f"{field} has shape {a.shape}, expected {shape}")
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{field} holds non-finite values")
+    return a
 
 
 def find_initial_step_size(sampler, chain: ChainState, rngs, step_size=1.0, max_doublings=100):
@@ -244,6 +281,41 @@ class DualAveraging(Tuner):
             reads=("acceptance_rate", "diverging"),
         )
 
+    def warmup_state(self):
+        """:math:`(\\mu, \\bar H, \\log\\bar\\varepsilon, m)` per chain and the parameters
+        :math:`(\\delta, \\gamma, t_0, \\kappa)` (checked against the rebuilt sampler's on
+        resume: they define the updates that follow). The step size in force is the
+        chain's, saved with it."""
+        if not hasattr(self, "state"):
+            return None
+        return {
+            # Copies: restart() writes the state in place.
+            **{name: self.state[:, k].copy() for k, name in enumerate(self.STATE_COLUMNS)},
+            "parameters": dict(zip(("target_accept", "gamma", "t0", "kappa"),
+                                   self.parameters(), strict=True)),
+        }  # fmt: skip
+
+    def check_warmup_state(self, state, *, chains, dim, n_warmup, done):
+        if not isinstance(state, dict):
+            raise ValueError("state is not a mapping")
+        checked = {name: _finite_rows(state, name, (chains,)) for name in self.STATE_COLUMNS}
+        m = checked["m"]
+        # m counts the updates since the last restart: a whole number, at most done.
+        if np.any(m < 0) or np.any(m != np.floor(m)) or np.any(m > done):
+            raise ValueError(f"m must count updates: whole numbers in [0, {done}]")
+        own = dict(zip(("target_accept", "gamma", "t0", "kappa"), self.parameters(), strict=True))
+        if state.get("parameters") != own:
+            raise ValueError(
+                f"parameters {state.get('parameters')!r} are not the sampler's options {own!r}"
+            )
+        return checked
+
+    def restore_warmup_state(self, sampler, state, n_warmup, rngs):
+        # The compiled kernel reads the state as one C-ordered row per chain.
+        self.state = np.ascontiguousarray(
+            np.stack([state[name] for name in self.STATE_COLUMNS], axis=1), dtype=np.float64
+        )
+
     def finalize(self, sampler, chain):
         if not hasattr(self, "state") or not np.all(self.state[:, 3] > 0):
             return  # no adaptation happened: keep the current step size
@@ -367,6 +439,51 @@ class WindowedMetric(Tuner):
             self.observe(positions[:, k], first_iteration + k)
         if any(first_iteration + positions.shape[1] == end for _, end in self.windows):
             self.end_window(sampler, chain)
+
+    def warmup_state(self):
+        """The window schedule (checked against the one the rebuilt sampler computes) and the
+        positions buffered in the current window: the arrays themselves, which
+        :meth:`observe` never changes once appended. The metric in force is the sampler's,
+        saved with the chains."""
+        if not hasattr(self, "windows"):
+            return None
+        return {"windows": [list(w) for w in self.windows], "buffer": tuple(self._buffer)}
+
+    def _schedule(self, n_warmup: int) -> list[tuple[int, int]]:
+        return metric_windows(n_warmup, self.initial_buffer, self.window, self.terminal_buffer)
+
+    def check_warmup_state(self, state, *, chains, dim, n_warmup, done):
+        if not isinstance(state, dict):
+            raise ValueError("state is not a mapping")
+        windows = self._schedule(n_warmup)
+        if state.get("windows") != [list(w) for w in windows]:
+            raise ValueError(
+                f"windows {state.get('windows')!r} are not the schedule {windows} of "
+                f"{n_warmup} warm-up iterations"
+            )
+        # The buffer holds the positions after iterations begin .. done - 1 of the window
+        # that done falls in (a window's end empties it).
+        expected = next((done - begin for begin, end in windows if begin <= done < end), 0)
+        buffer = state.get("buffer")
+        if not isinstance(buffer, list | tuple):
+            raise ValueError("buffer is not a list of positions")
+        if len(buffer) != expected:
+            raise ValueError(
+                f"buffer holds {len(buffer)} positions, expected {expected} after {done} "
+                "warm-up iterations"
+            )
+        rows = (
+            _finite_rows({"buffer": buffer}, "buffer", (expected, chains, dim))
+            if expected
+            else np.empty((0, chains, dim))
+        )
+        return {"windows": windows, "buffer": rows}
+
+    def restore_warmup_state(self, sampler, state, n_warmup, rngs):
+        self.windows = self._schedule(n_warmup)
+        self._rngs = rngs
+        # One (chains, dim) array per iteration, as observe() appends them.
+        self._buffer = [np.array(row, dtype=float) for row in state["buffer"]]
 
     def end_window(self, sampler, chain) -> None:
         """Estimate and install the metric from the buffered positions, then restart

@@ -22,3 +22,46 @@ def interrupted(monkeypatch, after_records: int, run):
         return run()
     finally:
         monkeypatch.setattr(run_module._Recorder, "record", original)
+
+
+class Killed(BaseException):
+    """A kill, simulated: raised from inside a checkpoint write, before it writes anything,
+    and from every write after it, so that the run stops with its file as the last complete
+    checkpoint left it (no handler can save more, as after SIGKILL)."""
+
+
+def killed_at_checkpoint(monkeypatch, stop, run):
+    """Call ``run()`` with each checkpoint write raising :class:`Killed` from the first one
+    for which ``stop(meta)`` is true (``meta``: the manifest it would write), then restore
+    the writer; the file then holds the checkpoint before it."""
+    from hamiltonia.runfile import RunFile
+
+    original = RunFile.append
+    killed = {"now": False}
+
+    def append(self, q, stats, log_weights, meta, *args, **kw):
+        killed["now"] = killed["now"] or stop(meta)
+        if killed["now"]:
+            raise Killed
+        return original(self, q, stats, log_weights, meta, *args, **kw)
+
+    monkeypatch.setattr(RunFile, "append", append)
+    try:
+        run()
+    except Killed:
+        pass
+    else:
+        raise AssertionError("the run finished before the kill")
+    finally:
+        monkeypatch.setattr(RunFile, "append", original)
+
+
+def in_warmup_from(iteration: int):
+    """A ``stop`` for :func:`killed_at_checkpoint`: the first checkpoint at or after warm-up
+    iteration ``iteration`` (or after warm-up)."""
+
+    def stop(meta) -> bool:
+        done = meta["attrs"].get("warmup_done")
+        return done is None or done >= iteration
+
+    return stop

@@ -205,3 +205,72 @@ def test_a_reader_that_closes_the_pipe_ends_the_listing_quietly(capsys, monkeypa
         monkeypatch.undo()
         closed.close()
     assert "Broken pipe" not in capsys.readouterr().err
+
+
+def _help(command: str) -> str:
+    from hamiltonia.cli import _build_parser
+
+    sub = _build_parser()._subparsers._group_actions[0].choices[command]
+    return " ".join(sub.format_help().split())
+
+
+@pytest.mark.parametrize("command", ["sample", "resume"])
+def test_checkpoint_seconds_is_an_option_with_its_default_shown(command):
+    assert "--checkpoint-seconds SECONDS" in _help(command)
+    assert "(default 60.0)" in _help(command)
+
+
+@pytest.mark.parametrize("value", ["-1", "nan", "soon"])
+@pytest.mark.parametrize("command", [["sample", "banana"], ["resume", "run.nc"]])
+def test_a_bad_checkpoint_interval_is_refused_naming_the_option(capsys, command, value):
+    assert main([*command, "--checkpoint-seconds", value]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("hamiltonia: error: argument --checkpoint-seconds:")
+    assert ">= 0" in err and "\n" not in err
+
+
+def test_checkpoint_seconds_reaches_sample_and_resume(capsys, tmp_path, monkeypatch):
+    """--checkpoint-seconds 0 checkpoints every warm-up chunk: Ctrl-C in warm-up keeps it,
+    the CLI says where it is, and `hamiltonia resume` continues it to the uninterrupted
+    run."""
+    from hamiltonia.run import WarmupInterrupted
+    from hamiltonia.runfile import RunFile
+    from hamiltonia.tuners import WindowedMetric
+
+    writes = []
+    append = RunFile.append
+
+    def counted(self, q, stats, log_weights, meta, *args, **kw):
+        writes.append(meta["attrs"].get("warmup_done"))
+        return append(self, q, stats, log_weights, meta, *args, **kw)
+
+    def interrupt(self, sampler, chain):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(RunFile, "append", counted)
+    monkeypatch.setattr(WindowedMetric, "end_window", interrupt)
+    path = tmp_path / "run.nc"
+    args = ["sample", "banana", "--chains", "2", "--warmup", "200", "--draws", "100",
+            "--seed", "4", "--output", str(path), "--no-progress"]  # fmt: skip
+    assert main([*args, "--checkpoint-seconds", "0"]) == EXIT_INTERRUPTED
+    err = capsys.readouterr().err
+    # Written after the search, then after every compiled chunk up to the window's end.
+    assert writes[0] == 0 and len(writes) > 3 and writes == sorted(writes)
+    done = hm.load(path).attrs["warmup_done"]
+    assert f"interrupted after {done} of 200 warm-up iterations; saved in {path}" in err
+    assert f"hamiltonia resume {path}" in err and "nothing was saved" not in err
+    monkeypatch.undo()
+    assert main(["resume", str(path), "--no-progress", "--checkpoint-seconds", "1e9"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"continued {path} from warm-up iteration {done} of 200\n")
+    assert "2 chains x 100 draws" in out
+    full = hm.sample("banana", chains=2, warmup=200, draws=100, seed=4, progress=False)
+    np.testing.assert_array_equal(hm.load(path).draws, full.draws)
+    # Without checkpoints in warm-up (--checkpoint-seconds inf) only the first is written.
+    writes.clear()
+    monkeypatch.setattr(RunFile, "append", counted)
+    monkeypatch.setattr(WindowedMetric, "end_window", interrupt)
+    with pytest.raises(WarmupInterrupted):
+        hm.sample("banana", chains=2, warmup=200, draws=100, seed=4, progress=False,
+                  output=tmp_path / "other.nc", checkpoint_seconds=float("inf"))  # fmt: skip
+    assert writes[:1] == [0] and len(writes) == 2  # the first, and the one at the interrupt

@@ -138,6 +138,16 @@ def test_bad_input_names_the_parameter(kwargs, error, match):
         hm.sample("banana", sampler, **{**SHORT, **kwargs})
 
 
+@pytest.mark.parametrize("progress", ["no", "False", 0, None])
+def test_progress_must_be_a_flag(tmp_path, progress):
+    """A truthy string such as "no" showed the bar (and 0 hid it): progress takes a bool,
+    in sample() as in resume() (refused there before the file is read)."""
+    with pytest.raises(ValueError, match=rf"progress must be True or False, got {progress!r}"):
+        hm.sample("banana", "hmc", **{**SHORT, "progress": progress})
+    with pytest.raises(ValueError, match=rf"progress must be True or False, got {progress!r}"):
+        hm.resume(tmp_path / "no-such-run.nc", progress=progress)
+
+
 def test_unknown_target_name():
     with pytest.raises(UnknownNameError, match="did you mean 'banana'"):
         hm.sample("bananna", "hmc", **SHORT)

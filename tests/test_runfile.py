@@ -1,5 +1,6 @@
 """The output of a run: checked before any work, locked, appended atomically, never lost."""
 
+import io
 import os
 import signal
 import subprocess
@@ -211,3 +212,299 @@ def test_a_killed_run_resumes_to_the_uninterrupted_draws(tmp_path):
 def test_twenty_kills_at_random_moments_all_resume_exactly(tmp_path, compiled, draws):
     """The issue's script, on both paths (python -m pytest -m slow)."""
     _kill_and_resume(tmp_path, moments=20, draws=draws, compiled=compiled)
+
+
+# --- Issue 26: output paths that are not files, racing writers, tampered or crafted files ---
+
+
+def _special_files(tmp_path):
+    """A named pipe, a socket and /dev/null: none may become a regular file."""
+    import socket
+
+    fifo = tmp_path / "pipe.nc"
+    os.mkfifo(fifo)
+    sock_path = tmp_path / "sock.nc"
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(sock_path))
+    return {"fifo": fifo, "socket": sock_path, "device": "/dev/null"}, sock
+
+
+@pytest.mark.skipif(os.name != "posix", reason="named pipes, sockets and devices")
+@pytest.mark.parametrize("kind", ["fifo", "socket", "device"])
+def test_an_output_that_is_not_a_regular_file_is_refused_whatever_overwrite_says(
+    tmp_path, monkeypatch, counting, kind
+):
+    import stat
+
+    paths, sock = _special_files(tmp_path)
+    path = paths[kind]
+    before = os.stat(path).st_mode
+    try:
+        with pytest.raises(RunFileError, match="not a regular file"):
+            hm.sample(counting, output=path, overwrite=True, compiled=False, **SHORT)
+        assert Counting.calls == 0
+        result = hm.sample(counting, compiled=False, **SHORT)
+        with pytest.raises(RunFileError, match="not a regular file"):
+            result.save(path, overwrite=True)
+        saved = tmp_path / "saved.nc"
+        result.save(saved)
+        unfinished = _stopped_run(tmp_path, monkeypatch)
+        with pytest.raises(RunFileError, match="not a regular file"):
+            hm.resume(unfinished, output=path, overwrite=True, progress=False)
+        assert main(["plot", str(saved), "--kind", "trace", "-o", str(path)]) == 2
+    finally:
+        sock.close()
+    assert os.stat(path).st_mode == before and not stat.S_ISREG(before)
+
+
+def test_a_link_to_a_file_replaces_the_file_and_keeps_the_link(tmp_path, counting):
+    real = tmp_path / "real.nc"
+    real.write_bytes(b"old")
+    link = tmp_path / "link.nc"
+    link.symlink_to(real)
+    result = hm.sample(counting, output=link, overwrite=True, compiled=False, **SHORT)
+    assert link.is_symlink()
+    np.testing.assert_array_equal(hm.load(real).draws, result.draws)
+    dangling = tmp_path / "dangling.nc"
+    dangling.symlink_to(tmp_path / "nowhere" / "x.nc")
+    with pytest.raises(RunFileError, match="symbolic link to nothing"):
+        hm.sample(counting, output=dangling, overwrite=True, compiled=False, **SHORT)
+
+
+def test_a_partial_name_taken_by_a_file_is_a_clear_error(tmp_path, counting):
+    path = tmp_path / "x.nc"
+    partial_dir(path).write_bytes(b"someone else's")
+    with pytest.raises(RunFileError, match=r"x.nc.partial exists and is not a folder"):
+        hm.sample(counting, output=path, overwrite=True, compiled=False, **SHORT)
+    assert partial_dir(path).read_bytes() == b"someone else's" and Counting.calls == 0
+
+
+def test_a_lock_being_written_is_not_taken_over(tmp_path):
+    """The pid is for the message only: a holder whose lock file is (still) empty holds it."""
+    path = tmp_path / "run.nc"
+    holder = RunFile.open(path)
+    try:
+        (tmp_path / "run.nc.lock").write_text("")
+        with pytest.raises(RunFileError, match="being written by another process"):
+            RunFile.open(path, overwrite=True)
+    finally:
+        holder.release()
+    RunFile.open(path, overwrite=True).release()
+
+
+RACE = textwrap.dedent(
+    """
+    import importlib.util, os, sys, time
+    spec = importlib.util.spec_from_file_location("runfile", sys.argv[1])
+    runfile = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(runfile)
+    path, start, marks = sys.argv[2], float(sys.argv[3]), sys.argv[4]
+    time.sleep(max(0.0, start - time.time()))
+    held = 0
+    for _ in range(20):
+        try:
+            lock = runfile.RunFile.open(path, overwrite=True)
+        except runfile.RunFileError:
+            continue
+        mark = os.path.join(marks, str(os.getpid()))
+        open(mark, "w").close()
+        others = [m for m in os.listdir(marks) if m != str(os.getpid())]
+        if others:
+            print("BOTH", others, flush=True)
+        time.sleep(0.002)
+        os.unlink(mark)
+        lock.release()
+        held += 1
+    print("HELD", held)
+    """
+)
+
+
+@pytest.mark.skipif(os.name != "posix", reason="fcntl locks")
+def test_many_concurrent_starts_never_hold_the_lock_together(tmp_path):
+    import hamiltonia.runfile as runfile_module
+
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    start = time.time() + 1.5
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                RACE,
+                runfile_module.__file__,
+                str(tmp_path / "run.nc"),
+                str(start),
+                str(marks),
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(12)
+    ]
+    outputs = [p.communicate(timeout=120)[0] for p in procs]
+    assert all(p.returncode == 0 for p in procs)
+    assert not any("BOTH" in out for out in outputs), outputs
+    # The test raced: the lock was taken many times, and refused some.
+    held = sum(int(out.split("HELD")[1]) for out in outputs)
+    assert 12 <= held < 12 * 20
+
+
+@pytest.mark.skipif(os.name != "posix", reason="umask")
+def test_output_files_honour_the_umask_and_keep_a_replaced_file_s_mode(tmp_path, counting):
+    old = os.umask(0o027)
+    try:
+        path = tmp_path / "run.nc"
+        run_file = RunFile.open(path)
+        run_file.append(np.zeros((2, 3, 2)), {"lp": np.zeros((2, 3))}, None, {"names": ["a", "b"]})
+        modes = {p.name: p.stat().st_mode & 0o777 for p in partial_dir(path).iterdir()}
+        run_file.close()
+        assert set(modes.values()) == {0o640}, modes
+        other = tmp_path / "other.nc"
+        hm.sample(counting, output=other, compiled=False, **SHORT)
+        assert other.stat().st_mode & 0o777 == 0o640
+        other.chmod(0o604)
+        hm.sample(counting, output=other, overwrite=True, compiled=False, **SHORT)
+        assert other.stat().st_mode & 0o777 == 0o604
+    finally:
+        os.umask(old)
+
+
+def test_temporaries_of_a_dead_writer_are_removed_by_the_next_run(tmp_path, counting):
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stale = tmp_path / f".run.nc.{dead.pid}.k3j2.tmp"
+    live = tmp_path / f".run.nc.{os.getppid()}.a8b1.tmp"  # a live process's, kept
+    other = tmp_path / f".other.nc.{dead.pid}.q1.tmp"  # another output's, kept
+    for p in (stale, live, other):
+        p.write_bytes(b"half a file")
+    hm.sample(counting, output=tmp_path / "run.nc", compiled=False, **SHORT)
+    assert not stale.exists() and live.exists() and other.exists()
+
+
+def _stopped_run(tmp_path, monkeypatch):
+    from .interrupting import interrupted
+
+    path = tmp_path / "run.nc"
+    with pytest.warns(hm.InterruptedRunWarning):
+        interrupted(monkeypatch, 2, lambda: hm.sample(
+            "banana", "hmc", chains=2, warmup=20, draws=100, seed=3, progress=False,
+            output=path, checkpoint_seconds=0.0))  # fmt: skip
+    return path
+
+
+def test_a_block_changed_after_it_was_written_is_refused(tmp_path, monkeypatch):
+    import json
+
+    path = _stopped_run(tmp_path, monkeypatch)
+    folder = partial_dir(path)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    name = manifest["blocks"][0][2]
+    with np.load(folder / name) as block:
+        arrays = dict(block)
+    arrays["q"] = np.full_like(arrays["q"], np.nan)
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    (folder / name).write_bytes(buffer.getvalue())
+    with pytest.raises(RunFileError, match=rf"{name} was changed after the run wrote it"):
+        hm.resume(path, progress=False)
+    with pytest.raises(RunFileError, match="changed after the run wrote it"):
+        hm.load(path)
+    # Even with its checksum recorded anew, NaN draws where the run wrote finite ones are
+    # refused.
+    from hamiltonia.runfile import _digest, seal_manifest
+
+    manifest["blocks"][0][3] = _digest(buffer.getvalue())
+    (folder / "manifest.json").write_text(json.dumps(seal_manifest(manifest)))
+    with pytest.raises(RunFileError, match="non-finite draws that the run wrote finite"):
+        hm.resume(path, progress=False)
+
+
+def test_a_manifest_edited_by_hand_is_refused(tmp_path, monkeypatch):
+    import json
+
+    path = _stopped_run(tmp_path, monkeypatch)
+    manifest_path = partial_dir(path) / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    manifest["target"] = manifest["attrs"]["target"] = "gaussian"
+    manifest_path.write_text(json.dumps(manifest))
+    with pytest.raises(RunFileError, match=r"manifest.json was changed after the run wrote it"):
+        hm.resume(path, progress=False)
+
+
+def test_a_block_declaring_more_than_it_stores_is_refused_before_allocating(tmp_path, monkeypatch):
+    import json
+    import zipfile
+
+    from hamiltonia.runfile import _digest, seal_manifest
+
+    path = _stopped_run(tmp_path, monkeypatch)
+    folder = partial_dir(path)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    name = manifest["blocks"][0][2]
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(
+        header, {"descr": "<f8", "fortran_order": False, "shape": (4, 2_000_000_000, 2)}
+    )
+    crafted = folder / name
+    with zipfile.ZipFile(crafted, "w") as archive:
+        archive.writestr("q.npy", header.getvalue() + b"\0" * 64)
+    manifest["blocks"][0][3] = _digest(crafted.read_bytes())
+    (folder / "manifest.json").write_text(json.dumps(seal_manifest(manifest)))
+    with pytest.raises(RunFileError, match=r"declares shape \(4, 2000000000, 2\)"):
+        hm.load(path)
+
+
+def test_a_file_declaring_more_than_it_stores_is_refused_before_allocating(tmp_path):
+    import h5py
+
+    path = tmp_path / "run.nc"
+    hm.sample("banana", output=path, **SHORT)
+    with h5py.File(path, "a") as f:
+        f["posterior"].create_dataset("huge", shape=(4, 2_000_000_000), dtype="f8")
+    with pytest.raises(RunFileError, match=r"huge declares 64,000,000,000 bytes but stores 0"):
+        hm.load(path)
+    with pytest.raises(RunFileError, match="huge declares"):
+        hm.resume(path)
+
+
+FULL_DISK = textwrap.dedent(
+    """
+    import resource, sys, warnings
+    import hamiltonia as hm
+    from hamiltonia.runfile import OutputWriteError
+    warnings.simplefilter("ignore")
+    # Checkpoint blocks fit under the limit; the final file does not.
+    resource.setrlimit(resource.RLIMIT_FSIZE, (int(sys.argv[2]), resource.RLIM_INFINITY))
+    try:
+        hm.sample("banana", "hmc", chains=2, warmup=20, draws=4000, seed=1, progress=False,
+                  output=sys.argv[1], checkpoint_seconds=0.0)
+    except OutputWriteError as err:
+        print("KEPT", err.result.n_draws, err.result.draws.sum(), "|", err, flush=True)
+        sys.exit(3)
+    """
+)
+
+
+@pytest.mark.skipif(os.name != "posix", reason="RLIMIT_FSIZE")
+def test_a_failed_final_write_keeps_the_run_in_memory_and_on_disk(tmp_path):
+    """A file-size limit (as a full disk): a clear error holding the run, not a crash."""
+    path = tmp_path / "run.nc"
+    proc = subprocess.run([sys.executable, "-c", FULL_DISK, str(path), str(100_000)],
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert proc.returncode == 3, proc.stderr[-2000:]
+    kept = proc.stdout.split("KEPT")[1].split("|")
+    assert int(kept[0].split()[0]) == 4000
+    assert "could not be written" in kept[1] and "File too large" in kept[1]
+    assert not path.exists()
+    assert not list(tmp_path.glob(".run.nc.*.tmp"))
+    # The checkpoints that fitted under the limit are on disk: with space again, resume
+    # finishes the run with the draws of an uninterrupted one.
+    assert 0 < hm.load(path).n_draws <= 4000
+    result = hm.resume(path, progress=False)
+    assert result.attrs["complete"] and hm.load(path).attrs["complete"]
+    reference = hm.sample("banana", "hmc", chains=2, warmup=20, draws=4000, seed=1,
+                          progress=False)  # fmt: skip
+    np.testing.assert_array_equal(result.draws, reference.draws)
+    assert result.draws.sum() == float(kept[0].split()[1])

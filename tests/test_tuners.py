@@ -97,3 +97,87 @@ def test_adapted_metric_matches_the_posterior_covariance(kind, cls):
 def test_bad_kind():
     with pytest.raises(ValueError, match="kind"):
         WindowedMetric("full")
+
+
+def _warm_up(sampler, chain, rngs, iterations):
+    for it in iterations:
+        chain, info = sampler.step(chain, rngs)
+        for tuner in sampler.tuners:
+            tuner.update(sampler, chain, info, it)
+    return chain
+
+
+@pytest.mark.parametrize("kind", ["diagonal", "dense"])
+@pytest.mark.parametrize("stop", [0, 20, 90])
+def test_the_tuners_warmup_state_goes_through_json_and_continues_exactly(kind, stop):
+    """Stopped after ``stop`` warm-up iterations (right after the step-size search, in the
+    initial buffer, inside the window), the tuners' state written as JSON and put into a
+    sampler built anew continues to the same step sizes, metric and positions as the tuners
+    that never stopped."""
+    import json
+
+    from hamiltonia import resume_state
+    from hamiltonia.run import _json_safe
+
+    target = hm.targets.get("correlated-gaussian", dim=3, rho=0.8)
+    n_warmup, chains = 160, 2  # one window, [24, 144): 75 % of a short warm-up
+
+    def build():
+        return hm.samplers.build("hmc", target, metric=kind, n_steps=5)
+
+    sampler, (rngs, _) = build(), make_rngs(1, chains)
+    chain = sampler.init(np.full((chains, 3), 0.3))
+    for tuner in sampler.tuners:
+        tuner.start(sampler, chain, n_warmup, rngs)
+    chain = _warm_up(sampler, chain, rngs, range(stop))
+    saved = json.loads(json.dumps(_json_safe({
+        "chains": resume_state.chain_state(chain, rngs, sampler),
+        "warmup": resume_state.warmup_state(sampler, stop, n_warmup),
+    })))  # fmt: skip
+    again = build()
+    twins = [np.random.default_rng() for _ in range(chains)]
+    resumed = resume_state.restore(again, saved["chains"], twins)
+    for tuner, entry in zip(again.tuners, saved["warmup"]["tuners"], strict=True):
+        state = tuner.check_warmup_state(entry["state"], chains=chains, dim=3,
+                                         n_warmup=n_warmup, done=stop)  # fmt: skip
+        tuner.restore_warmup_state(again, state, n_warmup, twins)
+    chain = _warm_up(sampler, chain, rngs, range(stop, n_warmup))
+    resumed = _warm_up(again, resumed, twins, range(stop, n_warmup))
+    for a, b in ((sampler, chain), (again, resumed)):
+        for tuner in a.tuners:
+            tuner.finalize(a, b)
+    np.testing.assert_array_equal(resumed.step_size, chain.step_size)
+    np.testing.assert_array_equal(resumed.phase.q, chain.phase.q)
+    np.testing.assert_array_equal(
+        again.hamiltonian.metric.inverse_mass, sampler.hamiltonian.metric.inverse_mass
+    )
+
+
+def test_a_tuner_state_from_a_file_is_checked():
+    dual = DualAveraging(find_initial=False)
+    chain = ChainState(phase=None, step_size=np.array([0.5, 0.5]))
+    dual.start(None, chain, 100, rngs=None)
+    state = {k: v.tolist() if hasattr(v, "tolist") else v for k, v in dual.warmup_state().items()}
+    checked = dual.check_warmup_state(state, chains=2, dim=3, n_warmup=100, done=0)
+    np.testing.assert_array_equal(checked["mu"], np.log(10 * chain.step_size))
+    for field, value, message in [
+        ("mu", [1.0], r"mu has shape \(1,\), expected \(2,\)"),
+        ("h_bar", [float("inf"), 0.0], "h_bar holds non-finite"),
+        ("m", [1.0, 0.0], r"m must count updates: whole numbers in \[0, 0\]"),
+        ("log_eps_bar", "abc", "log_eps_bar is not an array of numbers"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            dual.check_warmup_state({**state, field: value}, chains=2, dim=3, n_warmup=100,
+                                    done=0)  # fmt: skip
+    windowed = WindowedMetric()
+    windowed.start(hm.samplers.build("hmc", hm.targets.get("banana"), metric="diagonal"),
+                   None, 200, rngs=None)  # fmt: skip
+    state = {"windows": [list(w) for w in metric_windows(200)], "buffer": [[[0.0] * 3] * 2] * 5}
+    assert windowed.check_warmup_state(state, chains=2, dim=3, n_warmup=200,
+                                       done=80)["buffer"].shape == (5, 2, 3)  # fmt: skip
+    with pytest.raises(ValueError, match=r"buffer holds 5 positions, expected 0"):
+        windowed.check_warmup_state(state, chains=2, dim=3, n_warmup=200, done=60)
+    with pytest.raises(ValueError, match=r"buffer has shape \(5, 2, 3\), expected \(5, 2, 4\)"):
+        windowed.check_warmup_state(state, chains=2, dim=4, n_warmup=200, done=80)
+    with pytest.raises(ValueError, match="are not the schedule"):
+        windowed.check_warmup_state(state, chains=2, dim=3, n_warmup=300, done=80)
