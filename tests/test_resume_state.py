@@ -80,13 +80,17 @@ BAD = {
 }
 
 
+def _assert_refused(path, change, message):
+    """The manifest of ``path`` changed by ``change`` is refused at resume, naming the file."""
+    _tamper(path, change)
+    with pytest.raises(RunFileError, match=message) as info:
+        hm.resume(path, progress=False)
+    assert str(path) in str(info.value)
+
+
 @pytest.mark.parametrize("case", list(BAD))
 def test_a_tampered_field_is_one_clear_error(unfinished, case):
-    change, message = BAD[case]
-    _tamper(unfinished, change)
-    with pytest.raises(RunFileError, match=message) as info:
-        hm.resume(unfinished, progress=False)
-    assert str(unfinished) in str(info.value)
+    _assert_refused(unfinished, *BAD[case])
 
 
 def test_absurd_sizes_are_refused_before_any_work(unfinished):
@@ -211,11 +215,7 @@ WARMUP_BAD = {
 def test_a_tampered_warmup_field_is_one_clear_error(in_warmup, case):
     """The tuners' state of a run stopped in warm-up is checked field by field, as the
     chains' is: wrong shapes, non-finite values, another schedule or other parameters."""
-    change, message = WARMUP_BAD[case]
-    _tamper(in_warmup, change)
-    with pytest.raises(RunFileError, match=message) as info:
-        hm.resume(in_warmup, progress=False)
-    assert str(in_warmup) in str(info.value)
+    _assert_refused(in_warmup, *WARMUP_BAD[case])
 
 
 def test_an_untouched_warmup_checkpoint_resumes(in_warmup):

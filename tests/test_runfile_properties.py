@@ -35,25 +35,13 @@ import hamiltonia as hm
 from hamiltonia import runfile
 from hamiltonia.runfile import RunFileError, partial_dir, seal_manifest
 
+from .test_runfile import Counting
+
 RUN = {"chains": 2, "warmup": 30, "draws": 40, "seed": 11, "progress": False}
 PROPERTY = settings(
     max_examples=25, deadline=None, derandomize=True,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )  # fmt: skip
-
-
-class Counting(hm.Target):
-    """A standard normal that counts its evaluations ('before any work' leaves it at 0)."""
-
-    calls = 0
-
-    def __init__(self):
-        super().__init__(2)
-
-    def log_prob_and_grad(self, x):
-        Counting.calls += 1
-        x = np.asarray(x, dtype=float)
-        return -0.5 * np.sum(x**2, axis=-1), -x
 
 
 PATH_KINDS = [
