@@ -27,9 +27,13 @@ def test_rows_count_checkpoints_and_leave_no_files(tmp_path):
         assert r["ratio_final"] == pytest.approx(r["wall_s"] / rows[1]["wall_s"])
     none, final, every = rows
     assert none["checkpoints"] == 0 and none["file_bytes"] is None and none["ratio"] == 1
-    assert final["checkpoints"] == final["blocks"] == 0 and final["final_s"] > 0
-    # The NumPy path records one draw at a time: with interval 0, one block per draw.
-    assert every["checkpoints"] == every["blocks"] == 12 and every["checkpoint_s"] > 0
+    # Warm-up writes its first checkpoint at once (after the step-size search), whatever the
+    # interval: a run killed in warm-up resumes from it. It holds no block of draws.
+    assert final["checkpoints"] == 1 and final["blocks"] == 0 and final["final_s"] > 0
+    # The NumPy path records one draw at a time: with interval 0, one block per draw, after
+    # a checkpoint per warm-up iteration and the first.
+    assert every["blocks"] == 12 and every["checkpoints"] == 12 + 5 + 1
+    assert every["checkpoint_s"] > 0
     assert final["file_bytes"] > 0 and every["file_bytes"] > 0
     assert (RunFile.append, RunFile.finish) == (append, finish)  # the wrappers are gone
     assert list(tmp_path.iterdir()) == []  # the temporary folder is removed
