@@ -547,18 +547,18 @@ class Result:
         segmentation fault, the run lost with it), where a plain write fails with an
         ``OSError`` that leaves the run in memory.
         """
+        import contextlib
         import sys
-
-        tree = self.to_datatree()
-        if "dask" not in sys.modules:
-            return tree.to_netcdf(None, engine="h5netcdf")
-        import dask
 
         # With a distributed Client current, xarray guards the write with a cluster-wide
         # lock keyed by the target, which an in-memory buffer cannot be; the draws are
         # numpy arrays, so dask has nothing to schedule here.
-        with dask.config.set(scheduler="synchronous"):
-            return tree.to_netcdf(None, engine="h5netcdf")
+        dask = sys.modules.get("dask")
+        scheduler = (
+            contextlib.nullcontext() if dask is None else dask.config.set(scheduler="synchronous")
+        )
+        with scheduler:
+            return self.to_datatree().to_netcdf(None, engine="h5netcdf")
 
     def __repr__(self):
         return (

@@ -1044,20 +1044,19 @@ def _write_final(run_file, result, persist) -> None:
     checkpoints up to date where space allows, so that :func:`resume` can finish it later."""
     from hamiltonia.runfile import OutputWriteError
 
-    # Made in memory first: a failure there is no disk's, and HDF5 never holds the file.
-    data = result.to_netcdf_bytes()
     try:
-        run_file.finish(lambda tmp: tmp.write_bytes(data))
+        # Made in memory first: HDF5 never holds the file, and a full disk is an OSError.
+        run_file.finish(result.to_netcdf_bytes)
     except OutputWriteError as err:
         persist()  # a CheckpointWarning, not an error, where this fails too
         err.result = result
-        err.partial = run_file.folder if run_file.written else None
-        where = (
-            f"; the draws are also in {err.partial} (hamiltonia.resume({str(run_file.path)!r}) "
-            "writes the file once there is space)"
-            if run_file.written == result.n_draws
-            else ""
-        )
+        where = ""
+        if run_file.written == result.n_draws:  # persist() reached the disk
+            err.partial = run_file.folder
+            where = (
+                f"; the draws are also in {err.partial} (hamiltonia.resume("
+                f"{str(run_file.path)!r}) writes the file once there is space)"
+            )
         err.args = (
             f"{err.args[0]}. The run is not lost: it is err.result (save it elsewhere with "
             f"err.result.save(path)){where}",

@@ -529,12 +529,14 @@ class RunFile:
             # No manifest names it any more.
             (self.folder / replaced).unlink(missing_ok=True)
 
-    def finish(self, save) -> None:
-        """Write the complete run with ``save(tmp_path)`` atomically, then drop the
-        unfinished run's folder and the lock. A failed write raises
-        :class:`OutputWriteError` (the caller attaches the run) and keeps the folder."""
+    def finish(self, make_bytes) -> None:
+        """Write the complete run atomically, then drop the unfinished run's folder and the
+        lock. ``make_bytes()`` returns the file's bytes, made in memory before anything is
+        written. A failed write raises :class:`OutputWriteError` (the caller attaches the
+        run) and keeps the folder."""
+        data = make_bytes()
         try:
-            atomic_write(self.path, save)
+            atomic_write_bytes(self.path, data)
         except OSError as err:
             raise OutputWriteError(
                 f"the finished run could not be written to {self.path}: {err}",

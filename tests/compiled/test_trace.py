@@ -19,6 +19,8 @@ import hamiltonia as hm
 from hamiltonia.compiled.trace import TraceError, trace_graph
 from hamiltonia.compiled.user_target import compile_log_density
 
+from .test_adjoint import assert_matches_autograd
+
 DATA = onp.linspace(-1.0, 2.0, 6)
 MARK = "# refused"
 
@@ -258,12 +260,8 @@ def shape_decisions_and_where(x):
 
 def test_shape_decisions_and_comparisons_in_where_compile_and_match_autograd():
     target = compile_log_density(shape_decisions_and_where, 4)
-    reference = autograd.value_and_grad(shape_decisions_and_where)
-    for point in onp.random.default_rng(3).normal(scale=1.5, size=(6, 4)):
-        lp, grad = target.evaluate(point)
-        want_lp, want_grad = reference(point)
-        onp.testing.assert_allclose(lp, want_lp, rtol=1e-10)
-        onp.testing.assert_allclose(grad, want_grad, rtol=1e-9, atol=1e-9)
+    points = onp.random.default_rng(3).normal(scale=1.5, size=(6, 4))
+    assert_matches_autograd(target, shape_decisions_and_where, points)
 
 
 def test_a_model_with_where_in_place_of_the_branch_compiles_and_matches_autograd():
