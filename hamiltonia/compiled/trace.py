@@ -209,7 +209,12 @@ def _machinery():
 
         def __array__(self, dtype=None, copy=None):
             refuse(self, _ARRAY)
-            raise TypeError("an autograd ArrayBox is not a NumPy array")
+            # Another thread's gradient: what numpy makes of an ArrayBox, which has no
+            # __array__ (an array of its elements, as objects).
+            out = np.empty(self.shape, dtype=object)
+            for i in np.ndindex(self.shape):
+                out[i] = self[i] if self.shape else self
+            return out if dtype is None else out.astype(dtype)
 
         def __getitem__(self, idx):
             parts = idx if isinstance(idx, tuple) else (idx,)
@@ -218,10 +223,12 @@ def _machinery():
             return ArrayBox.__getitem__(self, idx)
 
         def item(self, *args):
-            return number(self, ".item()")
+            refuse(self, _NUMBER.format(".item()"))
+            raise AttributeError("'ArrayBox' object has no attribute 'item'")
 
         def tolist(self):
-            return number(self, ".tolist()")
+            refuse(self, _NUMBER.format(".tolist()"))
+            raise AttributeError("'ArrayBox' object has no attribute 'tolist'")
 
     # A box type autograd knows (its primitives look boxes up by exact type), mapped to by
     # value type only while recording (_traced_boxes).
@@ -324,7 +331,8 @@ def trace_graph(fn: Callable, x: np.ndarray, label: str = "logp") -> Graph:
     x = np.ascontiguousarray(x, dtype=np.float64)
     root = recorded.new_root(x)
     with _LOCK:
-        _RECORDING["label"], _RECORDING["refused"] = label, refused = label, []
+        refused: list[str] = []
+        _RECORDING.update(label=label, refused=refused)
         try:
             with (
                 _traced_boxes(traced_box),

@@ -304,10 +304,17 @@ def test_a_gradient_taken_in_another_thread_during_a_recording_still_branches():
         release.wait(10)
         return np.sum(x**2)
 
+    def as_numpy_sees_it(x):  # numpy makes an object array of an ArrayBox's elements
+        seen = onp.asarray(x)
+        assert seen.dtype == object and seen.shape == (3,)
+        return np.sum(x**2)
+
     def other():
         started.wait(10)
         try:
-            results.append(autograd.grad(if_on_a_comparison)(onp.array([1.0, 2.0, 3.0])))
+            point = onp.array([1.0, 2.0, 3.0])
+            results.append(autograd.grad(if_on_a_comparison)(point))
+            results.append(autograd.grad(as_numpy_sees_it)(point))
         finally:
             release.set()
 
@@ -316,3 +323,5 @@ def test_a_gradient_taken_in_another_thread_during_a_recording_still_branches():
     trace_graph(slow, onp.ones(3))
     thread.join()
     onp.testing.assert_allclose(results[0], [-2.0, -4.0, -6.0])
+    onp.testing.assert_allclose(results[1], [2.0, 4.0, 6.0])
+    onp.testing.assert_allclose(autograd.grad(as_numpy_sees_it)(onp.ones(3)), [2.0] * 3)
