@@ -245,19 +245,20 @@ def _executor_arguments(parser) -> None:
 def _cmd_resume(args, out) -> int:
     import hamiltonia as hm
 
+    # Where the run had stopped, in warm-up or after some of its draws, said after the run
+    # (an error in it is one line of its own); its draws are not kept meanwhile.
     previous = hm.load(args.path)
-    with _quiet_run_warnings():
-        result = hm.resume(args.path, progress=not args.no_progress, executor=args.executor,
-                           scheduler=args.scheduler, workers=args.workers,
-                           checkpoint_seconds=args.checkpoint_seconds)  # fmt: skip
-    # Where the run had stopped, in warm-up or after some of its draws (an error above is
-    # one line of its own).
     done = previous.attrs.get("warmup_done")
     if done is not None:
         where = f"warm-up iteration {done} of {previous.attrs.get('warmup', '?')}"
     else:
         thin = previous.attrs.get("thin", 1)
         where = f"draw {previous.n_draws} of {previous.attrs.get('draws', 0) // thin}"
+    del previous
+    with _quiet_run_warnings():
+        result = hm.resume(args.path, progress=not args.no_progress, executor=args.executor,
+                           scheduler=args.scheduler, workers=args.workers,
+                           checkpoint_seconds=args.checkpoint_seconds)  # fmt: skip
     print(f"continued {args.path} from {where}\n", file=out)
     return _report(result, result.get_target(), args.path, out)
 

@@ -268,7 +268,9 @@ def _check_warmup_fields(path, warm, previous) -> dict:
         if not _whole(thin, 1, 2**62):
             raise refuse(f"thin ({thin!r}) is not an integer >= 1")
         kept = done // thin
-        held = 0 if previous.warmup_draws is None else previous.warmup_draws.shape[1]
+        if previous.warmup_draws is None:
+            raise refuse("it keeps its warm-up draws (save_warmup) but holds none")
+        held = previous.warmup_draws.shape[1]
         # A checkpoint writes its warm-up draws before its manifest: a kill between the two
         # leaves more than the manifest counts, never fewer.
         if held < kept:
@@ -374,25 +376,26 @@ def check_target(smp, info: dict, path) -> None:
     q = np.asarray(info["q"], dtype=np.float64)
     try:
         fresh = smp.init(q).phase
-    except ModelError:
-        fresh = None
+    except ModelError as err:
+        # The model's own exception is a bug to show, never a mismatch to guess at.
+        raise err.during("at the saved positions, checking the target before resuming") from (
+            err.__cause__
+        )
     saved_lp = np.asarray(info["log_prob"], dtype=np.float64)
-    bad = np.ones(q.shape[0], dtype=bool)
-    if fresh is not None:
-        lp = np.asarray(array_backend.to_numpy(fresh.log_prob), dtype=np.float64)
-        bad = ~(np.abs(lp - saved_lp) <= TARGET_TOLERANCE * (1.0 + np.abs(saved_lp)))
-        if info.get("grad") is not None and fresh.grad is not None:
-            saved = np.asarray(info["grad"], dtype=np.float64)
-            grad = np.asarray(array_backend.to_numpy(fresh.grad), dtype=np.float64)
-            scale = 1.0 + np.max(np.abs(saved), axis=-1, keepdims=True)
-            bad |= ~np.all(np.abs(grad - saved) <= TARGET_TOLERANCE * scale, axis=-1)
+    lp = np.asarray(array_backend.to_numpy(fresh.log_prob), dtype=np.float64)
+    bad = ~(np.abs(lp - saved_lp) <= TARGET_TOLERANCE * (1.0 + np.abs(saved_lp)))
+    if info.get("grad") is not None and fresh.grad is not None:
+        saved = np.asarray(info["grad"], dtype=np.float64)
+        grad = np.asarray(array_backend.to_numpy(fresh.grad), dtype=np.float64)
+        scale = 1.0 + np.max(np.abs(saved), axis=-1, keepdims=True)
+        bad |= ~np.all(np.abs(grad - saved) <= TARGET_TOLERANCE * scale, axis=-1)
     if np.any(bad):
         c = int(np.flatnonzero(bad)[0])
         raise RunFileError(
             f"{path} cannot be resumed: its target (name, parameters or data) does not match "
             f"its draws: the log density (or its gradient) at chain {c}'s saved position is "
-            f"{'not finite' if fresh is None else repr(float(lp[c]))} where the run saved "
-            f"{float(saved_lp[c])!r} (a hand-edited or mixed-up manifest?)"
+            f"{float(lp[c])!r} where the run saved {float(saved_lp[c])!r} (a hand-edited or "
+            "mixed-up manifest?)"
         )
 
 

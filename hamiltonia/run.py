@@ -45,8 +45,9 @@ class InterruptedRunWarning(RuntimeWarning):
 
 
 class WarmupInterrupted(KeyboardInterrupt):
-    """The run was interrupted (Ctrl-C) during warm-up, which its output holds: no draws to
-    return, but :func:`resume` continues it from there.
+    """The run was interrupted (Ctrl-C) during warm-up, or while an executor's tasks ran
+    (their draws come back only at the end), and its output holds the state reached: no
+    draws to return, but :func:`resume` continues it from there.
 
     Attributes
     ----------
@@ -991,10 +992,12 @@ def _run(target, smp, plan, rngs, seq, requested, options, run_file, *, chains, 
                                              warmup_checkpoint)  # fmt: skip
     except KeyboardInterrupt:
         if rec.n_done == 0:
-            if run_file is not None and times["t1"] is None and times["resume"] is not None:
-                # Stopped in warm-up: no draws to return, but the state reached is kept.
+            if run_file is not None and times["resume"] is not None:
+                # Stopped in warm-up, or while an executor's tasks ran (their draws come
+                # back at the end): no draws to return, but the state reached is kept.
                 persist()
-                raise WarmupInterrupted(run_file.path, times["warmup_done"], warmup) from None
+                done = times["warmup_done"] if times["t1"] is None else warmup
+                raise WarmupInterrupted(run_file.path, done, warmup) from None
             raise
         result = build_result(complete=False)
         if run_file is not None:
@@ -1042,14 +1045,18 @@ def _write_final(run_file, result, persist) -> None:
     """Write the finished run to its output; a failed write (a full disk, a file-size limit)
     raises :class:`~hamiltonia.runfile.OutputWriteError` holding the run, after bringing the
     checkpoints up to date where space allows, so that :func:`resume` can finish it later."""
-    from hamiltonia.runfile import OutputWriteError
+    from hamiltonia.runfile import CheckpointWarning, OutputWriteError
 
     try:
         # Made in memory first: HDF5 never holds the file, and a full disk is an OSError.
         run_file.finish(result.to_netcdf_bytes)
     except OutputWriteError as err:
-        persist()  # a CheckpointWarning, not an error, where this fails too
-        err.result = result
+        err.result = result  # first: nothing below may lose it
+        with warnings.catch_warnings():
+            # Where the disk is full this fails too; the error below says so already, and a
+            # user who turns warnings into errors must still get the run.
+            warnings.simplefilter("ignore", CheckpointWarning)
+            persist()
         where = ""
         if run_file.written == result.n_draws:  # persist() reached the disk
             err.partial = run_file.folder

@@ -206,7 +206,7 @@ WARMUP_BAD = {
     ),
     "kept warm-up draws missing": (
         lambda m: (m.pop("warmup"), m.pop("warmup_sha256")),
-        r"holds 0 kept warm-up draws, fewer than the 45 of its 90 warm-up iterations",
+        r"it keeps its warm-up draws \(save_warmup\) but holds none",
     ),
 }
 
@@ -258,3 +258,16 @@ def test_a_manifest_with_other_target_parameters_is_refused(tmp_path, monkeypatc
     _tamper(path, lambda m: m["attrs"].__setitem__("target_params", {"dim": 3, "seed": 1}))
     with pytest.raises(RunFileError, match=r"does not match its draws"):
         hm.resume(path, progress=False)
+
+
+def test_a_model_that_raises_while_the_target_is_checked_is_shown(unfinished, monkeypatch):
+    """The model's own exception is a bug to show, not a target mismatch to guess at."""
+    from hamiltonia.targets.banana import Banana
+
+    def broken(self, x):
+        raise ZeroDivisionError("a bug in the model")
+
+    monkeypatch.setattr(Banana, "log_prob_and_grad", broken)
+    with pytest.raises(hm.ModelError, match="checking the target before resuming") as info:
+        hm.resume(unfinished, progress=False)
+    assert isinstance(info.value.__cause__, ZeroDivisionError)

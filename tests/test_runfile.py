@@ -7,6 +7,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import warnings
 
 import numpy as np
 import pytest
@@ -508,3 +509,27 @@ def test_a_failed_final_write_keeps_the_run_in_memory_and_on_disk(tmp_path):
                           progress=False)  # fmt: skip
     np.testing.assert_array_equal(result.draws, reference.draws)
     assert result.draws.sum() == float(kept[0].split()[1])
+
+
+def test_a_failed_final_write_keeps_the_run_when_warnings_are_errors(tmp_path, monkeypatch):
+    """The checkpoints fail too (the disk is full): their warning must not replace the
+    error that holds the run."""
+    import hamiltonia.runfile as runfile_module
+    from hamiltonia.runfile import OutputWriteError
+
+    original = runfile_module.atomic_write_bytes
+
+    def full_disk_after_warmup(path, data):
+        if path.name == "run.nc" or path.name.startswith("block-"):
+            raise OSError(28, "No space left on device")
+        return original(path, data)
+
+    monkeypatch.setattr(runfile_module, "atomic_write_bytes", full_disk_after_warmup)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(OutputWriteError, match="The run is not lost") as info:
+            hm.sample("banana", "hmc", output=tmp_path / "run.nc", checkpoint_seconds=1e9,
+                      **SHORT)  # fmt: skip
+    assert info.value.result.n_draws == SHORT["draws"]
+    # The warm-up's checkpoint was written before the disk filled: resume starts from it.
+    assert info.value.partial == partial_dir(tmp_path / "run.nc")
