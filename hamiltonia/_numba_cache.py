@@ -26,8 +26,10 @@ first (``tests/compiled/test_cache.py`` checks that none is missed). It is not c
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import os
+import shutil
 import tempfile
 
 from numba.core import caching
@@ -76,11 +78,11 @@ class PackageCacheLocator(caching._SourceFileBackedLocatorMixin, caching._CacheL
         Its source file.
     """
 
-    def __init__(self, py_func, py_file):
+    def __init__(self, py_func, py_file, relative=None):
         self._py_file = py_file
         self._lineno = py_func.__code__.co_firstlineno
-        relative = _inside_package(py_file)
-        self._cache_path = os.path.normpath(os.path.join(package_cache_dir(), relative))
+        self._relative = _inside_package(py_file) if relative is None else relative
+        self._cache_path = os.path.normpath(os.path.join(package_cache_dir(), self._relative))
 
     def get_cache_path(self):
         return self._cache_path
@@ -89,17 +91,20 @@ class PackageCacheLocator(caching._SourceFileBackedLocatorMixin, caching._CacheL
     def from_function(cls, py_func, py_file):
         """The locator of ``py_func``, or ``None`` (so that numba asks its own locators)
         when its source file is not a file of this package."""
-        if not os.path.exists(py_file) or _inside_package(py_file) is None:
+        relative = _inside_package(py_file) if os.path.exists(py_file) else None
+        if relative is None:
             return None
-        self = cls(py_func, py_file)
+        self = cls(py_func, py_file, relative)
         try:
             self.ensure_cache_path()
         except OSError:
             # An unwritable cache folder: numba's next locator would write inside the
-            # package, the very thing this class exists to prevent.
+            # package, the very thing this class exists to prevent. A folder for this
+            # process instead, removed at its exit.
             if not _FALLBACK:
-                _FALLBACK.append(tempfile.mkdtemp(prefix="hamiltonia-numba-"))
-            relative = _inside_package(py_file)
+                folder = tempfile.mkdtemp(prefix="hamiltonia-numba-")
+                atexit.register(shutil.rmtree, folder, True)
+                _FALLBACK.append(folder)
             self._cache_path = os.path.normpath(os.path.join(_FALLBACK[0], relative))
             self.ensure_cache_path()
         return self

@@ -42,7 +42,6 @@ import stat
 import tempfile
 import threading
 import time
-import traceback
 import uuid
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor
@@ -244,42 +243,29 @@ def _run_pickled(payload: bytes) -> dict:
         raise
 
 
-class _RemoteTraceback(Exception):
-    """The traceback of an exception raised on a worker process, as text."""
-
-    def __init__(self, text: str):
-        super().__init__(text)
-        self.text = text
-
-    def __str__(self) -> str:
-        return self.text
-
-
 def _pack_cause(err) -> None:
     """Let the model's exception (``err.__cause__``) cross to the calling process with
     ``err``.
 
     Pickling an exception drops its ``__cause__``, and ``concurrent.futures`` puts the
-    worker's traceback text in its place; so the cause goes as pickled bytes in an
-    attribute of ``err`` (with cloudpickle where installed: a user's exception class may be
-    defined in a script or a function), with its traceback as text. A cause that cannot be
-    pickled is left out: the caller then sees the worker's traceback only, as before.
+    worker's traceback text (the whole chain, the model's exception included) in its place;
+    so the cause goes as pickled bytes in an attribute of ``err`` (with cloudpickle where
+    installed: a user's exception class may be defined in a script or a function). A cause
+    that cannot be pickled is left out: the caller then sees the worker's traceback only.
     """
-    cause = err.__cause__
-    if cause is None:
+    if err.__cause__ is None:
         return
-    text = "".join(traceback.format_exception(cause))
     try:
-        packed = _dumps(cause)
+        err._remote_cause = _dumps(err.__cause__)
     except Exception:  # an exception holding an unpicklable object: its text is what we have
-        packed = None
-    err._remote_cause = (packed, f'\n"""\n{text}"""')
+        pass
 
 
 def _unpack_cause(err) -> None:
     """Make the model's own exception, packed on the worker by :func:`_pack_cause`, the
-    ``__cause__`` of ``err`` again, with the worker's traceback of it as its own cause."""
-    packed, text = err.__dict__.pop("_remote_cause", (None, None))
+    ``__cause__`` of ``err`` again, with the worker's traceback text (what
+    ``concurrent.futures`` made the cause) as its own cause."""
+    packed = err.__dict__.pop("_remote_cause", None)
     if packed is None:
         return
     try:
@@ -287,7 +273,7 @@ def _unpack_cause(err) -> None:
     except Exception:  # e.g. a class whose __init__ cannot be called with its args alone
         return
     if isinstance(cause, BaseException):
-        cause.__cause__ = _RemoteTraceback(text)
+        cause.__cause__ = err.__cause__
         err.__cause__ = cause
 
 

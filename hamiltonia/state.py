@@ -181,12 +181,11 @@ def check_reject_on(reject_on) -> tuple:
     """``reject_on`` as a tuple of exception classes, or ``ValueError`` naming it."""
     if reject_on is None:
         return ()
-    if isinstance(reject_on, type):
-        reject_on = (reject_on,)
     # A string is iterable: taken apart, "ValueError" would be refused as its letter 'V'.
-    types = (reject_on,) if isinstance(reject_on, str) else reject_on
+    if isinstance(reject_on, type | str):
+        reject_on = (reject_on,)
     try:
-        types = tuple(types)
+        types = tuple(reject_on)
     except TypeError:
         types = (reject_on,)
     for t in types:

@@ -11,6 +11,7 @@ import tempfile
 import textwrap
 import threading
 import time
+import traceback
 from pathlib import Path
 
 import numpy as np
@@ -236,13 +237,15 @@ def test_a_models_exception_crosses_from_a_worker_or_its_traceback_does(cause):
         except Exception as err:
             raise hm.ModelError("the model raised (chain 0, ...)", chain=0) from err
     except hm.ModelError as err:
+        # What concurrent.futures makes the cause in the calling process: the worker's
+        # traceback of the whole chain, as text.
+        remote = RuntimeError("".join(traceback.format_exception(err)))
         _pack_cause(err)
         # What crosses: the error without its cause and context (plain pickling drops them;
         # tblib, installed by dask, would keep them), ...
         err.__cause__ = err.__context__ = None
         sent = pickle.loads(pickle.dumps(err))
-    remote = RuntimeError("the worker's traceback")
-    sent.__cause__ = remote  # ... with the worker's traceback as cause (concurrent.futures)
+    sent.__cause__ = remote  # ... with the worker's traceback as cause
     _unpack_cause(sent)
     assert sent.chain == 0 and not hasattr(sent, "_remote_cause")
     if isinstance(cause, _Unloadable):

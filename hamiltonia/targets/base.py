@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hamiltonia._validation import check_positions
+from hamiltonia._validation import MAX_TARGET_DIM, check_int, check_positions
 
 __all__ = [
     "ExactMoments",
@@ -302,10 +302,10 @@ class Target:
 
 
 def check_dim(dim) -> int:
-    """``dim`` as an int, or ``ValueError`` naming it."""
-    if isinstance(dim, bool) or not isinstance(dim, int | np.integer) or dim < 1:
-        raise ValueError(f"dim must be a positive integer, got {dim!r}")
-    return int(dim)
+    """``dim`` as an int in ``[1, MAX_TARGET_DIM]``, or ``ValueError`` naming it and the
+    range: checked before the default names (one per coordinate) are built, so a size of
+    ``1e9`` from a file or a command line fails at once instead of hanging."""
+    return check_int(dim, "dim", minimum=1, maximum=MAX_TARGET_DIM)
 
 
 class RowByRowWarning(UserWarning):

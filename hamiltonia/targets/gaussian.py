@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hamiltonia._validation import MAX_TARGET_DIM, check_int
+from hamiltonia._validation import check_int
 from hamiltonia.backend import BACKENDS, DeviceData, namespace_of
 from hamiltonia.targets.base import ExactMoments, Target
 
@@ -63,8 +63,8 @@ class DiagonalGaussian(DeviceData, Target):
     description = "Diagonal Gaussian N(0, diag(sigma^2)), log-normal scales sigma_i = exp(z_i)"
 
     def __init__(self, dim: int, seed: int = 1, scales=None):
-        dim = check_int(dim, "dim", minimum=1, maximum=MAX_TARGET_DIM)
-        super().__init__(dim)
+        super().__init__(dim)  # checks dim before anything is built
+        dim = self.dim
         if scales is None:
             scales = np.exp(np.random.default_rng(seed).normal(size=dim))
         scales = np.asarray(scales, dtype=float)
