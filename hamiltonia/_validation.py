@@ -95,3 +95,22 @@ def check_design(X, y, xname: str = "X", yname: str = "y", columns: int | None =
     if not np.all(np.isfinite(y)):
         raise ValueError(f"{yname} must be finite (no NaN or inf)")
     return X, y
+
+
+#: Most warm-up iterations a run accepts: far beyond any adaptation schedule, a guard against
+#: a typo (``warmup=10**12``) that would run for ever. Draws are bounded by memory instead.
+MAX_WARMUP = 10**9
+
+
+def finite_array(value, field: str, shape: tuple, *, finite: bool = True) -> np.ndarray:
+    """``value`` as a float64 array of ``shape`` (finite unless ``finite=False``), or
+    ``ValueError`` whose message starts with ``field`` (a field read back from a file)."""
+    try:
+        a = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(f"{field} is not an array of numbers") from None
+    if a.shape != shape:
+        raise ValueError(f"{field} has shape {a.shape}, expected {shape}")
+    if finite and not np.all(np.isfinite(a)):
+        raise ValueError(f"{field} holds non-finite values")
+    return a

@@ -23,6 +23,7 @@ import json
 import numpy as np
 
 from hamiltonia import backend as array_backend
+from hamiltonia._validation import MAX_WARMUP, check_int, finite_array
 from hamiltonia.runfile import RunFileError
 from hamiltonia.state import PhaseState
 
@@ -127,21 +128,15 @@ def select_chains(info: dict, chains) -> dict:
     return out
 
 
+def _refusal(path, message: str) -> RunFileError:
+    return RunFileError(f"{path} cannot be resumed: {message}")
+
+
 def _array(path, field: str, value, shape: tuple, *, finite: bool = True) -> np.ndarray:
     try:
-        a = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise RunFileError(
-            f"{path} cannot be resumed: {field} is not an array of numbers"
-        ) from None
-    if a.shape != shape:
-        raise RunFileError(
-            f"{path} cannot be resumed: {field} has shape {a.shape}, expected {shape} for the "
-            "chains and parameters of its draws"
-        )
-    if finite and not np.all(np.isfinite(a)):
-        raise RunFileError(f"{path} cannot be resumed: {field} holds non-finite values")
-    return a
+        return finite_array(value, field, shape, finite=finite)
+    except ValueError as err:
+        raise _refusal(path, str(err)) from None
 
 
 def validate(info, previous, path) -> dict:
@@ -231,28 +226,29 @@ def validate(info, previous, path) -> dict:
     return checked
 
 
-def _whole(value, low: int, high: int) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
-
-
 def _check_warmup_fields(path, warm, previous) -> dict:
     """The warm-up part of a resume state checked for what the file alone tells: the
     iteration reached, the tuners listed, the kept warm-up draws held. The tuners' own
     fields are checked against the rebuilt sampler by :func:`check_warmup`."""
 
     def refuse(message: str):
-        return RunFileError(f"{path} cannot be resumed: {message}")
+        return _refusal(path, message)
+
+    def whole(value, name: str, low: int, high: int | None) -> int:
+        try:
+            return check_int(value, name, minimum=low, maximum=high)
+        except ValueError:
+            valid = f">= {low}" if high is None else f"in [{low}, {high}]"
+            raise refuse(f"{name} ({value!r}) is not an integer {valid}") from None
 
     if not isinstance(warm, dict):
         raise refuse("warmup is not a mapping")
-    n_warmup = previous.attrs.get("warmup")
-    if not _whole(n_warmup, 0, 2**62):
-        raise refuse(f"its number of warm-up iterations ({n_warmup!r}) is not an integer >= 0")
+    n_warmup = whole(
+        previous.attrs.get("warmup"), "its number of warm-up iterations", 0, MAX_WARMUP
+    )
     if warm.get("of") != n_warmup:
         raise refuse(f"warmup.of ({warm.get('of')!r}) is not the run's warm-up ({n_warmup})")
-    done = warm.get("done")
-    if not _whole(done, 0, n_warmup):
-        raise refuse(f"warmup.done ({done!r}) is not an integer in [0, {n_warmup}]")
+    done = whole(warm.get("done"), "warmup.done", 0, n_warmup)
     if previous.n_draws:
         raise refuse(
             f"it holds {previous.n_draws} draws and a warm-up state: draws come after warm-up"
@@ -264,10 +260,7 @@ def _check_warmup_fields(path, warm, previous) -> dict:
         raise refuse("warmup.tuners is not a list of {kind, state} mappings")
     checked = {"done": done, "of": n_warmup, "tuners": tuners, "tail": warm.get("tail")}
     if previous.attrs.get("save_warmup"):
-        thin = previous.attrs.get("thin", 1)
-        if not _whole(thin, 1, 2**62):
-            raise refuse(f"thin ({thin!r}) is not an integer >= 1")
-        kept = done // thin
+        kept = done // whole(previous.attrs.get("thin", 1), "thin", 1, None)
         if previous.warmup_draws is None:
             raise refuse("it keeps its warm-up draws (save_warmup) but holds none")
         held = previous.warmup_draws.shape[1]
@@ -293,7 +286,7 @@ def check_warmup(info: dict, smp, previous, path) -> dict:
         return info
 
     def refuse(message: str):
-        return RunFileError(f"{path} cannot be resumed: {message}")
+        return _refusal(path, message)
 
     kinds = [t["kind"] for t in warm["tuners"]]
     own = [type(t).__name__ for t in smp.tuners]
@@ -302,6 +295,8 @@ def check_warmup(info: dict, smp, previous, path) -> dict:
     chains, dim = previous.n_chains, smp.target.dim
     tuners = []
     for k, (tuner, entry) in enumerate(zip(smp.tuners, warm["tuners"], strict=True)):
+        if not isinstance(entry["state"], dict):
+            raise refuse(f"warmup.tuners[{k}] ({entry['kind']}): state is not a mapping")
         try:
             state = tuner.check_warmup_state(
                 entry["state"], chains=chains, dim=dim, n_warmup=warm["of"], done=warm["done"]
@@ -330,11 +325,11 @@ def _check_tail(warm, smp, chains, previous, refuse) -> dict:
         raise refuse(f"warmup.tail does not hold the statistics {sorted(declared)}")
     out = {}
     for name, dtype in declared.items():
-        value = tail[name]
-        a = np.asarray(value, dtype=np.float64) if _numeric(value) else None
-        if a is None or a.shape != (chains, n):
-            raise refuse(f"warmup.tail.{name} is not an array of shape {(chains, n)}")
-        out[name] = np.asarray(value, dtype=dtype)
+        try:
+            values = finite_array(tail[name], f"warmup.tail.{name}", (chains, n), finite=False)
+        except ValueError:
+            raise refuse(f"warmup.tail.{name} is not an array of shape {(chains, n)}") from None
+        out[name] = values.astype(dtype)
     return out
 
 

@@ -14,7 +14,7 @@ import numpy as np
 from hamiltonia import backend as array_backend
 from hamiltonia import diagnose, resume_state
 from hamiltonia._system import physical_memory as _physical_memory
-from hamiltonia._validation import as_float, check_flag, check_int
+from hamiltonia._validation import MAX_WARMUP, as_float, check_flag, check_int
 from hamiltonia.results import Result
 from hamiltonia.runfile import RunFile, RunFileError, partial_dir
 from hamiltonia.samplers.base import Sampler
@@ -34,10 +34,6 @@ __all__ = [
 
 #: Seconds between two checkpoints of a run's output by default (``checkpoint_seconds``).
 CHECKPOINT_SECONDS = 60.0
-
-#: Most warm-up iterations a run accepts: far beyond any adaptation schedule, a guard against
-#: a typo (``warmup=10**12``) that would run for ever. Draws are bounded by memory instead.
-MAX_WARMUP = 10**9
 
 
 class InterruptedRunWarning(RuntimeWarning):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from hamiltonia import backend
-from hamiltonia._validation import check_int, check_positive, check_probability
+from hamiltonia._validation import check_int, check_positive, check_probability, finite_array
 from hamiltonia.compiled.parts import PartKernels
 from hamiltonia.compiled.roles import TUNER
 from hamiltonia.state import ChainState, ModelError
@@ -110,7 +110,7 @@ class Tuner:
 
     def check_warmup_state(self, state: dict, *, chains: int, dim: int, n_warmup: int,
                            done: int) -> dict:  # fmt: skip
-        """``state`` (a :meth:`warmup_state` read back from a file) checked for a run of
+        """``state`` (a :meth:`warmup_state` read back from a file, a mapping) checked for a run of
         ``chains`` chains in ``dim`` dimensions stopped after ``done`` of ``n_warmup``
         warm-up iterations: the checked copy (arrays of the right shapes, finite), or
         ``ValueError`` whose message starts with the offending field."""
@@ -123,21 +123,6 @@ class Tuner:
 
     def __repr__(self):
         return f"{type(self).__name__}()"
-
-
-def _finite_rows(state: dict, field: str, shape: tuple) -> np.ndarray:
-    """``state[field]`` as a finite float array of ``shape``, or ``ValueError`` naming it."""
-    try:
-        a = np.array(state[field], dtype=np.float64)
-    except KeyError:
-        raise ValueError(f"{field} is missing") from None
-    except (TypeError, ValueError):
-        raise ValueError(f"{field} is not an array of numbers") from None
-    if a.shape != shape:
-        raise ValueError(f"{field} has shape {a.shape}, expected {shape}")
-    if not np.all(np.isfinite(a)):
-        raise ValueError(f"{field} holds non-finite values")
-    return a
 
 
 def find_initial_step_size(sampler, chain: ChainState, rngs, step_size=1.0, max_doublings=100):
@@ -291,24 +276,27 @@ class DualAveraging(Tuner):
         return {
             # Copies: restart() writes the state in place.
             **{name: self.state[:, k].copy() for k, name in enumerate(self.STATE_COLUMNS)},
-            "parameters": dict(zip(("target_accept", "gamma", "t0", "kappa"),
-                                   self.parameters(), strict=True)),
+            "parameters": self._named_parameters(),
         }  # fmt: skip
 
     def check_warmup_state(self, state, *, chains, dim, n_warmup, done):
-        if not isinstance(state, dict):
-            raise ValueError("state is not a mapping")
-        checked = {name: _finite_rows(state, name, (chains,)) for name in self.STATE_COLUMNS}
+        missing = [name for name in self.STATE_COLUMNS if name not in state]
+        if missing:
+            raise ValueError(f"{missing[0]} is missing")
+        checked = {name: finite_array(state[name], name, (chains,)) for name in self.STATE_COLUMNS}
         m = checked["m"]
         # m counts the updates since the last restart: a whole number, at most done.
         if np.any(m < 0) or np.any(m != np.floor(m)) or np.any(m > done):
             raise ValueError(f"m must count updates: whole numbers in [0, {done}]")
-        own = dict(zip(("target_accept", "gamma", "t0", "kappa"), self.parameters(), strict=True))
+        own = self._named_parameters()
         if state.get("parameters") != own:
             raise ValueError(
                 f"parameters {state.get('parameters')!r} are not the sampler's options {own!r}"
             )
         return checked
+
+    def _named_parameters(self) -> dict:
+        return dict(zip(("target_accept", "gamma", "t0", "kappa"), self.parameters(), strict=True))
 
     def restore_warmup_state(self, sampler, state, n_warmup, rngs):
         # The compiled kernel reads the state as one C-ordered row per chain.
@@ -409,9 +397,7 @@ class WindowedMetric(Tuner):
     def start(self, sampler, chain, n_warmup, rngs):
         if not hasattr(getattr(sampler, "hamiltonian", None), "metric"):
             raise TypeError("WindowedMetric needs a sampler whose Hamiltonian has a metric")
-        self.windows = metric_windows(
-            n_warmup, self.initial_buffer, self.window, self.terminal_buffer
-        )
+        self.windows = self._schedule(n_warmup)
         self._rngs = rngs
         self._buffer: list[np.ndarray] = []
 
@@ -431,8 +417,7 @@ class WindowedMetric(Tuner):
         return PartKernels()
 
     def boundaries(self, n_warmup):
-        windows = metric_windows(n_warmup, self.initial_buffer, self.window, self.terminal_buffer)
-        return [end for _, end in windows]
+        return [end for _, end in self._schedule(n_warmup)]
 
     def update_chunk(self, sampler, chain, positions, first_iteration):
         for k in range(positions.shape[1]):
@@ -453,8 +438,6 @@ class WindowedMetric(Tuner):
         return metric_windows(n_warmup, self.initial_buffer, self.window, self.terminal_buffer)
 
     def check_warmup_state(self, state, *, chains, dim, n_warmup, done):
-        if not isinstance(state, dict):
-            raise ValueError("state is not a mapping")
         windows = self._schedule(n_warmup)
         if state.get("windows") != [list(w) for w in windows]:
             raise ValueError(
@@ -473,7 +456,7 @@ class WindowedMetric(Tuner):
                 "warm-up iterations"
             )
         rows = (
-            _finite_rows({"buffer": buffer}, "buffer", (expected, chains, dim))
+            finite_array(buffer, "buffer", (expected, chains, dim))
             if expected
             else np.empty((0, chains, dim))
         )
