@@ -36,6 +36,7 @@ __all__ = [
     "restore_metric",
     "restore_phase",
     "restore_warmup",
+    "resumable",
     "select_chains",
     "validate",
     "warmup_state",
@@ -56,13 +57,17 @@ def _metric_classes() -> dict:
     return {cls.__name__: cls for cls in (IdentityMetric, DiagonalMetric, DenseMetric)}
 
 
-def capture(target, sampler, options, state, rngs, smp, warmup=None) -> dict | None:
-    """The state after the last stored iteration, or ``None`` when the run was not built from
-    registered names with plain options (it could not be rebuilt from a file). ``warmup``
-    (from :func:`warmup_state`) is the tuners' state of a run still in warm-up."""
+def resumable(target, sampler, options) -> bool:
+    """Whether a run can be rebuilt from its file: built from registered target and sampler
+    names with plain (JSON) options. Decided once per run, before its iterations."""
     names = isinstance(target, str) or hasattr(target, "registered_name")
-    if not (names and isinstance(sampler, str) and _json_ready(options)):
-        return None
+    return names and isinstance(sampler, str) and _json_ready(options)
+
+
+def capture(sampler: str, options, state, rngs, smp, warmup=None) -> dict:
+    """The state after the last stored iteration of a :func:`resumable` run (made with the
+    registered sampler ``sampler`` and ``options``). ``warmup`` (from :func:`warmup_state`)
+    is the tuners' state of a run still in warm-up."""
     info = {"sampler": sampler, "options": options, **chain_state(state, rngs, smp)}
     if warmup is not None:
         info["warmup"] = warmup

@@ -911,19 +911,28 @@ def _run(target, smp, plan, rngs, seq, requested, options, run_file, *, chains, 
         )  # fmt: skip
         times["saved"] = time.perf_counter()
 
+    # Whether the run can be rebuilt from its file (registered names, plain options): decided
+    # once, not at each of the iterations whose state is captured.
+    resumable = run_file is not None and resume_state.resumable(*requested, options)
+
+    def capture(current, warm_state=None) -> dict | None:
+        """The state from which resume() continues exactly, or None for a run it cannot
+        rebuild."""
+        if not resumable:
+            return None
+        return resume_state.capture(requested[1], options, current, rngs, smp, warm_state)
+
     def warmup_checkpoint(current, done: int) -> None:
         """After ``done`` warm-up iterations (0: after the step-size search), the state from
         which resume() continues exactly: written at once for the first, then every
         ``checkpoint_seconds`` as in sampling."""
-        if run_file is None:
+        if not resumable:  # no output, or a run resume() cannot rebuild
             return
         warm_state = resume_state.warmup_state(smp, done, warmup, warmup_tail())
         if warm_state is None:  # a tuner that cannot be checkpointed
             return
-        captured = resume_state.capture(*requested, options, current, rngs, smp, warm_state)
-        if captured is None:
-            return
-        times["resume"], times["warmup_done"] = captured, done
+        times["resume"] = capture(current, warm_state)
+        times["warmup_done"] = done
         if done == 0 or time.perf_counter() - times["saved"] >= checkpoint_seconds:
             persist()
 
@@ -934,7 +943,7 @@ def _run(target, smp, plan, rngs, seq, requested, options, run_file, *, chains, 
         if run_file is None:
             return
         # The state after the last stored iteration, from which resume() continues exactly.
-        times["resume"] = resume_state.capture(*requested, options, current, rngs, smp)
+        times["resume"] = capture(current)
         if time.perf_counter() - times["saved"] >= checkpoint_seconds:
             persist()
 
@@ -974,7 +983,7 @@ def _run(target, smp, plan, rngs, seq, requested, options, run_file, *, chains, 
             attrs["executor"] = executor.name
             if run_file is not None:
                 # The state after warm-up: a run whose calling process dies resumes from it.
-                times["resume"] = resume_state.capture(*requested, options, state, rngs, smp)
+                times["resume"] = capture(state)
                 persist()
             attrs["continued_tasks"], attrs["task_checkpoints"], tasks_folder = _sample_on(
                 executor, smp, target, state, rngs, rec, bar, plan is not None, thin, run_file,
