@@ -535,8 +535,8 @@ def _temp_task_folder() -> str:
 
 
 def _temp_folder_pattern() -> re.Pattern:
-    """The names of this host's temporary task folders; the group is the owner's pid."""
-    return re.compile(rf"{re.escape(TEMP_PREFIX)}(\d+)-{re.escape(_host())}-[A-Za-z0-9_]+")
+    """The names of this host's temporary task folders; the group ``pid`` is the owner's."""
+    return re.compile(rf"{re.escape(TEMP_PREFIX)}(?P<pid>\d+)-{re.escape(_host())}-[A-Za-z0-9_]+")
 
 
 def _temp_folder_of_this_host(folder: Path) -> bool:
@@ -562,19 +562,11 @@ def remove_orphaned_task_folders(parent=None) -> list:
     list of Path
         The folders removed.
     """
-    from hamiltonia.runfile import _pid_alive
+    from hamiltonia.runfile import left_by_dead_processes
 
     parent = Path(tempfile.gettempdir() if parent is None else parent)
-    pattern = _temp_folder_pattern()
     removed = []
-    try:
-        candidates = list(parent.glob(f"{TEMP_PREFIX}*"))
-    except OSError:
-        return removed
-    for folder in candidates:
-        match = pattern.fullmatch(folder.name)
-        if match is None or _pid_alive(int(match.group(1))):
-            continue
+    for folder, _ in left_by_dead_processes(parent, _temp_folder_pattern()):
         try:
             info = folder.lstat()
         except OSError:

@@ -45,6 +45,7 @@ import tempfile
 import time
 import warnings
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
@@ -268,19 +269,25 @@ def _zombie(pid: int) -> bool:
 _TMP_NAME = re.compile(r"\.(?P<name>.+)\.(?P<pid>\d+)\.[^.]*\.tmp")
 
 
+def left_by_dead_processes(folder: Path, pattern: re.Pattern) -> Iterator[tuple[Path, re.Match]]:
+    """The entries of ``folder`` whose name matches ``pattern`` (which names its owner's
+    process id in a group ``pid``) and whose owner is dead: what a killed process left."""
+    try:
+        entries = list(folder.iterdir())
+    except OSError:
+        return
+    for entry in entries:
+        match = pattern.fullmatch(entry.name)
+        if match is not None and not _pid_alive(int(match["pid"])):
+            yield entry, match
+
+
 def remove_stale_temporaries(folder: Path, name: str | None = None) -> list[Path]:
     """Remove the temporary files that writers now dead left in ``folder`` (all of them,
     or those of the file ``name``); returns the paths removed. A live writer's are kept."""
     removed = []
-    try:
-        entries = list(folder.iterdir())
-    except OSError:
-        return removed
-    for entry in entries:
-        match = _TMP_NAME.fullmatch(entry.name)
-        if match is None or (name is not None and match["name"] != name):
-            continue
-        if _pid_alive(int(match["pid"])) or not entry.is_file():
+    for entry, match in left_by_dead_processes(folder, _TMP_NAME):
+        if (name is not None and match["name"] != name) or not entry.is_file():
             continue
         try:
             entry.unlink()
