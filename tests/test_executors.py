@@ -123,9 +123,12 @@ def test_a_killed_worker_costs_no_draws(tmp_path):
 
         result = _sample_killing_a_worker(client, out, kw, busy_workers)
     _same_run(serial, result)
-    # The killed worker's task went on from its checkpoint, not from the start.
+    # The killed worker's task went on from its checkpoint, not from the start. On a loaded
+    # machine the kill can land after the task's last checkpoint (all its draws made, its
+    # result not yet returned): it then continues from the end, which is no less a
+    # continuation; the draws are the serial run's either way (above).
     assert result.attrs["continued_tasks"]
-    assert all(0 < d < 20_000 for d in result.attrs["continued_tasks"].values())
+    assert all(0 < d <= 20_000 for d in result.attrs["continued_tasks"].values())
 
 
 def _sample_killing_a_worker(executor, out: Path, kw: dict, pids):
