@@ -1,6 +1,7 @@
 """The output of a run: checked before any work, locked, appended atomically, never lost."""
 
 import io
+import json
 import os
 import signal
 import subprocess
@@ -162,31 +163,29 @@ def _kill_and_resume(tmp_path, moments, draws, compiled):
     rng = np.random.default_rng(0)
     resumed = 0
 
-    def start(path):
+    def progress(path) -> int:
+        """Iterations (warm-up, then sampling) that the run's checkpoints hold; -1 before
+        its first."""
+        try:
+            manifest = json.loads((partial_dir(path) / "manifest.json").read_text())
+        except (OSError, ValueError):
+            return -1
+        done = manifest["attrs"].get("warmup_done")
+        return done if done is not None else 100 + manifest["draws_done"]
+
+    for k in range(moments):
+        path = tmp_path / f"run{k}.nc"
+        # A moment of the run's progress rather than of the clock: how long the interpreter
+        # takes to start and to load the compiled kernel (cold or cached) varies far more
+        # than the sampling itself.
+        moment = int(rng.integers(0, int(0.9 * (100 + draws))))
         proc = subprocess.Popen(
             [sys.executable, "-c", KILLED_RUN, str(path), str(draws), "1" if compiled else "0"]
         )
-        # From the first checkpoint on, the run is what a kill can hit.
-        while proc.poll() is None and not (partial_dir(path) / "manifest.json").exists():
+        while proc.poll() is None and progress(path) < moment:
             time.sleep(0.001)
-        return proc, time.perf_counter()
-
-    # How long the run lasts from its first checkpoint to its final file (the interpreter's exit
-    # after that is not worth killing): the kills fall within that span.
-    whole = tmp_path / "whole.nc"
-    proc, began = start(whole)
-    while proc.poll() is None and not whole.exists():
-        time.sleep(0.001)
-    span = time.perf_counter() - began
-    proc.wait()
-    for k in range(moments):
-        path = tmp_path / f"run{k}.nc"
-        proc, _ = start(path)
-        try:
-            proc.wait(timeout=float(rng.uniform(0.0, 0.9 * span)))
-        except subprocess.TimeoutExpired:
-            proc.send_signal(signal.SIGKILL)
-            proc.wait()
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
         if path.exists():  # finished before the kill
             result = hm.load(path)
         else:
