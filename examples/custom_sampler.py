@@ -12,7 +12,7 @@ compiled counterpart, so the run uses the NumPy path (and says so); the built-in
 import numpy as np
 
 import hamiltonia as hm
-from hamiltonia.trajectories import MetropolisTrajectory
+from hamiltonia.trajectories.metropolis import MetropolisTrajectory
 
 
 class PoissonLength(MetropolisTrajectory):

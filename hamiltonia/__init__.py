@@ -5,7 +5,7 @@
 >>> result.summary()  # doctest: +SKIP
 """
 
-from hamiltonia import constraints, diagnostics, integrators, plots, samplers, targets
+from hamiltonia import diagnostics, integrators, plots, samplers, targets
 from hamiltonia.hamiltonians import (
     EuclideanHamiltonian,
     Hamiltonian,
@@ -21,9 +21,8 @@ from hamiltonia.integrators import (
     ThreeStage,
     TwoStage,
 )
-from hamiltonia.magnetic import MagneticStructure, random_field, research_field
-from hamiltonia.momentum import FullRefresh, MomentumRefresh, PartialRefresh
-from hamiltonia.parameters import (
+from hamiltonia.modelling import constraints
+from hamiltonia.modelling.parameters import (
     Param,
     ParameterLayout,
     cholesky_corr,
@@ -35,28 +34,30 @@ from hamiltonia.parameters import (
     simplex,
     upper,
 )
-from hamiltonia.poisson import CanonicalStructure, PoissonStructure
-from hamiltonia.reducers import ImportanceWeights, VarianceReducer
+from hamiltonia.reducers.base import ImportanceWeights, VarianceReducer
+from hamiltonia.refresh.momentum import FullRefresh, MomentumRefresh, PartialRefresh
 from hamiltonia.results import Result, load
-from hamiltonia.run import (
+from hamiltonia.runner.run import (
     FallbackWarning,
     InterruptedRunWarning,
     WarmupInterrupted,
     resume,
     sample,
 )
-from hamiltonia.runfile import RunFileError
+from hamiltonia.runner.runfile import RunFileError
 from hamiltonia.samplers import HamiltonianSampler, RandomWalkMetropolis, Sampler
 from hamiltonia.state import ModelError
+from hamiltonia.structures.base import CanonicalStructure, PoissonStructure
+from hamiltonia.structures.magnetic import MagneticStructure, random_field, research_field
 from hamiltonia.targets import Target
 from hamiltonia.targets.model import Model
-from hamiltonia.trajectories import (
+from hamiltonia.trajectories.metropolis import (
     MetropolisTrajectory,
     RandomLength,
     StaticLength,
     TrajectoryPolicy,
 )
-from hamiltonia.tuners import DualAveraging, Tuner
+from hamiltonia.tuners.adaptation import DualAveraging, Tuner
 
 __version__ = "0.1.0"
 

@@ -51,7 +51,7 @@ def _seconds(text: str) -> float:
 
 
 def _checkpoint_argument(parser) -> None:
-    from hamiltonia.run import CHECKPOINT_SECONDS
+    from hamiltonia.runner.run import CHECKPOINT_SECONDS
 
     parser.add_argument(
         "--checkpoint-seconds",
@@ -213,7 +213,7 @@ def _cmd_plot(args, out) -> int:
 
     from hamiltonia.plots import KINDS, plot
     from hamiltonia.results import load
-    from hamiltonia.runfile import RunFileError, atomic_write, checked_file_path
+    from hamiltonia.runner.runfile import RunFileError, atomic_write, checked_file_path
 
     if args.kind not in KINDS:
         raise _UsageError(f"--kind must be one of {', '.join(sorted(KINDS))}, got {args.kind!r}")
@@ -266,8 +266,8 @@ def _cmd_resume(args, out) -> int:
 @contextlib.contextmanager
 def _quiet_run_warnings():
     """The run's problems and an interruption are printed in the report's own block."""
-    from hamiltonia.diagnose import SamplingWarning
-    from hamiltonia.run import InterruptedRunWarning
+    from hamiltonia.diagnostics.checks import SamplingWarning
+    from hamiltonia.runner.run import InterruptedRunWarning
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SamplingWarning)
@@ -290,7 +290,7 @@ def _print_report(result, target, output, out) -> int:
     import numpy as np
     import pandas as pd
 
-    from hamiltonia.diagnose import diagnose
+    from hamiltonia.diagnostics.checks import diagnose
     from hamiltonia.results import format_summary
 
     summary = result.summary()
@@ -343,7 +343,7 @@ def _print_report(result, target, output, out) -> int:
             file=out,
         )
     if result.log_weights is not None:
-        from hamiltonia.diagnostics import kish_ess
+        from hamiltonia.diagnostics.estimators import kish_ess
 
         n = result.log_weights.size
         kish = kish_ess(result.log_weights)
@@ -378,7 +378,7 @@ def _print_report(result, target, output, out) -> int:
     return 0
 
 
-#: How the columns of a reduction table (hamiltonia.reducers.reduction_table) print.
+#: How the columns of a reduction table (hamiltonia.reducers.base.reduction_table) print.
 _REDUCTION_FORMATS = {"eta": "{:.3f}", "ess_pair": "{:,.0f}", "reduction": "{:,.1f}"}
 
 
@@ -392,7 +392,8 @@ def _reduction_text(table) -> str:
 
 
 def _print_pairs(result, out) -> None:
-    """The antithetic pairs' estimates beside the primary chains' (hamiltonia.antithetic)."""
+    """The antithetic pairs' estimates beside the primary chains'
+    (hamiltonia.reducers.antithetic)."""
     table = result.pair_summary()
     print(
         f"\nantithetic pairs ({len(result.pairs)}): the pair mean against the primary chains "
@@ -409,7 +410,7 @@ def _print_pairs(result, out) -> None:
 
 def _print_control_variates(result, out) -> None:
     """The zero-variance control-variate estimates beside the plain ones
-    (hamiltonia.control_variates), from the gradients the run kept."""
+    (hamiltonia.reducers.control_variates), from the gradients the run kept."""
     order = int(result.attrs.get("control_variates", 1))
     table = result.control_variate_summary(order)
     print(
@@ -448,7 +449,7 @@ def main(argv=None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except KeyboardInterrupt as err:
-        from hamiltonia.run import WarmupInterrupted
+        from hamiltonia.runner.run import WarmupInterrupted
 
         if isinstance(err, WarmupInterrupted):
             # Stopped in warm-up with --output: the warm-up so far is saved.

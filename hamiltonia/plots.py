@@ -134,7 +134,7 @@ def plot_energy(result):
     """The marginal energy distribution against that of the energy changes between
     iterations (Betancourt 2017): when the second is much narrower, the momentum
     refreshment explores the energy slowly; E-BFMI of each chain in the title."""
-    from hamiltonia.diagnose import e_bfmi
+    from hamiltonia.diagnostics.checks import e_bfmi
 
     plt = _pyplot()
     if "energy" not in result.stats:
@@ -156,7 +156,7 @@ def plot_ess(results: dict, per: str = "second"):
     """Bulk ESS of each parameter per second of sampling (``per="second"``) or per gradient
     (``per="gradient"``), one group of bars per run: ``results`` maps labels (e.g. sampler
     names) to results of the same target."""
-    from hamiltonia.diagnostics import ess_per_gradient, ess_per_second
+    from hamiltonia.diagnostics.estimators import ess_per_gradient, ess_per_second
 
     if per not in ("second", "gradient"):
         raise ValueError(f"per must be 'second' or 'gradient', got {per!r}")

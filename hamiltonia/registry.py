@@ -80,7 +80,7 @@ def _antithetic_entry(name: str, entries: dict) -> _Entry | None:
         ]
     )
     recipe.__name__ = recipe.__qualname__ = name
-    recipe.__doc__ = f"{name[2:]} in antithetic pairs (hamiltonia.antithetic).\n\n" + (
+    recipe.__doc__ = f"{name[2:]} in antithetic pairs (hamiltonia.reducers.antithetic).\n\n" + (
         inspect.getdoc(base.obj) or ""
     )
     return _Entry(name, recipe, base.source)

@@ -10,93 +10,21 @@ from pathlib import Path
 import numpy as np
 
 from hamiltonia import diagnostics
-from hamiltonia.reducers import weighted_mean
+from hamiltonia.diagnostics.summary import (
+    DEFAULT_QUANTILES,
+    check_quantiles,
+    format_summary,
+    summary_table,
+)
+from hamiltonia.reducers.base import weighted_mean
 
-__all__ = ["Result", "load"]
+__all__ = ["DEFAULT_QUANTILES", "Result", "format_summary", "load"]
 
 _LOG_WEIGHT = "log_weight"
 #: The sample_stats variable of the gradients of the log density at the draws.
 _GRADIENT = "gradient"
 #: Most numbers (chains x draws x observations) the log_likelihood group holds unasked.
 LOG_LIKELIHOOD_MAX_VALUES = 50_000_000
-
-
-#: The quantiles :meth:`Result.summary` reports by default.
-DEFAULT_QUANTILES = (0.05, 0.95)
-
-
-def _check_quantiles(quantiles) -> tuple:
-    try:
-        q = tuple(float(x) for x in np.atleast_1d(quantiles))
-    except (TypeError, ValueError):
-        raise ValueError(f"quantiles must be numbers in (0, 1), got {quantiles!r}") from None
-    if not all(0.0 < x < 1.0 for x in q):
-        raise ValueError(f"quantiles must be numbers in (0, 1), got {quantiles!r}")
-    return q
-
-
-def quantile_label(q: float) -> str:
-    """The column name of quantile ``q``: ``"5%"``, ``"2.5%"``."""
-    return f"{100 * q:g}%"
-
-
-def _weighted_quantiles(draws: np.ndarray, log_weights, probs) -> np.ndarray:
-    """Quantiles per parameter (rows ``probs``), weighted by the importance weights."""
-    flat = draws.reshape(-1, draws.shape[-1])
-    lw = None if log_weights is None else np.asarray(log_weights, dtype=float).reshape(-1)
-    if lw is None or np.ptp(lw) == 0:
-        # Equal weights: ArviZ's (interpolated) quantiles; numpy's weighted quantiles take
-        # the inverse of the empirical CDF, which differs from them by up to one draw.
-        return np.quantile(flat, probs, axis=0)
-    w = np.exp(lw - lw.max())
-    return np.stack(
-        [np.quantile(flat[:, i], probs, weights=w, method="inverted_cdf")
-         for i in range(flat.shape[1])],
-        axis=-1,
-    )  # fmt: skip
-
-
-def _summary_table(draws, names, log_weights, quantiles):
-    import pandas as pd
-
-    mean = weighted_mean(draws, log_weights)
-    n_eff = draws.shape[0] * draws.shape[1]
-    if log_weights is not None:
-        n_eff = diagnostics.kish_ess(log_weights)
-    # Without Bessel's correction, as arviz_stats.summary's sd.
-    sd = np.sqrt(np.maximum(weighted_mean((draws - mean) ** 2, log_weights), 0.0))
-    qs = _weighted_quantiles(draws, log_weights, (0.5, *quantiles))
-    ess_bulk = diagnostics.ess(draws, "bulk")
-    ess_tail = diagnostics.ess(draws, "tail")
-    if log_weights is None:
-        mcse = diagnostics.mcse(draws, "mean")
-    else:
-        factor = n_eff / log_weights.size
-        ess_bulk, ess_tail = ess_bulk * factor, ess_tail * factor
-        # ArviZ's MCSE of the mean takes the sd with Bessel's correction (Kish's size here).
-        corrected = sd * np.sqrt(n_eff / max(n_eff - 1.0, 1e-300))
-        mcse = corrected / np.sqrt(diagnostics.ess(draws, "mean") * factor)
-    columns = {"mean": mean, "sd": sd, "median": qs[0]}
-    columns.update({quantile_label(q): qs[k + 1] for k, q in enumerate(quantiles)})
-    columns.update(
-        {"mcse": mcse, "ess_bulk": ess_bulk, "ess_tail": ess_tail, "r_hat": diagnostics.rhat(draws)}
-    )
-    return pd.DataFrame(columns, index=pd.Index(names, name="parameter"))
-
-
-def format_summary(table) -> str:
-    """A summary table as text rounded for reading: ESS as whole numbers, :math:`\\hat R`
-    to two decimals, the estimates to four significant digits."""
-    shown = table.copy()
-    for column in shown.columns:
-        values = shown[column]
-        if column.startswith("ess"):
-            shown[column] = values.map(lambda v: f"{v:,.0f}" if np.isfinite(v) else "nan")
-        elif column == "r_hat":
-            shown[column] = values.map(lambda v: f"{v:.2f}")
-        else:
-            shown[column] = values.map(lambda v: f"{v:.4g}")
-    return shown.to_string()
 
 
 @dataclass
@@ -116,7 +44,7 @@ class Result:
         Log importance weights (shadow samplers), ``None`` for equally weighted draws.
     gradients : ndarray (chains, draws, dim) or None
         The gradient of the log density at each draw, kept by a run with
-        :class:`~hamiltonia.control_variates.ControlVariates`; ``None`` otherwise.
+        :class:`~hamiltonia.reducers.control_variates.ControlVariates`; ``None`` otherwise.
     warmup_draws : ndarray (chains, warm-up draws, dim) or None
         The kept warm-up iterations of a run with ``save_warmup=True``; ``None`` otherwise.
     warmup_stats : dict of ndarray (chains, warm-up draws) or None
@@ -214,38 +142,39 @@ class Result:
     @property
     def pairs(self) -> list:
         """The antithetic pairs of chains ``[[0, 1], [2, 3], ...]``; empty when the chains
-        are independent (:mod:`hamiltonia.antithetic`)."""
+        are independent (:mod:`hamiltonia.reducers.antithetic`)."""
         return [list(p) for p in self.attrs.get("antithetic_pairs", [])]
 
     def pair_summary(self):
         """Plain and antithetic estimates of the means, their standard errors, the pair
         correlation, the pair's ESS and the variance reduction (a pandas DataFrame; see
-        :func:`hamiltonia.antithetic.pair_summary`). ``ValueError`` for a run without
+        :func:`hamiltonia.reducers.antithetic.pair_summary`). ``ValueError`` for a run without
         pairs."""
         if not self.pairs:
             raise ValueError(
                 "this run has no antithetic pairs: sample with an 'a-' sampler (a-hmc, "
                 "a-mhmc, a-s2hmc, a-NAME) or antithetic=True"
             )
-        from hamiltonia.antithetic import pair_summary
+        from hamiltonia.reducers.antithetic import pair_summary
 
         return pair_summary(self)
 
     def control_variate_summary(self, order: int | None = None, grads=None):
         """Plain and zero-variance control-variate estimates of the means, their standard
         errors and the variance reduction (a pandas DataFrame; see
-        :func:`hamiltonia.control_variates.control_variate_summary`), over the pair
+        :func:`hamiltonia.reducers.control_variates.control_variate_summary`), over the pair
         estimates for an antithetic run and weighted for a shadow sampler; from the
         gradients the run kept (``control_variates=`` option) where it kept them."""
-        from hamiltonia.control_variates import control_variate_summary
+        from hamiltonia.reducers.control_variates import control_variate_summary
 
         return control_variate_summary(self, order, grads)
 
     def diagnose(self) -> list:
         """The problems of this run (divergences, :math:`\\hat R`, low ESS, E-BFMI, a
-        collapsed step size, frozen chains) as :class:`hamiltonia.diagnose.Problem` records;
+        collapsed step size, frozen chains) as :class:`hamiltonia.diagnostics.checks.Problem`
+        records;
         empty for a healthy run. :func:`hamiltonia.sample` warns with the same messages."""
-        from hamiltonia.diagnose import diagnose
+        from hamiltonia.diagnostics.checks import diagnose
 
         return diagnose(self, self.summary())
 
@@ -267,7 +196,7 @@ class Result:
         The table is computed once per set of draws (the rank normalisation of the ESS and
         :math:`\\hat R` sorts every parameter's draws) and a copy is returned.
         """
-        quantiles = _check_quantiles(DEFAULT_QUANTILES if quantiles is None else quantiles)
+        quantiles = check_quantiles(DEFAULT_QUANTILES if quantiles is None else quantiles)
         if per_chain:
             import pandas as pd
 
@@ -287,12 +216,7 @@ class Result:
             if lp and "lp" in self.stats:
                 draws = np.concatenate([draws, self.stats["lp"][..., None]], axis=-1)
                 names = (*names, "lp")
-            with warnings.catch_warnings():
-                # Chains that never moved have no variance: ArviZ divides by zero and gives
-                # nan or inf, which the table shows and diagnose() reports.
-                warnings.filterwarnings("ignore", "divide by zero", RuntimeWarning)
-                warnings.filterwarnings("ignore", "invalid value", RuntimeWarning)
-                self._summary = (key, _summary_table(draws, names, self.log_weights, quantiles))
+            self._summary = (key, summary_table(draws, names, self.log_weights, quantiles))
         return self._summary[1].copy()
 
     def print_summary(self, quantiles=None, *, file=None) -> None:
@@ -493,7 +417,7 @@ class Result:
 
     @classmethod
     def _from_foreign(cls, tree) -> Result:
-        from hamiltonia.parameters import element_names
+        from hamiltonia.modelling.parameters import element_names
 
         post = tree["posterior"]
         blocks, columns, names = [], [], []
@@ -531,7 +455,7 @@ class Result:
         or the whole new one); returns the path. An existing file is kept unless
         ``overwrite=True``: nothing computed is replaced unasked."""
         from hamiltonia._validation import check_flag
-        from hamiltonia.runfile import atomic_write_bytes, checked_file_path
+        from hamiltonia.runner.runfile import atomic_write_bytes, checked_file_path
 
         check_flag(overwrite, "overwrite")
         path = checked_file_path(path, "path")
@@ -591,11 +515,11 @@ def _warmup_groups(tree, names, blocks) -> dict:
 def load(path) -> Result:
     """Read a run written by :meth:`Result.save` or :func:`hamiltonia.sample`; a run still
     going on or interrupted is read from its checkpoints (``path.partial``, see
-    :mod:`hamiltonia.runfile`), with ``attrs["complete"]`` false. A file that is not a
-    readable run raises :class:`~hamiltonia.runfile.RunFileError` naming it."""
+    :mod:`hamiltonia.runner.runfile`), with ``attrs["complete"]`` false. A file that is not a
+    readable run raises :class:`~hamiltonia.runner.runfile.RunFileError` naming it."""
     import xarray as xr
 
-    from hamiltonia.runfile import RunFileError, partial_dir, read_partial
+    from hamiltonia.runner.runfile import RunFileError, partial_dir, read_partial
 
     path = Path(path)
     if not path.exists():
@@ -650,7 +574,7 @@ def _check_declared_sizes(path: Path) -> None:
     import h5py
 
     from hamiltonia._system import physical_memory
-    from hamiltonia.runfile import RunFileError
+    from hamiltonia.runner.runfile import RunFileError
 
     memory = physical_memory()
     total = 0

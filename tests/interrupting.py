@@ -4,7 +4,7 @@
 def interrupted(monkeypatch, after_records: int, run):
     """Call ``run()`` with the recorder raising KeyboardInterrupt (as Ctrl-C would) after
     ``after_records`` stored blocks, then restore the recorder; returns ``run()``'s result."""
-    from hamiltonia import run as run_module
+    from hamiltonia.runner import run as run_module
 
     original = run_module._Recorder.record
     calls = {"n": 0}
@@ -34,7 +34,7 @@ def killed_at_checkpoint(monkeypatch, stop, run):
     """Call ``run()`` with each checkpoint write raising :class:`Killed` from the first one
     for which ``stop(meta)`` is true (``meta``: the manifest it would write), then restore
     the writer; the file then holds the checkpoint before it."""
-    from hamiltonia.runfile import RunFile
+    from hamiltonia.runner.runfile import RunFile
 
     original = RunFile.append
     killed = {"now": False}

@@ -1,11 +1,11 @@
-"""Antithetic pairs (hamiltonia.antithetic): the coupling contract on both paths, the
+"""Antithetic pairs (hamiltonia.reducers.antithetic): the coupling contract on both paths, the
 variance reduction, and the recovery of moments by each antithetic recipe."""
 
 import numpy as np
 import pytest
 
 import hamiltonia as hm
-from hamiltonia.antithetic import pair_correlation, pair_means, pairs_of
+from hamiltonia.reducers.antithetic import pair_correlation, pair_means, pairs_of
 from tests.paths import run_both_paths
 from tests.statistical.moments import (
     MIN_ESS,

@@ -152,7 +152,7 @@ def test_sample_prints_test_metrics_and_relevance(capsys):
 
 
 def test_resume_command(capsys, tmp_path, monkeypatch):
-    from hamiltonia import run as run_module
+    from hamiltonia.runner import run as run_module
 
     original = run_module._Recorder.record
 
@@ -233,9 +233,9 @@ def test_checkpoint_seconds_reaches_sample_and_resume(capsys, tmp_path, monkeypa
     """--checkpoint-seconds 0 checkpoints every warm-up chunk: Ctrl-C in warm-up keeps it,
     the CLI says where it is, and `hamiltonia resume` continues it to the uninterrupted
     run."""
-    from hamiltonia.run import WarmupInterrupted
-    from hamiltonia.runfile import RunFile
-    from hamiltonia.tuners import WindowedMetric
+    from hamiltonia.runner.run import WarmupInterrupted
+    from hamiltonia.runner.runfile import RunFile
+    from hamiltonia.tuners.adaptation import WindowedMetric
 
     writes = []
     append = RunFile.append

@@ -1,4 +1,4 @@
-"""Constraint bijections (hamiltonia.constraints): inverses, log-Jacobians against finite
+"""Constraint bijections (hamiltonia.modelling.constraints): inverses, log-Jacobians against finite
 differences, gradients through autograd, supports."""
 
 import autograd
@@ -6,7 +6,7 @@ import autograd.numpy as anp
 import numpy as np
 import pytest
 
-from hamiltonia.constraints import (
+from hamiltonia.modelling.constraints import (
     CholeskyCorr,
     Interval,
     LowerBounded,

@@ -1,10 +1,10 @@
-"""Zero-variance control variates (hamiltonia.control_variates)."""
+"""Zero-variance control variates (hamiltonia.reducers.control_variates)."""
 
 import numpy as np
 import pytest
 
 import hamiltonia as hm
-from hamiltonia.control_variates import control_variate_features, controlled_values
+from hamiltonia.reducers.control_variates import control_variate_features, controlled_values
 from tests.statistical.moments import Z_THRESHOLD
 
 

@@ -14,7 +14,7 @@ from arviz_stats.base import array_stats
 
 import hamiltonia as hm
 from hamiltonia.cli import EXIT_INTERRUPTED, main
-from hamiltonia.diagnose import SamplingWarning, diagnose, e_bfmi
+from hamiltonia.diagnostics.checks import SamplingWarning, diagnose, e_bfmi
 
 CHAINS, N = 4, 1000
 
@@ -174,8 +174,8 @@ def test_summary_is_computed_once_per_set_of_draws(monkeypatch):
     from hamiltonia import results
 
     calls = []
-    original = results._summary_table
-    monkeypatch.setattr(results, "_summary_table", lambda *args: calls.append(1) or original(*args))
+    original = results.summary_table
+    monkeypatch.setattr(results, "summary_table", lambda *args: calls.append(1) or original(*args))
     first = result.summary()
     first.loc["x0", "mean"] = 99.0  # a copy: the cached table is not changed
     second = result.summary()

@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 
 import hamiltonia as hm
-from hamiltonia import executors
 from hamiltonia.cli import main
-from hamiltonia.executors import (
+from hamiltonia.runner import executors
+from hamiltonia.runner.executors import (
     DaskExecutor,
     Executor,
     ProcessPool,
@@ -30,7 +30,7 @@ from hamiltonia.executors import (
     remove_orphaned_task_folders,
     run_chain_task,
 )
-from hamiltonia.runfile import _pid_alive, partial_dir
+from hamiltonia.runner.runfile import _pid_alive, partial_dir
 
 RUN = dict(chains=4, warmup=100, draws=200, seed=7, progress=False)
 
@@ -385,7 +385,7 @@ IDLE_CALLER = textwrap.dedent(
     """
     import os
     import time
-    from hamiltonia.executors import ProcessPool
+    from hamiltonia.runner.executors import ProcessPool
 
     if __name__ == "__main__":
         pool = ProcessPool(1)

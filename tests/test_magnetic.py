@@ -11,7 +11,7 @@ import scipy.linalg
 import hamiltonia as hm
 from hamiltonia.hamiltonians import EuclideanHamiltonian, RandomMassHamiltonian
 from hamiltonia.integrators import Leapfrog
-from hamiltonia.magnetic import (
+from hamiltonia.structures.magnetic import (
     FIELD_AUX,
     MagneticStructure,
     check_field,

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from hamiltonia.metrics import classification_metrics, regression_metrics
+from hamiltonia.diagnostics.predictive import classification_metrics, regression_metrics
 
 
 def test_classification_metrics_by_hand():

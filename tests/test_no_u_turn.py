@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import hamiltonia as hm
-from hamiltonia.no_u_turn import NoUTurn
+from hamiltonia.trajectories.no_u_turn import NoUTurn
 
 
 class Constant:

@@ -1,4 +1,4 @@
-"""Named parameter blocks (hamiltonia.parameters)."""
+"""Named parameter blocks (hamiltonia.modelling.parameters)."""
 
 import numpy as np
 import pytest

@@ -45,8 +45,8 @@ from hamiltonia.samplers.recipes import MAX_STEPS
 from hamiltonia.targets.banana import Banana
 
 pytestmark = [
-    pytest.mark.filterwarnings("ignore::hamiltonia.diagnose.SamplingWarning"),
-    pytest.mark.filterwarnings("ignore::hamiltonia.run.FallbackWarning"),
+    pytest.mark.filterwarnings("ignore::hamiltonia.diagnostics.checks.SamplingWarning"),
+    pytest.mark.filterwarnings("ignore::hamiltonia.runner.run.FallbackWarning"),
     pytest.mark.filterwarnings("ignore:.*one at a time:RuntimeWarning"),
     pytest.mark.filterwarnings("ignore::numpy.exceptions.ComplexWarning"),
 ]

@@ -271,7 +271,7 @@ def test_interrupt_during_warmup_propagates():
 
 def test_output_is_checkpointed_and_completed(tmp_path, monkeypatch):
     """Checkpoints append the new draws only; the finished run replaces them with one file."""
-    from hamiltonia.runfile import RunFile, partial_dir
+    from hamiltonia.runner.runfile import RunFile, partial_dir
 
     path = tmp_path / "run.nc"
     saves, blocks = [], []
@@ -371,7 +371,7 @@ def test_resume_continues_exactly_on_the_compiled_path(tmp_path, monkeypatch):
 
 def test_resume_is_exact_for_hmc_within_gibbs(tmp_path, monkeypatch):
     """The Gibbs schedule (every n iterations) continues where it stopped."""
-    from hamiltonia import run as run_module
+    from hamiltonia.runner import run as run_module
     from tests.samplers.test_gibbs import HierarchicalNormal
 
     hm.targets.register("hierarchical-normal", HierarchicalNormal, overwrite=True)
@@ -400,7 +400,7 @@ def test_resume_is_exact_for_hmc_within_gibbs(tmp_path, monkeypatch):
 
 def test_resume_with_metric_adaptation_and_numpy_path(tmp_path, monkeypatch):
     """A run that adapted its metric resumes on the path it ran on, to the same draws."""
-    from hamiltonia import run as run_module
+    from hamiltonia.runner import run as run_module
 
     for compiled in (False, True):
         kwargs = dict(
@@ -480,7 +480,7 @@ def test_resume_is_bit_exact_with_momentum_kept(tmp_path, monkeypatch, compiled,
     each chain's generator: resume restores the whole chain state (momentum, log density,
     gradient, generators, and the auxiliary variables: the magnetic field's sign and the
     random mass) as the run left it, at any interruption point, on both paths."""
-    from hamiltonia import run as run_module
+    from hamiltonia.runner import run as run_module
 
     monkeypatch.setattr(run_module, "_Chunker", _fixed_chunks(run_module._Chunker))
     kwargs = dict(

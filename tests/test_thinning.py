@@ -5,7 +5,7 @@ import pytest
 
 import hamiltonia as hm
 from hamiltonia.cli import main
-from hamiltonia.thinning import kept, thin_statistics
+from hamiltonia.runner.thinning import kept, thin_statistics
 
 from .interrupting import interrupted
 

@@ -5,9 +5,9 @@ import pytest
 
 import hamiltonia as hm
 from hamiltonia.hamiltonians import DenseMetric, DiagonalMetric
-from hamiltonia.run import make_rngs
+from hamiltonia.runner.run import make_rngs
 from hamiltonia.state import ChainState
-from hamiltonia.tuners import DualAveraging, WindowedMetric, metric_windows
+from hamiltonia.tuners.adaptation import DualAveraging, WindowedMetric, metric_windows
 
 
 def test_stan_windows():
@@ -116,8 +116,8 @@ def test_the_tuners_warmup_state_goes_through_json_and_continues_exactly(kind, s
     that never stopped."""
     import json
 
-    from hamiltonia import resume_state
-    from hamiltonia.run import _json_safe
+    from hamiltonia.runner import resume_state
+    from hamiltonia.runner.run import _json_safe
 
     target = hm.targets.get("correlated-gaussian", dim=3, rho=0.8)
     n_warmup, chains = 160, 2  # one window, [24, 144): 75 % of a short warm-up

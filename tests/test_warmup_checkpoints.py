@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 
 import hamiltonia as hm
-from hamiltonia import run as run_module
-from hamiltonia.run import WarmupInterrupted
-from hamiltonia.runfile import partial_dir
-from hamiltonia.tuners import WindowedMetric, metric_windows
+from hamiltonia.runner import run as run_module
+from hamiltonia.runner.run import WarmupInterrupted
+from hamiltonia.runner.runfile import partial_dir
+from hamiltonia.tuners.adaptation import WindowedMetric, metric_windows
 
 from .interrupting import Killed, in_warmup_from, killed_at_checkpoint
 

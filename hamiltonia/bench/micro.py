@@ -204,7 +204,7 @@ def chains_scaling(
     first loads the kernels). ``compiled`` is ``None`` in a row where the target has no
     numba kernel."""
     import hamiltonia as hm
-    from hamiltonia.diagnose import SamplingWarning
+    from hamiltonia.diagnostics.checks import SamplingWarning
 
     target = hm.targets.get(name)
     paths = [True, False] if target.numba_kernel() is not None else [False]

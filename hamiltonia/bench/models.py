@@ -59,7 +59,7 @@ _MARK = "@@models@@"
 
 
 def _min_ess(draws: np.ndarray) -> float:
-    from hamiltonia.diagnostics import ess
+    from hamiltonia.diagnostics.estimators import ess
 
     return float(np.min(ess(draws, "bulk")))
 

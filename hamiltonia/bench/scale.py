@@ -56,7 +56,7 @@ def scale_cost(chain_counts=DEFAULT_CHAINS, *, target: str = "banana", sampler: 
     """
     from distributed import Client, LocalCluster
 
-    from hamiltonia.executors import DaskExecutor, ProcessPool
+    from hamiltonia.runner.executors import DaskExecutor, ProcessPool
 
     if rounds < 1 or draws < 1 or warmup < 0 or workers < 1:
         raise ValueError("rounds, draws and workers must be >= 1 and warmup >= 0")

@@ -103,7 +103,7 @@ def run_chain(
     no rows, the gradient of the log density there to ``out_grad[i]``; the transition gets
     ``n_scratch`` rows of scratch space (the most any part declared). With ``mirror`` (the
     secondary chain of an antithetic pair) the refresh runs between two reversals, so that
-    its momentum normals enter negated (:mod:`hamiltonia.antithetic`)."""
+    its momentum normals enter negated (:mod:`hamiltonia.reducers.antithetic`)."""
     d = q.shape[0]
     # Rows padded to whole 64-byte lines, so that scratch[k, :d] is as aligned as a fresh
     # array: the trajectory runs in these rows, and an unaligned position made the BLR

@@ -7,7 +7,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["PartKernels", "compiled_counterpart", "overrides_without_kernel"]
+__all__ = ["NotCompilable", "PartKernels", "compiled_counterpart", "overrides_without_kernel"]
+
+
+class NotCompilable(Exception):
+    """The sampler has a part with no compiled counterpart; the message names it."""
 
 
 def _floats(values) -> np.ndarray:
@@ -82,8 +86,6 @@ def compiled_counterpart(part, dim: int, kind: str, **context) -> PartKernels:
     """``part.compiled(dim, **context)``, or :class:`~hamiltonia.compiled.NotCompilable`
     naming the part (``kind`` says which part of the sampler it is; ``context`` is what the
     sampler passes to it, such as the Hamiltonian a structure depends on)."""
-    from hamiltonia.compiled.plan import NotCompilable
-
     name = type(part).__name__
     method = getattr(part, "compiled", None)
     if method is None:

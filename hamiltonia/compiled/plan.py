@@ -16,14 +16,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from hamiltonia.compiled.parts import NotCompilable, compiled_counterpart
 from hamiltonia.compiled.roles import ROLE_SLOTS, SLOTS, TUNER
 from hamiltonia.compiled.targets import NumbaTarget
 
 __all__ = ["CompiledPlan", "Layout", "NotCompilable", "plan_for"]
-
-
-class NotCompilable(Exception):
-    """The sampler has a part with no compiled counterpart; the message names it."""
 
 
 @dataclass
@@ -100,8 +97,6 @@ def _layout(sampler, parts, kernels: dict) -> Layout:
 
 
 def _counterparts(sampler) -> tuple[dict, dict]:
-    from hamiltonia.compiled.parts import compiled_counterpart
-
     listed = sampler.compiled_parts() if hasattr(sampler, "compiled_parts") else None
     if listed is None:
         raise NotCompilable(f"sampler {type(sampler).__name__} has no compiled counterpart")
@@ -138,7 +133,7 @@ def plan_for(sampler) -> CompiledPlan:
     what its Python methods do).
     """
     from hamiltonia import backend
-    from hamiltonia.reducers import gives_weights
+    from hamiltonia.reducers.base import gives_weights
 
     if backend.get_backend() != "numpy":
         raise NotCompilable(f"backend {backend.get_backend()!r} (the compiled path runs on NumPy)")

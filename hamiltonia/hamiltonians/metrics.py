@@ -237,7 +237,7 @@ class DenseMetric(Metric):
         # Row by row (a stack of 1 x d products), so that a chain's velocity does not depend
         # on how many chains share the batch (BLAS sums a d x d product with m rows in an
         # order that depends on m): a chain gives the same draws alone on a worker
-        # (hamiltonia.executors) as among others. M^{-1} is symmetric: p M^{-1}.
+        # (hamiltonia.runner.executors) as among others. M^{-1} is symmetric: p M^{-1}.
         m = self._on_backend("inverse_mass", self.inverse_mass)
         return (p[..., None, :] @ m)[..., 0, :]
 

@@ -29,8 +29,8 @@ import numpy as np
 from hamiltonia import backend
 from hamiltonia.compiled.roles import HAMILTONIAN, STRUCTURE, kinetic, velocity
 from hamiltonia.hamiltonians.base import Hamiltonian, separable_energy_kernel
-from hamiltonia.magnetic import FIELD_AUX, field_sign
 from hamiltonia.state import PhaseState
+from hamiltonia.structures.magnetic import FIELD_AUX, field_sign
 
 __all__ = ["LeapfrogShadowHamiltonian", "SeparableShadowHamiltonian", "ShadowHamiltonian"]
 
@@ -288,7 +288,7 @@ class LeapfrogShadowHamiltonian(ShadowHamiltonian):
     and Marwala 2021, PS2HMC, eqs. 8-13; the magnetic term from the brackets of the structure
     :math:`J_G`, their 2022 SMHMC, Theorem 1, eqs. 13-16), conserved by the (magnetic) leapfrog to
     :math:`O(\\varepsilon^4)`. :math:`G` is the field with the chain's sign
-    (:data:`~hamiltonia.magnetic.FIELD_AUX`). With ``shadow_sign="printed"``,
+    (:data:`~hamiltonia.structures.magnetic.FIELD_AUX`). With ``shadow_sign="printed"``,
     :math:`\\sigma = -1`: the sign printed in the SMHMC paper, which conserves only to
     second order (a typo: the paper's own brackets give :math:`\\sigma = 1`); the default
     ``"corrected"`` is :math:`\\sigma = 1`.
@@ -301,7 +301,8 @@ class LeapfrogShadowHamiltonian(ShadowHamiltonian):
     Each energy then costs two gradients, counted in ``n_grad``.
 
     :math:`\\hat H` is not separable, so :math:`p \\mid q` is not Gaussian: a momentum
-    refresh needs a Metropolis test (:class:`~hamiltonia.momentum.MetropolisPartialRefresh`),
+    refresh needs a Metropolis test
+    (:class:`~hamiltonia.refresh.momentum.MetropolisPartialRefresh`),
     which :class:`~hamiltonia.samplers.HamiltonianSampler` checks.
 
     Parameters

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from hamiltonia import backend
-from hamiltonia.poisson import CanonicalStructure, PoissonStructure
 from hamiltonia.state import PhaseState
+from hamiltonia.structures.base import CanonicalStructure, PoissonStructure
 
 __all__ = ["Integrator", "per_chain_lengths"]
 
@@ -37,7 +37,7 @@ class Integrator:
       Subclasses may override it to merge work between steps (as the splittings merge kicks).
     * ``order`` is the global order of accuracy: the energy error over a fixed time falls as
       :math:`\\varepsilon^{\\text{order}}`.
-    * ``structure`` is the :class:`~hamiltonia.poisson.PoissonStructure` integrated; its
+    * ``structure`` is the :class:`~hamiltonia.structures.base.PoissonStructure` integrated; its
       ``kick`` and ``drift`` flows are what an integrator composes.
     * Reversibility: integrating, negating :math:`p` (and reversing the structure's
       auxiliary variables, ``structure.reverse``), and integrating again returns to the

@@ -14,7 +14,7 @@ A symmetric splitting of :math:`H = U + K` composes the flows of the potential (
 with :math:`\\sum_i b_i = \\sum_i a_i = 1` (consistency) and palindromic coefficients
 (symmetry, hence reversibility and even order). Each flow is exact and symplectic, so the
 composition is symplectic and volume preserving. The kicks and drifts are those of the
-integrator's :class:`~hamiltonia.poisson.PoissonStructure`, so the same table integrates a
+integrator's :class:`~hamiltonia.structures.base.PoissonStructure`, so the same table integrates a
 magnetic flow when the structure is magnetic. The last kick of a step and the first of the
 next are merged, so a step costs :math:`k` gradient evaluations.
 

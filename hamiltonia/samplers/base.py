@@ -49,7 +49,7 @@ class Sampler:
     name: str = "sampler"
 
     def __init__(self, target, *, step_size=None, tuners=(), reducer=None):
-        from hamiltonia.reducers import VarianceReducer
+        from hamiltonia.reducers.base import VarianceReducer
 
         self.target = target
         self.initial_step_size = (

@@ -8,11 +8,11 @@ from hamiltonia import backend
 from hamiltonia.hamiltonians.base import Hamiltonian
 from hamiltonia.hamiltonians.shadow import ShadowHamiltonian
 from hamiltonia.integrators import Integrator, make_integrator
-from hamiltonia.momentum import FullRefresh, MomentumRefresh
-from hamiltonia.reducers import ImportanceWeights, gives_weights
+from hamiltonia.reducers.base import ImportanceWeights, gives_weights
+from hamiltonia.refresh.momentum import FullRefresh, MomentumRefresh
 from hamiltonia.samplers.base import BASE_STATS, Sampler
 from hamiltonia.state import ChainState
-from hamiltonia.trajectories import TrajectoryPolicy
+from hamiltonia.trajectories.metropolis import TrajectoryPolicy
 
 __all__ = ["HamiltonianSampler"]
 
@@ -43,12 +43,12 @@ class HamiltonianSampler(Sampler):
     trajectory : TrajectoryPolicy
         How long to integrate and how to pick the next state.
     refresh : MomentumRefresh
-        Default :class:`~hamiltonia.momentum.FullRefresh`.
+        Default :class:`~hamiltonia.refresh.momentum.FullRefresh`.
     tuners : sequence of Tuner
         Warm-up adaptation, e.g. ``[DualAveraging(0.8)]``.
     reducer : VarianceReducer, optional
         Supplies importance weights for shadow samplers (default: none, or
-        :class:`~hamiltonia.reducers.ImportanceWeights` with a shadow Hamiltonian).
+        :class:`~hamiltonia.reducers.base.ImportanceWeights` with a shadow Hamiltonian).
     step_size : float, optional
         Initial (or, with no step-size tuner, fixed) step size.
 
@@ -164,7 +164,7 @@ class HamiltonianSampler(Sampler):
         state = self.refresh.refresh(ham, state, rngs, chain.step_size)
         if mirror.any():
             # The secondary of an antithetic pair refreshes through the reversal, so its
-            # momentum normals enter negated (hamiltonia.antithetic).
+            # momentum normals enter negated (hamiltonia.reducers.antithetic).
             state = self._reversed(state, mirror)
         refreshed = self.refresh.counted()
         counting = bool(self.integrator.stats())
@@ -186,7 +186,7 @@ class HamiltonianSampler(Sampler):
         return flipped.select(backend.asmask(mask), state)
 
     def probe_acceptance(self, chain, step_size, rngs):
-        from hamiltonia.trajectories import metropolis_probability
+        from hamiltonia.trajectories.metropolis import metropolis_probability
 
         ham = self.hamiltonian
         state = chain.phase.with_momentum(ham.sample_momentum(rngs, chain.phase.aux))

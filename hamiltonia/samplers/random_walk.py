@@ -7,7 +7,7 @@ import numpy as np
 from hamiltonia import backend
 from hamiltonia.samplers.base import Sampler
 from hamiltonia.state import ChainState, PhaseState, evaluate_target
-from hamiltonia.trajectories import metropolis_select
+from hamiltonia.trajectories.metropolis import metropolis_select
 
 __all__ = ["RandomWalkMetropolis"]
 

@@ -23,19 +23,19 @@ from hamiltonia.hamiltonians.metrics import DenseMetric, DiagonalMetric
 from hamiltonia.hamiltonians.random_mass import RandomMassHamiltonian, check_mass_volatility
 from hamiltonia.hamiltonians.shadow import LeapfrogShadowHamiltonian, SeparableShadowHamiltonian
 from hamiltonia.integrators import Integrator, ProcessedLeapfrog, make_integrator
-from hamiltonia.magnetic import (
+from hamiltonia.refresh.momentum import FullRefresh, MetropolisPartialRefresh, PartialRefresh
+from hamiltonia.samplers.hamiltonian import HamiltonianSampler
+from hamiltonia.samplers.random_walk import RandomWalkMetropolis
+from hamiltonia.structures.magnetic import (
     MagneticStructure,
     check_field,
     check_field_strength,
     random_field,
     research_field,
 )
-from hamiltonia.momentum import FullRefresh, MetropolisPartialRefresh, PartialRefresh
-from hamiltonia.no_u_turn import DEFAULT_MAX_TREE_DEPTH, NoUTurn
-from hamiltonia.samplers.hamiltonian import HamiltonianSampler
-from hamiltonia.samplers.random_walk import RandomWalkMetropolis
-from hamiltonia.trajectories import MetropolisTrajectory
-from hamiltonia.tuners import DualAveraging, WindowedMetric
+from hamiltonia.trajectories.metropolis import MetropolisTrajectory
+from hamiltonia.trajectories.no_u_turn import DEFAULT_MAX_TREE_DEPTH, NoUTurn
+from hamiltonia.tuners.adaptation import DualAveraging, WindowedMetric
 
 __all__ = [
     "a_hmc",
@@ -126,8 +126,9 @@ def _trajectory(n_steps, n_steps_jitter, step_size_jitter) -> MetropolisTrajecto
 
 def _structure(target, field, g, field_seed):
     """The Poisson structure of a ``field`` option: ``None`` (canonical), ``"research"``
-    (:func:`~hamiltonia.magnetic.research_field` with strength ``g``), ``"random"``
-    (:func:`~hamiltonia.magnetic.random_field` with entry scale ``g`` and ``field_seed``),
+    (:func:`~hamiltonia.structures.magnetic.research_field` with strength ``g``), ``"random"``
+    (:func:`~hamiltonia.structures.magnetic.random_field` with entry scale ``g`` and
+    ``field_seed``),
     or an antisymmetric matrix. ``g=None`` takes the target's research value."""
     if field is None:
         if g is not None:
@@ -216,10 +217,10 @@ def _hamiltonian(target, metric, mass_volatility):
 def _reducer(antithetic, control_variates, hamiltonian):
     """Control variates over antithetic pairs over the importance weights a shadow
     Hamiltonian needs, as asked, or the sampler's default reducer (``None``)."""
-    from hamiltonia.antithetic import AntitheticPairs
-    from hamiltonia.control_variates import ControlVariates
     from hamiltonia.hamiltonians.shadow import ShadowHamiltonian
-    from hamiltonia.reducers import ImportanceWeights
+    from hamiltonia.reducers.antithetic import AntitheticPairs
+    from hamiltonia.reducers.base import ImportanceWeights
+    from hamiltonia.reducers.control_variates import ControlVariates
     from hamiltonia.targets.base import Target
 
     antithetic = check_flag(antithetic, "antithetic")
@@ -301,7 +302,7 @@ def hmc(
     metric : str, array or Metric
         ``"identity"`` (default, :math:`M = I` as in the thesis); ``"diagonal"`` or
         ``"dense"`` to adapt the inverse mass matrix during warm-up on Stan's windows
-        (:class:`~hamiltonia.tuners.WindowedMetric`); or a fixed inverse mass matrix (1-D
+        (:class:`~hamiltonia.tuners.adaptation.WindowedMetric`); or a fixed inverse mass matrix (1-D
         diagonal, 2-D dense, or a :class:`~hamiltonia.hamiltonians.Metric`).
     adapt_windows : (int, int, int)
         Stan's warm-up schedule for an adapted metric: the initial buffer (step size only),
@@ -315,7 +316,7 @@ def hmc(
         Draw each chain's number of steps per iteration uniformly from
         :math:`\\lceil(1 - j)L\\rceil` (at least 1) to :math:`L` = ``n_steps`` (default 0: always
         :math:`L`; 1: uniform on :math:`1..L`, the random length of
-        :class:`~hamiltonia.trajectories.RandomLength`).
+        :class:`~hamiltonia.trajectories.metropolis.RandomLength`).
     integrator : str or Integrator
         ``"leapfrog"`` (default), ``"two-stage"`` or ``"three-stage"`` (the splittings of
         Blanes, Casas and Sanz-Serna; ``n_steps`` counts steps, each costing one gradient per
@@ -323,9 +324,9 @@ def hmc(
     rho : float in [0, 1)
         Partial momentum refreshment :math:`p' = \\rho p + \\sqrt{1-\\rho^2}\\, u`, the
         momentum kept between iterations and negated on rejection (default 0: a full
-        refresh); see :class:`~hamiltonia.momentum.PartialRefresh`.
+        refresh); see :class:`~hamiltonia.refresh.momentum.PartialRefresh`.
     field : None, "research", "random" or array
-        A magnetic field :math:`G` (magnetic HMC, :mod:`hamiltonia.magnetic`): the
+        A magnetic field :math:`G` (magnetic HMC, :mod:`hamiltonia.structures.magnetic`): the
         research's rank-two field, a random antisymmetric one, or a given antisymmetric
         ``(dim, dim)`` matrix (default ``None``: the canonical dynamics).
     g : float >= 0, optional
@@ -347,8 +348,8 @@ def hmc(
         ``"leapfrog"``: the leapfrog's non-separable shadow, with the magnetic term when a
         ``field`` is given (:class:`~hamiltonia.hamiltonians.LeapfrogShadowHamiltonian`),
         the refresh then tested
-        (:class:`~hamiltonia.momentum.MetropolisPartialRefresh`). Both with importance
-        weights (:class:`~hamiltonia.reducers.ImportanceWeights`).
+        (:class:`~hamiltonia.refresh.momentum.MetropolisPartialRefresh`). Both with importance
+        weights (:class:`~hamiltonia.reducers.base.ImportanceWeights`).
     fixed_point_tolerance : float > 0
         Of the processed leapfrog's fixed points (default 1e-6, the thesis's).
     fixed_point_max_iterations : int >= 1
@@ -360,13 +361,14 @@ def hmc(
         The sign of the magnetic term of ``shadow="leapfrog"`` with a field: the one that
         conserves to fourth order (default) or the SMHMC paper's printed one.
     antithetic : bool
-        Run the chains in antithetic pairs (:class:`~hamiltonia.antithetic.AntitheticPairs`:
+        Run the chains in antithetic pairs
+        (:class:`~hamiltonia.reducers.antithetic.AntitheticPairs`:
         shared random numbers, the secondary's momentum normals negated; an even number of
         chains); default ``False``.
     control_variates : {False, 1, 2}
         Keep the gradient of the log density at each draw for zero-variance control
         variates of this polynomial order
-        (:class:`~hamiltonia.control_variates.ControlVariates`;
+        (:class:`~hamiltonia.reducers.control_variates.ControlVariates`;
         :meth:`hamiltonia.Result.control_variate_summary`); default ``False``.
     """
     fixed_metric, metric_tuners = _metric_and_tuner(metric, target.dim, adapt_windows)
@@ -414,7 +416,7 @@ def nuts(
 ) -> HamiltonianSampler:
     """The no-U-turn sampler (multinomial NUTS, generalised criterion), as in Stan and NumPyro.
 
-    The trajectory policy is :class:`~hamiltonia.no_u_turn.NoUTurn`.
+    The trajectory policy is :class:`~hamiltonia.trajectories.no_u_turn.NoUTurn`.
 
     Defaults as Stan's: a diagonal metric adapted on Stan's warm-up windows, dual averaging of
     the step size towards an acceptance statistic of 0.8, trees of depth at most 10.
@@ -426,7 +428,7 @@ def nuts(
         Most doublings of a trajectory (default 10: at most 1023 steps).
     criterion : {"stan", "numpyro"}
         The no-U-turn criterion: Stan's (default) or NumPyro's and BlackJAX's
-        (:class:`~hamiltonia.no_u_turn.NoUTurn`).
+        (:class:`~hamiltonia.trajectories.no_u_turn.NoUTurn`).
     step_size, target_accept, adapt_step_size, integrator
         As in :func:`hmc`.
     metric : str, array or Metric
@@ -436,7 +438,8 @@ def nuts(
         Stan's warm-up windows, as in :func:`hmc`.
     field, g, field_seed, mass_volatility
         A magnetic field and a random mass, as in :func:`hmc`: the tree then follows the
-        magnetic flow of a fixed :math:`G` (valid: see :class:`~hamiltonia.no_u_turn.NoUTurn`),
+        magnetic flow of a fixed :math:`G` (valid: see
+        :class:`~hamiltonia.trajectories.no_u_turn.NoUTurn`),
         or a mass drawn for each tree.
     shadow, fixed_point_tolerance, fixed_point_max_iterations
         ``shadow="separable"`` builds the tree from processed-leapfrog steps and weighs
@@ -581,7 +584,7 @@ mhmc = _preset(
 
     The leapfrog over the magnetic structure with the research's field :math:`G_{1i} = g`,
     :math:`G_{i1} = -g`; the field's sign is negated with the momentum on rejection
-    (:mod:`hamiltonia.magnetic`).""",
+    (:mod:`hamiltonia.structures.magnetic`).""",
     n_steps=None,
     field="research",
 )
@@ -686,7 +689,7 @@ shmc = _preset(
     """Shadow HMC on the leapfrog's non-separable fourth-order shadow :math:`\\hat H`
     (Izaguirre and Hampton 2004; Mongwe et al. 2021, PS2HMC, Theorem 1 and §III): a fresh
     momentum is proposed and tested against :math:`\\hat H` (``rho=0`` of
-    :class:`~hamiltonia.momentum.MetropolisPartialRefresh`; the original's momentum
+    :class:`~hamiltonia.refresh.momentum.MetropolisPartialRefresh`; the original's momentum
     generation bounded by a constant ``c`` is not used), the leapfrog's proposal accepted on
     :math:`\\hat H`, the draws weighted by :math:`\\hat H - H`.""",
     n_steps=None,
@@ -718,7 +721,7 @@ smhmc = _preset(
 
 _ANTITHETIC = """
 
-    The chains run in antithetic pairs (:mod:`hamiltonia.antithetic`; an even number of
+    The chains run in antithetic pairs (:mod:`hamiltonia.reducers.antithetic`; an even number of
     chains): the pair shares its random numbers and the secondary negates its momentum
     normals; the estimate is the pair mean, which :meth:`hamiltonia.Result.pair_summary`
     reports with its standard error and the reduction factor. The step size is adapted

@@ -67,6 +67,11 @@ class Target:
     reports (identity by default).
     """
 
+    #: The class of a model over named parameter blocks (:class:`hamiltonia.Model`), which
+    #: the constructors here build when given ``params``. :mod:`hamiltonia.targets.model`
+    #: sets it on import: the model is a target, so this module cannot import it.
+    named_model: type | None = None
+
     #: One line shown by ``hamiltonia list``.
     description: str = ""
 
@@ -277,9 +282,7 @@ class Target:
         if (dim is None) == (params is None):
             raise ValueError("give either dim (a flat vector) or params (named blocks)")
         if params is not None:
-            from hamiltonia.targets.model import Model
-
-            return Model(logp, params, backend="jax", **model)
+            return Target.named_model(logp, params, backend="jax", **model)
         if model:
             raise TypeError(f"unexpected arguments {sorted(model)} for a flat target")
         log_prob, lp_grad, hvp = jax_functions(logp, dim)
@@ -397,18 +400,18 @@ def autograd_functions(f: Callable, dim: int, vectorized: bool | None, label: st
 def numba_functions(f: Callable, dim: int, label: str = "logp"):
     """``(log_prob, log_prob_and_grad, hvp, kernel)`` of a log density ``f`` of one point
     written with ``autograd.numpy``, compiled by numba with a gradient generated from
-    autograd's trace (:func:`hamiltonia.compiled.user_target.compile_log_density`): the
+    autograd's trace (:func:`hamiltonia.modelling.user_target.compile_log_density`): the
     NumPy path calls the compiled function on each chain, the compiled path calls ``kernel``
     inside the chain kernel. The Hessian-vector product (for the shadow samplers) comes from
     autograd.
 
     Raises
     ------
-    hamiltonia.compiled.trace.TraceError
+    hamiltonia.modelling.trace.TraceError
         (a ``ValueError``) when ``f`` uses a function without a compiled derivative, or
         its computation depends on the parameters' values.
     """
-    from hamiltonia.compiled.user_target import compile_log_density
+    from hamiltonia.modelling.user_target import compile_log_density
 
     dim = check_dim(dim)
     kernel = compile_log_density(f, dim, label)

@@ -60,7 +60,7 @@ from hamiltonia._validation import (
     check_positions,
     check_positive,
 )
-from hamiltonia.metrics import RegressorTarget
+from hamiltonia.diagnostics.predictive import RegressorTarget
 from hamiltonia.targets.base import Target
 from hamiltonia.targets.logistic import safe_name
 
@@ -395,7 +395,8 @@ class BayesianNeuralNetwork(RegressorTarget, Target):
         }
 
     def test_metrics(self, draws, log_weights=None) -> dict[str, float]:
-        """:meth:`metrics` (the same numbers as :class:`~hamiltonia.metrics.RegressorTarget`
+        """:meth:`metrics` (the same numbers as
+        :class:`~hamiltonia.diagnostics.predictive.RegressorTarget`
         gives, computed without scikit-learn); used by ``Result.test_metrics`` and the CLI."""
         return self.metrics(draws, log_weights)
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 import numpy as np
 
 from hamiltonia._validation import check_int, check_positions, check_positive
-from hamiltonia.metrics import RegressorTarget
+from hamiltonia.diagnostics.predictive import RegressorTarget
 from hamiltonia.targets.base import Target
 from hamiltonia.targets.bnn import BayesianNeuralNetwork
 

@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 
-from hamiltonia.compiled.special import exp_nonpositive
+from hamiltonia.modelling.special import exp_nonpositive
 
 __all__ = ["KERNEL_BLOCK", "bnn_log_prob"]
 

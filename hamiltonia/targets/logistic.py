@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from hamiltonia._validation import check_design, check_positions, check_positive
-from hamiltonia.metrics import ClassifierTarget
+from hamiltonia.diagnostics.predictive import ClassifierTarget
 from hamiltonia.targets.base import Target
 
 __all__ = [

@@ -3,7 +3,7 @@ only when the compiled path asks for it)."""
 
 import numpy as np
 
-from hamiltonia.compiled.special import softplus_sigmoid
+from hamiltonia.modelling.special import softplus_sigmoid
 
 __all__ = ["logistic_log_prob"]
 
@@ -21,7 +21,7 @@ def logistic_log_prob(q, grad, fdata, idata):
     :math:`z = Xw` and :math:`X^\\top (y - \\sigma(z))`, then run along the long axis
     (the rows), where they vectorise; four columns share each pass over the rows, so the
     row-length arrays are read a quarter as often. The link functions go through
-    :func:`hamiltonia.compiled.special.softplus_sigmoid`, which vectorises (the scalar
+    :func:`hamiltonia.modelling.special.softplus_sigmoid`, which vectorises (the scalar
     ``exp``/``log1p`` would dominate the cost).
     """
     n, d = idata[0], idata[1]

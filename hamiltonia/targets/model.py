@@ -24,7 +24,8 @@ target's log density there is
 
     \\log p(z) = \\texttt{logp}(T(z)) + \\log\\lvert\\det J_T(z)\\rvert,
 
-with :math:`T` the blocks' constraints (:mod:`hamiltonia.constraints`). The gradient and the
+with :math:`T` the blocks' constraints (:mod:`hamiltonia.modelling.constraints`). The gradient and
+the
 Hessian-vector product come from autograd; ``logp`` gets every block with the chains as
 leading axes when it accepts them (found out on three test points), and otherwise one chain
 at a time, which a :class:`~hamiltonia.targets.base.RowByRowWarning` announces with its cost.
@@ -36,10 +37,11 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
-from hamiltonia.constraints import Real
-from hamiltonia.parameters import ParameterLayout, axis_names, element_names
+from hamiltonia.modelling.constraints import Real
+from hamiltonia.modelling.parameters import ParameterLayout, axis_names, element_names
 from hamiltonia.targets.base import (
     FunctionTarget,
+    Target,
     autograd_functions,
     jax_functions,
     numba_functions,
@@ -99,7 +101,7 @@ class Model(FunctionTarget):
     backend : {"autograd", "numba", "jax"}
         ``"autograd"``: the gradient from autograd, on the NumPy path. ``"numba"``: the
         same ``logp`` (written with ``autograd.numpy``), recorded once and compiled by numba
-        with a generated reverse-mode gradient (:mod:`hamiltonia.compiled.user_target`), so
+        with a generated reverse-mode gradient (:mod:`hamiltonia.modelling.user_target`), so
         that the whole chain, NUTS included, runs compiled; ``log_likelihood`` and
         ``generated`` stay on autograd. ``"jax"`` (as :meth:`Target.from_jax
         <hamiltonia.Target.from_jax>`): the functions take one point and are written with
@@ -328,3 +330,6 @@ def _jax_vmap(fn: Callable):
     import jax
 
     return jax.jit(jax.vmap(fn))
+
+
+Target.named_model = Model

@@ -1,4 +1,4 @@
-"""The generated compiled log densities and gradients (hamiltonia.compiled.adjoint_source)
+"""The generated compiled log densities and gradients (hamiltonia.modelling.adjoint_source)
 against autograd's, rule by rule, and the errors of densities they cannot represent.
 
 Each density below exercises a group of rules; :func:`compile_log_density` itself compares
@@ -12,9 +12,9 @@ import autograd.scipy.stats.norm as norm
 import numpy as onp
 import pytest
 
-from hamiltonia.compiled.adjoint_source import supported_functions
-from hamiltonia.compiled.trace import TraceError
-from hamiltonia.compiled.user_target import compile_log_density
+from hamiltonia.modelling.adjoint_source import supported_functions
+from hamiltonia.modelling.trace import TraceError
+from hamiltonia.modelling.user_target import compile_log_density
 
 DATA = onp.linspace(-1.0, 2.0, 6)
 INDEX = onp.array([0, 2, 2, 5])

@@ -15,7 +15,7 @@ PART = """
 import numpy as np
 from hamiltonia.compiled.parts import PartKernels
 from hamiltonia.compiled.roles import draw_momentum
-from hamiltonia.momentum import MomentumRefresh
+from hamiltonia.refresh.momentum import MomentumRefresh
 from scaled_helper import scale
 
 
@@ -151,7 +151,7 @@ import hamiltonia as hm
 
 assert hm.__file__.startswith(sys.argv[1]), hm.__file__  # the copy, not the checkout
 from hamiltonia.bench import micro
-from hamiltonia.compiled import special
+from hamiltonia.modelling import special
 
 z = np.linspace(-3.0, 3.0, 8)
 special.softplus_sigmoid(z, np.empty(8), np.empty(8), np.empty(8), np.empty(8, np.int64))
@@ -226,7 +226,7 @@ def test_only_the_package_files_are_claimed(tmp_path, monkeypatch):
     where numba puts it, and ``NUMBA_CACHE_DIR`` is not touched; two installs of the
     package (two folders) get two cache folders."""
     from hamiltonia import _numba_cache
-    from hamiltonia.compiled import special
+    from hamiltonia.modelling import special
 
     monkeypatch.setenv("HAMILTONIA_CACHE", str(tmp_path / "cache"))
     user_file = tmp_path / "user_module.py"
@@ -254,7 +254,7 @@ def test_an_unwritable_cache_folder_still_keeps_the_package_clean(tmp_path, monk
     """When the cache folder cannot be made, the caches go to a temporary folder rather
     than to numba's next locator, which would write inside the package."""
     from hamiltonia import _numba_cache
-    from hamiltonia.compiled import special
+    from hamiltonia.modelling import special
 
     blocker = tmp_path / "a-file"
     blocker.write_text("")

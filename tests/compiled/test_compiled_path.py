@@ -8,7 +8,7 @@ import pytest
 import hamiltonia as hm
 from hamiltonia.compiled import NotCompilable, plan_for
 from hamiltonia.integrators import Leapfrog
-from hamiltonia.trajectories import StaticLength
+from hamiltonia.trajectories.metropolis import StaticLength
 from tests.paths import run_both_paths
 from tests.statistical.moments import assert_moments_recovered
 

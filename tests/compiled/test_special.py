@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from hamiltonia.compiled.special import exp_nonpositive, log1p_unit, softplus_sigmoid
+from hamiltonia.modelling.special import exp_nonpositive, log1p_unit, softplus_sigmoid
 
 ULP = np.finfo(float).eps
 
@@ -50,7 +50,7 @@ def test_softplus_and_sigmoid():
 def test_lgamma_and_digamma_against_scipy():
     from scipy import special as sp
 
-    from hamiltonia.compiled.special import digamma, lgamma
+    from hamiltonia.modelling.special import digamma, lgamma
 
     x = np.concatenate([np.linspace(-4.5, -0.01, 97), np.geomspace(1e-6, 1e6, 200)])
     x = x[np.abs(x - np.round(x)) > 1e-3]  # away from the poles at 0, -1, -2, ...

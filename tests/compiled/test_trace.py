@@ -1,4 +1,4 @@
-"""Recording a user's log density for the compiled path (hamiltonia.compiled.trace): a
+"""Recording a user's log density for the compiled path (hamiltonia.modelling.trace): a
 Python decision on a parameter's value is refused while recording, at any point and
 whichever way it goes there, naming the line; what depends only on shapes, and comparisons
 inside ``np.where``, are recorded and compiled.
@@ -16,8 +16,8 @@ import numpy as onp
 import pytest
 
 import hamiltonia as hm
-from hamiltonia.compiled.trace import TraceError, trace_graph
-from hamiltonia.compiled.user_target import compile_log_density
+from hamiltonia.modelling.trace import TraceError, trace_graph
+from hamiltonia.modelling.user_target import compile_log_density
 
 from .test_adjoint import assert_matches_autograd
 

@@ -6,7 +6,7 @@ import pytest
 import hamiltonia as hm
 from hamiltonia.hamiltonians import RandomMassHamiltonian
 from hamiltonia.hamiltonians.random_mass import MASS_AUX
-from hamiltonia.momentum import PartialRefresh
+from hamiltonia.refresh.momentum import PartialRefresh
 
 Z = 4.0  # z-score threshold of the statistical checks, as in tests/statistical
 

@@ -12,9 +12,9 @@ from hamiltonia.hamiltonians import (
     RandomMassHamiltonian,
     SeparableShadowHamiltonian,
 )
-from hamiltonia.momentum import PartialRefresh
-from hamiltonia.no_u_turn import NoUTurn
+from hamiltonia.refresh.momentum import PartialRefresh
 from hamiltonia.targets.base import FunctionTarget
+from hamiltonia.trajectories.no_u_turn import NoUTurn
 
 DENSE = np.array([[1.0, 0.3], [0.3, 0.8]])
 

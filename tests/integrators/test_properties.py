@@ -11,8 +11,8 @@ import pytest
 import hamiltonia as hm
 from hamiltonia.hamiltonians import EuclideanHamiltonian, RandomMassHamiltonian
 from hamiltonia.integrators import Integrator, Leapfrog, ProcessedLeapfrog, TwoStage
-from hamiltonia.magnetic import MagneticStructure
 from hamiltonia.state import PhaseState
+from hamiltonia.structures.magnetic import MagneticStructure
 
 
 class PlainLeapfrog(Integrator):

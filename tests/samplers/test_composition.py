@@ -8,8 +8,8 @@ import pytest
 import hamiltonia as hm
 from hamiltonia.hamiltonians import ShadowHamiltonian
 from hamiltonia.integrators import Integrator, Splitting
-from hamiltonia.poisson import PoissonStructure
-from hamiltonia.trajectories import StaticLength
+from hamiltonia.structures.base import PoissonStructure
+from hamiltonia.trajectories.metropolis import StaticLength
 
 
 class ToyShadow(ShadowHamiltonian):

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import hamiltonia as hm
-from hamiltonia.trajectories import StaticLength
+from hamiltonia.trajectories.metropolis import StaticLength
 
 from .moments import (
     assert_moments_recovered,

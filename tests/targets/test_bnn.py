@@ -365,7 +365,7 @@ def test_bnn_concrete_samples(with_data):
 
 def test_metrics_agree_with_the_scikit_learn_ones():
     pytest.importorskip("sklearn")
-    from hamiltonia.metrics import regression_metrics
+    from hamiltonia.diagnostics.predictive import regression_metrics
 
     X, y = _data(n=50)
     target = BayesianNeuralNetwork(X[:40], y[:40], X_test=X[40:], y_test=y[40:])

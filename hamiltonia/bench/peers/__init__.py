@@ -61,7 +61,7 @@ def initial_points(seed: int, chains: int, dim: int) -> np.ndarray:
     """The initial positions hamiltonia draws by default for ``seed``: chain ``c`` takes
     ``dim`` uniform(-2, 2) draws from child ``c`` of ``SeedSequence(seed)``. Every library
     starts from these points."""
-    from hamiltonia.run import INIT_RADIUS, make_rngs
+    from hamiltonia.runner.run import INIT_RADIUS, make_rngs
 
     rngs, _ = make_rngs(seed, chains)
     return np.stack([rng.uniform(-INIT_RADIUS, INIT_RADIUS, dim) for rng in rngs])

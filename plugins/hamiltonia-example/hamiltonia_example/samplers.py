@@ -11,7 +11,7 @@ from hamiltonia import (
     HamiltonianSampler,
     Leapfrog,
 )
-from hamiltonia.trajectories import MetropolisTrajectory
+from hamiltonia.trajectories.metropolis import MetropolisTrajectory
 
 __all__ = ["JitteredLength", "jittered_hmc"]
 
@@ -23,7 +23,7 @@ class JitteredLength(MetropolisTrajectory):
     generator (so a chain's draws do not depend on the others), then the trajectory is
     integrated and Metropolis-tested as in :class:`hamiltonia.StaticLength`. Jittering the
     length avoids the near-periodic trajectories a fixed length can fall into. It is a
-    :class:`~hamiltonia.trajectories.MetropolisTrajectory` with ``min_steps=1``, so it runs
+    :class:`~hamiltonia.trajectories.metropolis.MetropolisTrajectory` with ``min_steps=1``, so it runs
     compiled with no kernel of its own.
 
     Parameters

@@ -727,7 +727,7 @@ def read_partial(path) -> PartialRun:
         attrs = manifest.get("attrs", {})
         if not attrs.get("resume"):
             raise RunFileError(f"the unfinished run in {folder} holds no draws yet")
-        # A run checkpointed in warm-up, or spread over tasks (hamiltonia.executors) that
+        # A run checkpointed in warm-up, or spread over tasks (hamiltonia.runner.executors) that
         # records its state after warm-up before its tasks make draws: no draws, but a run
         # to resume.
         qs = [np.empty((int(attrs["chains"]), 0, len(manifest["names"])))]

@@ -13,7 +13,7 @@ saved (:func:`check_target`).
 A file is data from outside: :func:`validate` checks every field before anything is built
 from it (names from the registries only, a metric class from a fixed list, finite arrays of
 the shapes the file's own draws imply, generator states the generator accepts) and raises one
-:class:`~hamiltonia.runfile.RunFileError` naming the file and the field.
+:class:`~hamiltonia.runner.runfile.RunFileError` naming the file and the field.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import numpy as np
 
 from hamiltonia import backend as array_backend
 from hamiltonia._validation import MAX_WARMUP, check_int, finite_array
-from hamiltonia.runfile import RunFileError
+from hamiltonia.runner.runfile import RunFileError
 from hamiltonia.state import PhaseState
 
 __all__ = [
@@ -77,7 +77,7 @@ def capture(sampler: str, options, state, rngs, smp, warmup=None) -> dict:
 def warmup_state(smp, done: int, n_warmup: int, tail=None) -> dict | None:
     """What a run in warm-up needs beyond its chains' state, after ``done`` of its
     ``n_warmup`` warm-up iterations (0: just after the step-size search): each tuner's
-    :meth:`~hamiltonia.tuners.Tuner.warmup_state` and, for a run that keeps its warm-up
+    :meth:`~hamiltonia.tuners.adaptation.Tuner.warmup_state` and, for a run that keeps its warm-up
     draws, ``tail``: the statistics of the iterations after the last kept one (a thinned
     draw sums its group's gradients and ORs its divergences). ``None`` when a tuner cannot
     be checkpointed.
@@ -146,7 +146,7 @@ def _array(path, field: str, value, shape: tuple, *, finite: bool = True) -> np.
 
 def validate(info, previous, path) -> dict:
     """``info`` (a checkpoint's resume state) checked against the run ``previous`` read from
-    ``path``: the checked copy, or :class:`~hamiltonia.runfile.RunFileError`."""
+    ``path``: the checked copy, or :class:`~hamiltonia.runner.runfile.RunFileError`."""
     from hamiltonia import samplers
 
     if not isinstance(info, dict):
@@ -284,7 +284,7 @@ def check_warmup(info: dict, smp, previous, path) -> dict:
     """``info`` (checked by :func:`validate`) with the tuners' warm-up states checked against
     the rebuilt sampler ``smp``'s tuners (the same kinds in the same order, each field of
     the right shape and finite) and the statistics of the kept warm-up draws' unfinished
-    group against its declared statistics; :class:`~hamiltonia.runfile.RunFileError`
+    group against its declared statistics; :class:`~hamiltonia.runner.runfile.RunFileError`
     naming the file and the field otherwise."""
     warm = info.get("warmup")
     if warm is None:

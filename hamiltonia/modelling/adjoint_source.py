@@ -1,6 +1,6 @@
 """A log density and its reverse-mode gradient, written as numba source from a traced graph.
 
-:func:`gradient_source` turns a :class:`~hamiltonia.compiled.trace.Graph` into the text of a
+:func:`gradient_source` turns a :class:`~hamiltonia.modelling.trace.Graph` into the text of a
 function of the compiled-target signature (:mod:`hamiltonia.compiled.targets`)
 
 .. code-block:: python
@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hamiltonia.compiled.trace import Graph, Op, TraceError
+from hamiltonia.modelling.trace import Graph, Op, TraceError
 
 __all__ = ["RULES", "SourceFunction", "gradient_source", "supported_functions"]
 

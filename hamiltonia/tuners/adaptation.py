@@ -65,7 +65,7 @@ class Tuner:
       ``chain``, for instance to set an initial step size).
     * ``update(sampler, chain, info, iteration)`` runs after each warm-up iteration with the
       transition's ``info`` (per-chain arrays, see
-      :class:`~hamiltonia.trajectories.TrajectoryPolicy`). ``iteration`` counts from 0.
+      :class:`~hamiltonia.trajectories.metropolis.TrajectoryPolicy`). ``iteration`` counts from 0.
     * ``finalize(sampler, chain)`` runs once at the end of warm-up and sets the values used
       for sampling.
     * ``compiled(dim)`` returns the compiled counterpart: kernels for the ``tune`` role
@@ -136,7 +136,7 @@ def find_initial_step_size(sampler, chain: ChainState, rngs, step_size=1.0, max_
     All chains still searching are probed together, but each chain draws only from its own
     generator and only while it searches, so a chain's stream (and its result) does not
     depend on the other chains. The secondary chain of an antithetic pair then takes its
-    primary's step size and generator state (:meth:`~hamiltonia.antithetic.AntitheticPairs.
+    primary's step size and generator state (:meth:`~hamiltonia.reducers.antithetic.AntitheticPairs.
     rejoin`): the searches of the two may have drawn different numbers of probes.
     """
     n = len(rngs)

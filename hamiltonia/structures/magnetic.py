@@ -67,7 +67,7 @@ from hamiltonia import backend
 from hamiltonia._validation import as_float, check_int
 from hamiltonia.compiled.parts import PartKernels
 from hamiltonia.compiled.roles import STRUCTURE, inverse_mass_diagonal, position_flow
-from hamiltonia.poisson import PoissonStructure, canonical_kick_kernel
+from hamiltonia.structures.base import PoissonStructure, canonical_kick_kernel
 
 __all__ = [
     "FIELD_AUX",

@@ -4,7 +4,7 @@ autograd records every call of one of its primitives (``np.exp``, ``np.sum``, in
 ...) on values derived from the input as a node holding the function, its arguments and the
 result. :func:`trace_graph` runs the user's function once at a point with a node type of
 its own and returns the nodes in the order they were computed, with the shapes of every
-value: what :mod:`hamiltonia.compiled.adjoint_source` needs to write the log density and its
+value: what :mod:`hamiltonia.modelling.adjoint_source` needs to write the log density and its
 reverse-mode gradient as straight-line numba code.
 
 The graph is the computation at that point. A log density whose operations depend on the

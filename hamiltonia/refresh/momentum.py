@@ -24,7 +24,7 @@ from hamiltonia.compiled.roles import (
     velocity,
 )
 from hamiltonia.state import PhaseState
-from hamiltonia.trajectories import metropolis_probability
+from hamiltonia.trajectories.metropolis import metropolis_probability
 
 __all__ = [
     "FullRefresh",

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hamiltonia.reducers import ReducerWrapper, VarianceReducer
+from hamiltonia.reducers.base import ReducerWrapper, VarianceReducer
 
 __all__ = [
     "ORDERS",
@@ -96,8 +96,8 @@ def control_variate_summary(result, order: int | None = None, grads=None):
     per draw. The draws must be the target's own coordinates (a target that reports
     constrained draws is refused).
     """
-    from hamiltonia.antithetic import pair_means
-    from hamiltonia.reducers import linearised_values, reduction_table
+    from hamiltonia.reducers.antithetic import pair_means
+    from hamiltonia.reducers.base import linearised_values, reduction_table
     from hamiltonia.targets.base import Target
 
     draws = result.draws

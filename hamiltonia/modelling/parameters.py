@@ -10,7 +10,7 @@ A model declares its parameters as named blocks,
 
 and the layout builds the unconstrained vector :math:`z \\in \\mathbb R^{n}` (blocks in the
 order given, each flattened in C order), the map :math:`z \\mapsto` the constrained values
-by name with the sum of the blocks' log-Jacobians (:mod:`hamiltonia.constraints`), and its
+by name with the sum of the blocks' log-Jacobians (:mod:`hamiltonia.modelling.constraints`), and its
 inverse for initial values given by name.
 """
 
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hamiltonia.constraints import (
+from hamiltonia.modelling.constraints import (
     CholeskyCorr,
     Constraint,
     Interval,

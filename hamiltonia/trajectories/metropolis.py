@@ -108,7 +108,7 @@ def metropolis_select(
     The proposal's momentum is not negated: negation followed by the next refreshment's
     negation cancel, so accepting keeps :math:`p'` and rejecting keeps :math:`p` (or
     :math:`-p` when ``flip_on_reject``, as partial refreshment requires). ``reverse``
-    (the structure's :meth:`~hamiltonia.poisson.PoissonStructure.reverse`) is applied to a
+    (the structure's :meth:`~hamiltonia.structures.base.PoissonStructure.reverse`) is applied to a
     rejected chain: the proposal map with its time reversal is an involution only with the
     structure's auxiliary variables negated too (the magnetic field's sign, Algorithm 3).
 

@@ -11,7 +11,7 @@ metric. A chain's iterations depend on nothing else, so every executor gives the
 in-process run, bit for bit.
 
 A task checkpoints its draws and its chain state as a run file
-(:mod:`hamiltonia.runfile`) in a folder every worker can read (``output.tasks`` beside the
+(:mod:`hamiltonia.runner.runfile`) in a folder every worker can read (``output.tasks`` beside the
 output, or a temporary folder of the calling machine for a run without ``output``; removed
 when the run is complete, and the temporary one also when the run fails). A task that is
 started again, because its worker died, continues from its last checkpoint; the draws are
@@ -91,7 +91,7 @@ class ChainTask:
     target, sampler
         The run's target and its sampler after warm-up (metric and step size frozen).
     state : dict
-        :func:`hamiltonia.resume_state.chain_state` of these chains.
+        :func:`hamiltonia.runner.resume_state.chain_state` of these chains.
     draws, thin : int
         Kept draws per chain, and iterations per kept draw.
     compiled : bool
@@ -136,7 +136,7 @@ def _dumps(value) -> bytes:
 
 def _checkpointed(task: ChainTask):
     """The task's last checkpoint (draws so far and chain state), or ``None``."""
-    from hamiltonia.runfile import RunFileError, partial_dir, read_partial
+    from hamiltonia.runner.runfile import RunFileError, partial_dir, read_partial
 
     path = task.checkpoint_path
     if path is None or not (partial_dir(path) / "manifest.json").exists():
@@ -166,10 +166,9 @@ def _run_chain_task(task: ChainTask) -> dict:
     number of checkpoints it wrote."""
     from tqdm.auto import tqdm
 
-    from hamiltonia import resume_state
-    from hamiltonia import run as run_module
     from hamiltonia.results import Result
-    from hamiltonia.runfile import RunFile
+    from hamiltonia.runner import loop, resume_state
+    from hamiltonia.runner.runfile import RunFile
 
     smp, target = task.sampler, task.target
     smp.tuners = []  # warm-up is over: the parts are frozen
@@ -209,7 +208,7 @@ def _run_chain_task(task: ChainTask) -> dict:
         saved["at"] = time.perf_counter()
         saved["count"] += 1
 
-    rec = run_module._Recorder(
+    rec = loop.Recorder(
         len(task.chains), task.draws, len(names), smp.stats(), checkpoint,
         smp.reducer.records_gradients, target.dim,
     )  # fmt: skip
@@ -220,9 +219,9 @@ def _run_chain_task(task: ChainTask) -> dict:
                    log_weights=part.log_weights, gradients=part.gradients)
         )  # fmt: skip
         start = part.draws.shape[1]
-    plan = run_module._choose_plan(smp, task.compiled)
+    plan = loop.choose_plan(smp, task.compiled)
     try:
-        run_module._run_chains(plan, smp, target, state, rngs, 0, task.draws, rec,
+        loop.run_chains(plan, smp, target, state, rngs, 0, task.draws, rec,
                                tqdm(disable=True), start, task.thin)  # fmt: skip
     finally:
         if run_file is not None:
@@ -562,7 +561,7 @@ def remove_orphaned_task_folders(parent=None) -> list:
     list of Path
         The folders removed.
     """
-    from hamiltonia.runfile import left_by_dead_processes
+    from hamiltonia.runner.runfile import left_by_dead_processes
 
     parent = Path(tempfile.gettempdir() if parent is None else parent)
     removed = []

@@ -19,7 +19,8 @@ Mongwe 2022, thesis, §2.5, eq. 2.21) bend trajectories while keeping volume and
 
 An :class:`~hamiltonia.integrators.Integrator` declares the structure it integrates. A
 structure with an auxiliary variable (the sign of the magnetic field,
-:class:`~hamiltonia.magnetic.MagneticStructure`) reverses it in :meth:`PoissonStructure.reverse`,
+:class:`~hamiltonia.structures.magnetic.MagneticStructure`) reverses it in
+:meth:`PoissonStructure.reverse`,
 which a rejected proposal calls together with the momentum negation.
 """
 

@@ -92,7 +92,8 @@ def reduction_table(names, plain, series: np.ndarray, **extra):
 
 def gives_weights(reducer) -> bool:
     """Whether ``reducer`` supplies importance weights: its ``weighted`` attribute where it
-    has one (a wrapper such as :class:`~hamiltonia.antithetic.AntitheticPairs` asks its inner
+    has one (a wrapper such as :class:`~hamiltonia.reducers.antithetic.AntitheticPairs` asks its
+    inner
     reducer), else whether its class overrides :meth:`VarianceReducer.log_weights`."""
     flag = getattr(reducer, "weighted", None)
     if flag is not None:
@@ -121,7 +122,7 @@ class VarianceReducer:
     def estimate(self, values: np.ndarray, log_weights: np.ndarray | None) -> np.ndarray:
         return weighted_mean(values, log_weights)
 
-    #: Whether the run couples its chains in pairs (:mod:`hamiltonia.antithetic`).
+    #: Whether the run couples its chains in pairs (:mod:`hamiltonia.reducers.antithetic`).
     pairs = False
 
     def pairing(self, chains: int) -> list:
@@ -136,7 +137,7 @@ class VarianceReducer:
         """Resynchronise coupled chains after their streams may have parted: nothing here."""
 
     #: Whether the run keeps the gradient of the log density at each draw
-    #: (``result.gradients``; :mod:`hamiltonia.control_variates` reads it).
+    #: (``result.gradients``; :mod:`hamiltonia.reducers.control_variates` reads it).
     records_gradients = False
 
     def __repr__(self):

@@ -16,7 +16,7 @@ place over the range they serve (checked against NumPy in ``tests/compiled/test_
   :math:`\\sum_n t^{2n+1}/(2n+1)` to 18 terms (:math:`9^{-18} < 10^{-17}`); relative accuracy
   holds down to :math:`e \\to 0`.
 
-For the log densities generated from a user's model (:mod:`hamiltonia.compiled.adjoint_source`)
+For the log densities generated from a user's model (:mod:`hamiltonia.modelling.adjoint_source`)
 there are also :func:`lgamma` and :func:`digamma` (its derivative), numba ufuncs that serve
 numbers and arrays alike, and :func:`logsumexp_all`. :func:`digamma` uses the reflection
 :math:`\\psi(x) = \\psi(1 - x) - \\pi \\cot \\pi x` for :math:`x < 0`, the recurrence

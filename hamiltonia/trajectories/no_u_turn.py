@@ -25,7 +25,8 @@ energies :math:`H_i`:
   :math:`B` and on :math:`B` extended by the last state of :math:`A` (Stan's extra checks,
   which catch U-turns that fall between the two halves);
 * a state whose energy error :math:`H_i - H_0` exceeds
-  :data:`~hamiltonia.trajectories.MAX_ENERGY_ERROR` (or is not finite) is a divergence: the
+  :data:`~hamiltonia.trajectories.metropolis.MAX_ENERGY_ERROR` (or is not finite) is a divergence:
+  the
   subtree being built is abandoned and the trajectory stops;
 * the tree stops doubling at ``max_tree_depth`` (a trajectory of at most
   :math:`2^{\\text{depth}} - 1` steps).
@@ -56,7 +57,11 @@ from hamiltonia.compiled.roles import (
     target_energy,
     velocity,
 )
-from hamiltonia.trajectories import TrajectoryPolicy, is_divergent, metropolis_probability
+from hamiltonia.trajectories.metropolis import (
+    TrajectoryPolicy,
+    is_divergent,
+    metropolis_probability,
+)
 
 __all__ = [
     "DEFAULT_MAX_TREE_DEPTH",
@@ -432,7 +437,7 @@ class NoUTurn(TrajectoryPolicy):
     the final orbit in random directions gives the same orbit with the same probability,
     and that the criterion and the weights depend on the orbit's states alone; it never
     uses the momentum flip :math:`p \\to -p`. The magnetic leapfrog with a fixed field
-    (:class:`~hamiltonia.magnetic.MagneticStructure`) is a symmetric composition of exact
+    (:class:`~hamiltonia.structures.magnetic.MagneticStructure`) is a symmetric composition of exact
     flows, so its step with :math:`-\\varepsilon` is its inverse and it preserves volume:
     no-U-turn sampling over it (the research's "adaptive MHMC") leaves
     :math:`\\pi(q)\\,\\mathcal N(p; 0, M)` invariant with the field's sign left as it is

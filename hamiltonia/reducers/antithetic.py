@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hamiltonia.reducers import (
+from hamiltonia.reducers.base import (
     ReducerWrapper,
     VarianceReducer,
     linearised_values,
@@ -117,16 +117,13 @@ def pair_summary(result):
     \\text{mcse})^2`, the factor by which the pairs beat their primary chains (at twice
     their cost).
     """
-    from hamiltonia.results import Result
+    from hamiltonia.diagnostics.summary import summary_table
 
     draws, lw = result.draws, result.log_weights
     pairs = pairs_of(draws.shape[0])
-    primary = Result(
-        draws=draws[pairs[:, 0]],
-        stats={},
-        names=result.names,
-        log_weights=None if lw is None else lw[pairs[:, 0]],
-    ).summary()
+    primary = summary_table(
+        draws[pairs[:, 0]], result.names, None if lw is None else lw[pairs[:, 0]]
+    )
     eta = pair_correlation(draws)
     return reduction_table(
         result.names,
@@ -139,7 +136,7 @@ def pair_summary(result):
 
 class AntitheticPairs(ReducerWrapper):
     """Antithetic pairs of chains (module docs), over an ``inner`` reducer that supplies the
-    draws' weights (:class:`~hamiltonia.reducers.ImportanceWeights` for a shadow sampler).
+    draws' weights (:class:`~hamiltonia.reducers.base.ImportanceWeights` for a shadow sampler).
 
     The run gives chains :math:`2k` and :math:`2k+1` generators in one state and has the
     secondary refresh its momentum through the reversal; the estimate is the pair mean.

@@ -1,0 +1,24 @@
+"""Diagnostics: estimators of convergence and efficiency (ESS, R-hat, MCSE, Kish), the checks
+of a finished run that warn its user, and predictive metrics on held-out data."""
+
+from hamiltonia.diagnostics.estimators import (
+    combined_ess,
+    ess,
+    ess_per_gradient,
+    ess_per_second,
+    kish_ess,
+    mcse,
+    multivariate_ess,
+    rhat,
+)
+
+__all__ = [
+    "combined_ess",
+    "ess",
+    "ess_per_gradient",
+    "ess_per_second",
+    "kish_ess",
+    "mcse",
+    "multivariate_ess",
+    "rhat",
+]

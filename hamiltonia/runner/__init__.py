@@ -1,0 +1,1 @@
+"""Running chains: the run loop, its recording and checkpoints, resuming, executors."""
