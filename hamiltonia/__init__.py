@@ -37,6 +37,7 @@ from hamiltonia.modelling.parameters import (
 from hamiltonia.reducers.base import ImportanceWeights, VarianceReducer
 from hamiltonia.refresh.momentum import FullRefresh, MomentumRefresh, PartialRefresh
 from hamiltonia.results import Result, load
+from hamiltonia.results.runfile import RunFileError
 from hamiltonia.runner.run import (
     FallbackWarning,
     InterruptedRunWarning,
@@ -44,7 +45,6 @@ from hamiltonia.runner.run import (
     resume,
     sample,
 )
-from hamiltonia.runner.runfile import RunFileError
 from hamiltonia.samplers import HamiltonianSampler, RandomWalkMetropolis, Sampler
 from hamiltonia.state import ModelError
 from hamiltonia.structures.base import CanonicalStructure, PoissonStructure

@@ -63,6 +63,26 @@ def _checkpoint_argument(parser) -> None:
     )
 
 
+def _compiled_arguments(parser, default: str) -> None:
+    """``--compiled`` / ``--no-compiled``: ``compiled=True`` / ``False`` (neither: ``None``)."""
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument(
+        "--compiled",
+        dest="compiled",
+        action="store_true",
+        default=None,
+        help="require the compiled path (an error names the part that has no compiled "
+        f"counterpart); default: {default}",
+    )
+    group.add_argument(
+        "--no-compiled",
+        dest="compiled",
+        action="store_false",
+        default=None,
+        help="run the NumPy path (silences the warning that a part has no compiled counterpart)",
+    )
+
+
 def _parse_options(pairs) -> dict:
     options = {}
     for pair in pairs or []:
@@ -112,6 +132,8 @@ def _build_parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="a target parameter, e.g. -T dim=7 (repeatable)",
     )
+    _compiled_arguments(sp, "compiled where every part allows it, else the NumPy path with a "
+                        "warning naming the part")  # fmt: skip
     _executor_arguments(sp)
     sp.add_argument("--output", "-o", default=None, help="write the run to this netCDF file")
     sp.add_argument("--overwrite", action="store_true", help="replace an existing --output file")
@@ -123,6 +145,7 @@ def _build_parser() -> argparse.ArgumentParser:
     rp.add_argument("path", help="the run file")
     rp.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     _checkpoint_argument(rp)
+    _compiled_arguments(rp, "the path the run ran on")
     _executor_arguments(rp)
     pp = sub.add_parser("plot", help="draw a diagnostic plot of a run file")
     pp.add_argument("path", help="the run file (netCDF, from --output or Result.save)")
@@ -186,7 +209,7 @@ def _cmd_sample(args, out) -> int:
         if value is not None:
             options[key] = value
     target = hm.targets.get(args.target, **_parse_options(args.target_option))
-    with _quiet_run_warnings():
+    with _quiet_run_warnings(), _cli_spelling():
         result = hm.sample(
             target,
             sampler=args.sampler,
@@ -203,6 +226,7 @@ def _cmd_sample(args, out) -> int:
             output=args.output,
             overwrite=args.overwrite,
             checkpoint_seconds=args.checkpoint_seconds,
+            compiled=args.compiled,
             **options,
         )
     return _report(result, target, args.output, out)
@@ -213,7 +237,7 @@ def _cmd_plot(args, out) -> int:
 
     from hamiltonia.plots import KINDS, plot
     from hamiltonia.results import load
-    from hamiltonia.runner.runfile import RunFileError, atomic_write, checked_file_path
+    from hamiltonia.results.runfile import RunFileError, atomic_write, checked_file_path
 
     if args.kind not in KINDS:
         raise _UsageError(f"--kind must be one of {', '.join(sorted(KINDS))}, got {args.kind!r}")
@@ -255,24 +279,52 @@ def _cmd_resume(args, out) -> int:
         thin = previous.attrs.get("thin", 1)
         where = f"draw {previous.n_draws} of {previous.attrs.get('draws', 0) // thin}"
     del previous
-    with _quiet_run_warnings():
+    with _quiet_run_warnings(), _cli_spelling():
         result = hm.resume(args.path, progress=not args.no_progress, executor=args.executor,
                            scheduler=args.scheduler, workers=args.workers,
-                           checkpoint_seconds=args.checkpoint_seconds)  # fmt: skip
+                           checkpoint_seconds=args.checkpoint_seconds,
+                           compiled=args.compiled)  # fmt: skip
     print(f"continued {args.path} from {where}\n", file=out)
     return _report(result, result.get_target(), args.path, out)
 
 
+def _cli_spelling():
+    """The advice of the path's messages in this command line's options."""
+    from hamiltonia.runner.loop import Spelling, spelled
+
+    return spelled(Spelling(required="--compiled was asked", numpy="--no-compiled"))
+
+
 @contextlib.contextmanager
 def _quiet_run_warnings():
-    """The run's problems and an interruption are printed in the report's own block."""
+    """The run's problems and an interruption are printed in the report's own block; a fall
+    back to the NumPy path is one line on stderr as it happens (the report's ``path`` line
+    says it again)."""
     from hamiltonia.diagnostics.checks import SamplingWarning
+    from hamiltonia.runner.loop import FallbackWarning
     from hamiltonia.runner.run import InterruptedRunWarning
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SamplingWarning)
         warnings.simplefilter("ignore", InterruptedRunWarning)
+        show = warnings.showwarning
+
+        def one_line(message, category, filename, lineno, file=None, line=None):
+            if issubclass(category, FallbackWarning):
+                print(f"hamiltonia: warning: {message}", file=sys.stderr)
+            else:
+                show(message, category, filename, lineno, file, line)
+
+        warnings.showwarning = one_line
         yield
+
+
+def _path_line(attrs) -> str:
+    """``compiled (why)`` or ``NumPy (why)``, from a run's ``compiled`` and ``path_reason``."""
+    path = "compiled" if attrs.get("compiled") else "NumPy"
+    reason = str(attrs.get("path_reason", ""))
+    why = reason.split(": ", 1)[1] if ": " in reason else reason
+    return f"{path} ({why})" if why else path
 
 
 def _report(result, target, output, out) -> int:
@@ -328,6 +380,7 @@ def _print_report(result, target, output, out) -> int:
            else ""),
         file=out,
     )  # fmt: skip
+    print(f"path                 {_path_line(result.attrs)}", file=out)
     print(f"acceptance rate      {result.acceptance_rate:.3f}", file=out)
     print(
         f"step size (per chain) {np.array2string(stats['step_size'][:, -1], precision=4)}", file=out

@@ -1,19 +1,47 @@
 """Plugin registry through entry points.
 
-Targets and samplers are found under the entry-point groups ``hamiltonia.targets`` and
-``hamiltonia.samplers`` with :mod:`importlib.metadata`. hamiltonia registers its own built-ins
-there too, so every lookup takes the path a third-party plugin takes. A plugin package adds,
-in its ``setup.cfg``::
+Everything that can be chosen by name is found under an entry-point group with
+:mod:`importlib.metadata`: whole targets and samplers, and the parts a sampler is composed of.
+hamiltonia registers its own built-ins there too, so every lookup takes the path a
+third-party plugin takes.
+
+- ``hamiltonia.targets``: ``factory(**params) -> Target`` (:func:`hamiltonia.targets.get`);
+- ``hamiltonia.samplers``: ``recipe(target, **options) -> Sampler``
+  (:func:`hamiltonia.samplers.get`);
+- ``hamiltonia.integrators``: ``factory(structure=None, **options) -> Integrator``
+  (:func:`hamiltonia.integrators.get`);
+- ``hamiltonia.refreshes``: ``factory(**options) -> MomentumRefresh``
+  (:func:`hamiltonia.refresh.get`);
+- ``hamiltonia.trajectories``: ``factory(**options) -> TrajectoryPolicy``
+  (:func:`hamiltonia.trajectories.get`);
+- ``hamiltonia.structures``: ``factory(**options) -> PoissonStructure``
+  (:func:`hamiltonia.structures.get`);
+- ``hamiltonia.tuners``: ``factory(**options) -> Tuner`` (:func:`hamiltonia.tuners.get`);
+- ``hamiltonia.reducers``: ``factory(**options) -> VarianceReducer``
+  (:func:`hamiltonia.reducers.get`).
+
+A factory is a class or any callable; its keyword arguments are the part's options. A
+plugin package adds, in its ``setup.cfg``::
 
     [options.entry_points]
     hamiltonia.targets =
         my-target = my_package.targets:my_target
     hamiltonia.samplers =
         my-sampler = my_package.samplers:my_sampler
+    hamiltonia.integrators =
+        my-integrator = my_package.integrators:MyIntegrator
 
-A target entry point names a callable returning a :class:`~hamiltonia.Target` (its keyword
-arguments are the target's parameters); a sampler entry point names a recipe
-``recipe(target, **options) -> Sampler``.
+The sampler recipes take their string options from these registries: ``integrator=NAME``
+builds the integrator registered as ``NAME`` (with the magnetic structure, when there is
+one, as ``structure=``), and ``field=NAME`` the Poisson structure registered as ``NAME``
+(with those of ``dim``, ``g`` and ``seed`` its factory accepts). So once ``my-integrator`` is
+installed, ``hamiltonia sample banana --sampler hmc -O integrator=my-integrator`` uses it.
+The refresh, trajectory policy, tuners and reducers that the other options select are built
+through the registries of their kinds too, by the built-in names.
+
+A lookup of a name no package registers raises :class:`UnknownNameError` (a ``KeyError``)
+with the closest registered names and the list of all; a recipe's ``integrator`` or
+``field`` option names the same in a ``ValueError``.
 """
 
 from __future__ import annotations
@@ -93,11 +121,16 @@ class Registry:
     :class:`PluginWarning` naming it and its error, and everything else still loads. When two
     distributions register one name, a warning names both; hamiltonia's own entry wins over
     plugins, and otherwise the first distribution in alphabetical order wins.
+
+    ``returns``, when given, is the class :meth:`build` checks the factory's product against
+    (the part registries give the part's abstract class).
     """
 
-    def __init__(self, group: str, kind: str):
+    def __init__(self, group: str, kind: str, returns: type | None = None):
         self.group = group
         self.kind = kind
+        #: The class every factory's product must be an instance of (checked by :meth:`build`).
+        self.returns = returns
         self._entries: dict[str, _Entry] | None = None
         self._extra: dict[str, _Entry] = {}
 
@@ -221,3 +254,19 @@ class Registry:
                     f"valid options: {', '.join(valid) or 'none'}"
                 )
         return factory(*args, **options)
+
+    def build(self, name: str, *args, **options):
+        """:meth:`call`, then check that the product is a ``returns`` (``TypeError`` naming
+        the plugin that registered ``name`` if not)."""
+        product = self.call(name, *args, **options)
+        if self.returns is not None and not isinstance(product, self.returns):
+            raise TypeError(
+                f"{self.kind} {name!r} from {self.source(name)} returned "
+                f"{type(product).__name__}, not a hamiltonia {self.returns.__name__}"
+            )
+        return product
+
+    def accepts(self, name: str, option: str) -> bool:
+        """Whether the factory of ``name`` takes the keyword ``option`` (or any keyword)."""
+        parameters = inspect.signature(self.factory(name)).parameters.values()
+        return any(p.kind is p.VAR_KEYWORD for p in parameters) or option in self.options(name)

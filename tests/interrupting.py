@@ -4,9 +4,9 @@
 def interrupted(monkeypatch, after_records: int, run):
     """Call ``run()`` with the recorder raising KeyboardInterrupt (as Ctrl-C would) after
     ``after_records`` stored blocks, then restore the recorder; returns ``run()``'s result."""
-    from hamiltonia.runner import run as run_module
+    from hamiltonia.runner import loop
 
-    original = run_module._Recorder.record
+    original = loop.Recorder.record
     calls = {"n": 0}
 
     def interrupt(self, *args, **kw):
@@ -17,11 +17,11 @@ def interrupted(monkeypatch, after_records: int, run):
         if calls["n"] == after_records:
             raise KeyboardInterrupt
 
-    monkeypatch.setattr(run_module._Recorder, "record", interrupt)
+    monkeypatch.setattr(loop.Recorder, "record", interrupt)
     try:
         return run()
     finally:
-        monkeypatch.setattr(run_module._Recorder, "record", original)
+        monkeypatch.setattr(loop.Recorder, "record", original)
 
 
 class Killed(BaseException):
@@ -34,7 +34,7 @@ def killed_at_checkpoint(monkeypatch, stop, run):
     """Call ``run()`` with each checkpoint write raising :class:`Killed` from the first one
     for which ``stop(meta)`` is true (``meta``: the manifest it would write), then restore
     the writer; the file then holds the checkpoint before it."""
-    from hamiltonia.runner.runfile import RunFile
+    from hamiltonia.results.runfile import RunFile
 
     original = RunFile.append
     killed = {"now": False}

@@ -118,7 +118,7 @@ def test_console_script_runs_without_traceback():
 def test_done_criterion_banana_hmc_seed_0(capsys):
     """`hamiltonia sample banana --sampler hmc --seed 0` (4 chains, 1000 + 1000): R-hat below
     1.01 and the means agree with the exact ones (z-scores on the MCSE)."""
-    from tests.statistical.moments import Z_THRESHOLD
+    from hamiltonia.testing import Z_THRESHOLD
 
     assert main(["sample", "banana", "--sampler", "hmc", "--seed", "0", "--no-progress"]) == 0
     capsys.readouterr()
@@ -152,15 +152,15 @@ def test_sample_prints_test_metrics_and_relevance(capsys):
 
 
 def test_resume_command(capsys, tmp_path, monkeypatch):
-    from hamiltonia.runner import run as run_module
+    from hamiltonia.runner import loop
 
-    original = run_module._Recorder.record
+    original = loop.Recorder.record
 
     def interrupt_once(self, *args, **kw):
         original(self, *args, **kw)
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(run_module._Recorder, "record", interrupt_once)
+    monkeypatch.setattr(loop.Recorder, "record", interrupt_once)
     path = tmp_path / "run.nc"
     # The CLI reports the interruption in its own block (no Python warning on top).
     args = ["sample", "banana", "--chains", "2", "--warmup", "50", "--draws", "300", "--seed",
@@ -169,7 +169,7 @@ def test_resume_command(capsys, tmp_path, monkeypatch):
         warnings.simplefilter("error", hm.InterruptedRunWarning)
         assert main(args) == EXIT_INTERRUPTED  # an interrupted run does not exit 0
     assert "INTERRUPTED after" in capsys.readouterr().out
-    monkeypatch.setattr(run_module._Recorder, "record", original)
+    monkeypatch.setattr(loop.Recorder, "record", original)
     assert hm.load(path).attrs["complete"] is False
     capsys.readouterr()
     assert main(["resume", str(path), "--no-progress"]) == 0
@@ -233,8 +233,8 @@ def test_checkpoint_seconds_reaches_sample_and_resume(capsys, tmp_path, monkeypa
     """--checkpoint-seconds 0 checkpoints every warm-up chunk: Ctrl-C in warm-up keeps it,
     the CLI says where it is, and `hamiltonia resume` continues it to the uninterrupted
     run."""
+    from hamiltonia.results.runfile import RunFile
     from hamiltonia.runner.run import WarmupInterrupted
-    from hamiltonia.runner.runfile import RunFile
     from hamiltonia.tuners.adaptation import WindowedMetric
 
     writes = []
@@ -274,3 +274,116 @@ def test_checkpoint_seconds_reaches_sample_and_resume(capsys, tmp_path, monkeypa
         hm.sample("banana", chains=2, warmup=200, draws=100, seed=4, progress=False,
                   output=tmp_path / "other.nc", checkpoint_seconds=float("inf"))  # fmt: skip
     assert writes[:1] == [0] and len(writes) == 2  # the first, and the one at the interrupt
+
+
+# --compiled / --no-compiled: the path a run takes, why, and advice in the CLI's own words.
+
+SHORT_RUN = ["--chains", "2", "--warmup", "30", "--draws", "30", "--seed", "0", "--no-progress"]
+PATH_LINE = "path                 "
+
+
+@pytest.mark.parametrize("command", ["sample", "resume"])
+def test_compiled_and_no_compiled_are_options(command):
+    text = _help(command)
+    assert "[--compiled | --no-compiled]" in text
+    assert "--no-compiled run the NumPy path" in text
+
+
+def test_compiled_and_no_compiled_exclude_each_other(capsys):
+    assert main(["sample", "banana", "--compiled", "--no-compiled"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--no-compiled: not allowed with argument --compiled" in err and "\n" not in err
+
+
+@pytest.mark.parametrize(
+    ("flags", "compiled", "reason"),
+    [
+        (["--no-compiled"], False, "numpy: --no-compiled was asked"),
+        (["--compiled"], True, "compiled: every part has a compiled counterpart"),
+        ([], True, "compiled: every part has a compiled counterpart"),
+    ],
+    ids=["no-compiled", "compiled", "automatic"],
+)
+def test_the_path_option_reaches_the_run_and_the_summary_names_it(capsys, tmp_path, flags,
+                                                                    compiled, reason):  # fmt: skip
+    path = tmp_path / "run.nc"
+    args = ["sample", "banana", "--sampler", "hmc", *SHORT_RUN, "--output", str(path), *flags]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", hm.FallbackWarning)  # hmc on the banana compiles
+        assert main(args) == 0
+    out = capsys.readouterr().out
+    run = hm.load(path)
+    assert run.attrs["compiled"] is compiled and run.attrs["path_reason"] == reason
+    shown = "compiled" if compiled else "NumPy"
+    assert f"\n{PATH_LINE}{shown} ({reason.split(': ', 1)[1]})\n" in out
+
+
+def test_compiled_for_a_sampler_that_cannot_is_a_one_line_error_naming_the_part(capsys):
+    assert main(["sample", "banana", "--sampler", "rwmh", "--compiled", *SHORT_RUN]) == 2
+    captured = capsys.readouterr()
+    err = captured.err.strip()
+    assert err == (
+        "hamiltonia: error: --compiled was asked but sampler RandomWalkMetropolis has no "
+        "compiled counterpart"
+    )
+    assert captured.out == ""
+
+
+def test_the_fallback_warning_gives_the_cli_option(capsys):
+    assert main(["sample", "banana", "--sampler", "rwmh", *SHORT_RUN]) == 0
+    captured = capsys.readouterr()
+    reason = "sampler RandomWalkMetropolis has no compiled counterpart"
+    assert (
+        f"hamiltonia: warning: running on the NumPy path (slower): {reason}; pass "
+        "--no-compiled to silence this\n"
+    ) in captured.err
+    assert "compiled=False" not in captured.err and "Traceback" not in captured.err
+    assert f"\n{PATH_LINE}NumPy ({reason})\n" in captured.out
+    # --no-compiled silences it, and says why the NumPy path ran.
+    assert main(["sample", "banana", "--sampler", "rwmh", "--no-compiled", *SHORT_RUN]) == 0
+    captured = capsys.readouterr()
+    assert "warning" not in captured.err
+    assert f"\n{PATH_LINE}NumPy (--no-compiled was asked)\n" in captured.out
+    # From Python the advice is the keyword again.
+    with pytest.warns(hm.FallbackWarning, match=r"; pass compiled=False to silence this$"):
+        hm.sample("banana", "rwmh", chains=1, warmup=10, draws=10, seed=0, progress=False)
+    with pytest.raises(ValueError, match=r"^compiled=True but sampler RandomWalkMetropolis"):
+        hm.sample("banana", "rwmh", chains=1, warmup=10, draws=10, progress=False, compiled=True)
+
+
+def _interrupted_cli_run(capsys, monkeypatch, path, *flags):
+    """`hamiltonia sample banana --output path` stopped (Ctrl-C) after its first block."""
+    from hamiltonia.runner import loop
+
+    original = loop.Recorder.record
+
+    def interrupt_once(self, *args, **kw):
+        original(self, *args, **kw)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(loop.Recorder, "record", interrupt_once)
+    args = ["sample", "banana", "--sampler", "hmc", "--chains", "2", "--warmup", "30",
+            "--draws", "300", "--seed", "1", "--output", str(path), "--no-progress",
+            *flags]  # fmt: skip
+    assert main(args) == EXIT_INTERRUPTED
+    monkeypatch.setattr(loop.Recorder, "record", original)
+    capsys.readouterr()
+
+
+def test_resume_keeps_the_path_unless_told(capsys, tmp_path, monkeypatch):
+    kept = tmp_path / "kept.nc"
+    _interrupted_cli_run(capsys, monkeypatch, kept, "--no-compiled")
+    assert hm.load(kept).attrs["path_reason"] == "numpy: --no-compiled was asked"
+    assert main(["resume", str(kept), "--no-progress"]) == 0
+    reason = "kept from the run it continues: --no-compiled was asked"
+    assert f"\n{PATH_LINE}NumPy ({reason})\n" in capsys.readouterr().out
+    run = hm.load(kept)
+    assert run.attrs["compiled"] is False and run.attrs["path_reason"] == f"numpy: {reason}"
+    told = tmp_path / "told.nc"
+    _interrupted_cli_run(capsys, monkeypatch, told)
+    assert hm.load(told).attrs["compiled"] is True
+    assert main(["resume", str(told), "--no-progress", "--no-compiled"]) == 0
+    assert f"\n{PATH_LINE}NumPy (--no-compiled was asked)\n" in capsys.readouterr().out
+    run = hm.load(told)
+    assert run.attrs["compiled"] is False
+    assert run.attrs["path_reason"] == "numpy: --no-compiled was asked"

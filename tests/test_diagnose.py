@@ -171,7 +171,7 @@ def test_a_log_density_of_extreme_scale_reports_the_collapse():
 
 def test_summary_is_computed_once_per_set_of_draws(monkeypatch):
     result = _healthy()
-    from hamiltonia import results
+    from hamiltonia.results import result as results
 
     calls = []
     original = results.summary_table
@@ -214,7 +214,7 @@ def test_ctrl_c_during_warm_up_exits_130_without_a_traceback():
     # Past the imports (a slow machine may take many seconds over them, and a Ctrl-C there
     # is Python's, not the run's): the fallback warning comes just before warm-up.
     first = proc.stderr.readline()
-    assert "FallbackWarning" in first, first
+    assert "running on the NumPy path" in first, first
     time.sleep(1.0)
     assert proc.poll() is None
     proc.send_signal(signal.SIGINT)

@@ -19,6 +19,7 @@ import pytest
 
 import hamiltonia as hm
 from hamiltonia.cli import main
+from hamiltonia.results.runfile import _pid_alive, partial_dir
 from hamiltonia.runner import executors
 from hamiltonia.runner.executors import (
     DaskExecutor,
@@ -30,7 +31,6 @@ from hamiltonia.runner.executors import (
     remove_orphaned_task_folders,
     run_chain_task,
 )
-from hamiltonia.runner.runfile import _pid_alive, partial_dir
 
 RUN = dict(chains=4, warmup=100, draws=200, seed=7, progress=False)
 

@@ -17,7 +17,7 @@ from hamiltonia.structures.magnetic import (
     check_field,
     magnetic_pair_update,
 )
-from tests.paths import run_both_paths
+from hamiltonia.testing import assert_paths_agree
 
 DIM = 5
 FIELDS = {
@@ -107,16 +107,13 @@ def test_zero_field_is_the_leapfrog_bit_for_bit_on_both_paths():
 def test_both_paths_give_the_same_draws(sampler, options):
     """One implementation on both paths: same streams, same draws to rounding, the same
     accept decisions (so the field's sign follows the same course)."""
-    a, b = run_both_paths(
+    a, _ = assert_paths_agree(
         hm.targets.get("gaussian", dim=DIM), sampler=sampler, chains=3, warmup=0, draws=30,
         seed=3, step_size=0.35, **({} if sampler == "nuts" else {"n_steps": 5}), g=0.5,
         **options,
     )  # fmt: skip
-    np.testing.assert_allclose(a.draws, b.draws, rtol=0, atol=1e-9)
-    np.testing.assert_array_equal(a.stats["accepted"], b.stats["accepted"])
-    if sampler == "nuts":  # the tree selects a state; the field stays as it is
-        np.testing.assert_array_equal(a.stats["tree_depth"], b.stats["tree_depth"])
-    else:
+    # Every statistic agrees (accepted, tree_depth...); with a Metropolis test:
+    if sampler != "nuts":  # (the tree selects a state; the field stays as it is)
         assert 0.2 < a.stats["accepted"].mean() < 1.0  # rejections happen: signs flip
 
 

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import hamiltonia as hm
+from hamiltonia.testing import assert_paths_agree
 from hamiltonia.trajectories.no_u_turn import NoUTurn
 
 
@@ -37,30 +38,9 @@ FIXED = {"step_size": 0.2, "adapt_step_size": False, "metric": "identity"}
 def test_both_paths_make_the_same_draws(name, options, draws):
     """Same seed, step size and metric: the same trees, the same draws, up to rounding (the
     compiled kernel sums in another order; on the banana a rounding difference flips a
-    U-turn decision after about 120 draws, so it is compared over 100)."""
-    runs = [
-        hm.sample(
-            name,
-            "nuts",
-            chains=2,
-            warmup=0,
-            draws=draws,
-            seed=4,
-            progress=False,
-            compiled=compiled,
-            **FIXED,
-            **options,
-        )
-        for compiled in (False, True)
-    ]
-    numpy_run, compiled_run = runs
-    assert compiled_run.attrs["compiled"] and not numpy_run.attrs["compiled"]
-    np.testing.assert_allclose(compiled_run.draws, numpy_run.draws, rtol=0, atol=1e-9)
-    for stat in ("tree_depth", "n_steps", "n_grad", "diverging", "accepted"):
-        np.testing.assert_array_equal(compiled_run.stats[stat], numpy_run.stats[stat])
-    np.testing.assert_allclose(
-        compiled_run.stats["acceptance_rate"], numpy_run.stats["acceptance_rate"], atol=1e-9
-    )
+    U-turn decision after about 120 draws, so it is compared over 100). The tree's
+    statistics (depth, steps, gradients, divergences) agree exactly."""
+    assert_paths_agree(name, "nuts", chains=2, warmup=0, draws=draws, seed=4, **FIXED, **options)
 
 
 def test_the_tree_is_the_same_from_its_far_end():
@@ -126,8 +106,7 @@ def test_agrees_with_numpyro_nuts():
     pytest.importorskip("numpyro")
     from hamiltonia import diagnostics
     from hamiltonia.bench.peers import numpyro_runner
-
-    from .statistical.moments import assert_moments_recovered
+    from hamiltonia.testing import assert_moments_recovered
 
     target = hm.targets.get("gaussian-d10")
     ours = hm.sample(target, "nuts", chains=4, warmup=1000, draws=1000, seed=0, progress=False)

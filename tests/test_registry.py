@@ -1,4 +1,4 @@
-"""The entry-point registries of targets and samplers, and the example plugin."""
+"""The entry-point registries of targets, samplers and parts, and the example plugin."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import hamiltonia as hm
+from hamiltonia import integrators, reducers, refresh, structures, trajectories, tuners
 from hamiltonia.registry import PluginWarning, UnknownNameError
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -27,10 +28,38 @@ BUILTIN_TARGETS = [
 ]
 BUILTIN_SAMPLERS = ["hmc", "mala", "rwmh"]
 
+#: The part registries, their built-ins, and options that build each built-in.
+BUILTIN_PARTS = {
+    integrators: {
+        "leapfrog": {},
+        "two-stage": {},
+        "three-stage": {},
+        "processed-leapfrog": {"tolerance": 1e-8},
+    },
+    refresh: {"full": {}, "partial": {"rho": 0.9}, "metropolis-partial": {"rho": 0.5}},
+    trajectories: {
+        "metropolis": {"min_steps": 2, "max_steps": 5},
+        "static-length": {"n_steps": 10},
+        "random-length": {"max_steps": 10},
+        "no-u-turn": {"max_tree_depth": 8},
+    },
+    structures: {
+        "canonical": {},
+        "magnetic": {"field": [[0.0, 0.5], [-0.5, 0.0]]},
+        "research": {"dim": 3, "g": 0.1},
+        "random": {"dim": 3, "g": 0.1, "seed": 2},
+    },
+    tuners: {"dual-averaging": {"target_accept": 0.9}, "windowed-metric": {"kind": "dense"}},
+    reducers: {"importance-weights": {}, "antithetic": {}, "control-variates": {"order": 2}},
+}
+PART_MODULES = list(BUILTIN_PARTS)
+
 
 def _refresh_all():
     hm.targets.registry.refresh()
     hm.samplers.registry.refresh()
+    for module in PART_MODULES:
+        module.registry.refresh()
 
 
 @pytest.fixture(autouse=True)
@@ -167,6 +196,7 @@ def example_plugin(example_plugin_dir):
 def test_example_plugin_is_not_found_before_install():
     assert "example-ring" not in hm.targets.names()
     assert "example-jittered-hmc" not in hm.samplers.names()
+    assert "yoshida4" not in hm.integrators.names()
 
 
 def test_example_plugin_names_and_source(example_plugin):
@@ -179,6 +209,16 @@ def test_example_plugin_names_and_source(example_plugin):
     # Extension happens through entry points only, not at import time.
     assert "example-ring" not in hm.targets.registry._extra
     assert "example-jittered-hmc" not in hm.samplers.registry._extra
+
+
+def test_example_plugin_integrator(example_plugin):
+    assert "yoshida4" in hm.integrators.names()
+    assert hm.integrators.registry.source("yoshida4") == "hamiltonia-example"
+    integrator = hm.integrators.get("yoshida4")
+    assert type(integrator).__name__ == "Yoshida4"
+    assert integrator.order == 4
+    sampler = hm.samplers.build("hmc", hm.targets.get("banana"), integrator="yoshida4")
+    assert sampler.integrator.n_grad_per_step == 3
 
 
 def test_example_ring_target(example_plugin):
@@ -345,3 +385,233 @@ def test_register_rejects_non_callable():
 def test_runtime_registration_does_not_leak():
     assert "my-target" not in hm.targets.names()
     assert "my-hmc" not in hm.samplers.names()
+
+
+# ---------------------------------------------------------------------------- parts
+
+RUN = {"chains": 2, "warmup": 20, "draws": 20, "seed": 0, "progress": False}
+
+
+@pytest.mark.parametrize("module", PART_MODULES, ids=lambda m: m.__name__)
+def test_builtin_parts_are_listed_from_own_entry_points(module):
+    names = module.names()
+    assert set(BUILTIN_PARTS[module]) <= set(names)
+    assert names == sorted(names)
+    described = module.describe()
+    for name in BUILTIN_PARTS[module]:
+        assert module.registry.source(name) == "hamiltonia"
+        assert described[name].strip() and "\n" not in described[name], name
+
+
+@pytest.mark.parametrize(
+    ("module", "name"),
+    [(module, name) for module, built in BUILTIN_PARTS.items() for name in built],
+    ids=lambda v: v if isinstance(v, str) else v.__name__.split(".")[-1],
+)
+def test_builtin_parts_build_with_their_options(module, name):
+    part = module.get(name, **BUILTIN_PARTS[module][name])
+    assert isinstance(part, module.registry.returns)
+    assert set(BUILTIN_PARTS[module][name]) <= set(module.options(name))
+
+
+def test_parts_build_as_the_classes_do():
+    assert repr(integrators.get("two-stage")) == "TwoStage()"
+    assert refresh.get("partial", rho=0.9).rho == 0.9
+    assert repr(trajectories.get("static-length", n_steps=10)) == "StaticLength(10)"
+    field = structures.get("research", dim=3, g=0.2).field
+    np.testing.assert_array_equal(field, hm.research_field(3, 0.2))
+    assert reducers.get("control-variates", order=2).order == 2
+    assert tuners.get("windowed-metric", kind="dense").kind == "dense"
+    assert integrators.options("processed-leapfrog") == ["tolerance", "max_iterations", "structure"]
+
+
+@pytest.mark.parametrize(
+    ("module", "typo", "meant"),
+    [
+        (integrators, "leapfrg", "leapfrog"),
+        (refresh, "partal", "partial"),
+        (trajectories, "no-u-trn", "no-u-turn"),
+        (structures, "reserch", "research"),
+        (tuners, "dual-averagin", "dual-averaging"),
+        (reducers, "antithetik", "antithetic"),
+    ],
+)
+def test_unknown_part_name_suggests_close_match(module, typo, meant):
+    with pytest.raises(UnknownNameError, match=f"did you mean '{meant}'") as info:
+        module.get(typo)
+    assert f"unknown {module.registry.kind} {typo!r}" in str(info.value)
+    assert ", ".join(module.names()) in str(info.value)  # the registered names are listed
+
+
+def test_unknown_part_option_is_named():
+    with pytest.raises(ValueError, match=r"'colour'.*'partial'"):
+        refresh.get("partial", rho=0.5, colour="red")
+
+
+def test_unknown_integrator_option_of_a_recipe_lists_the_registered_names():
+    with pytest.raises(ValueError, match="integrator must be one of") as info:
+        hm.sample("banana", "hmc", integrator="leapfrg", **RUN)
+    message = str(info.value)
+    assert all(repr(name) in message for name in integrators.names())
+    assert "did you mean 'leapfrog'" in message
+    with pytest.raises(ValueError, match="field must be None, 'research', 'random'"):
+        hm.sample("banana", "hmc", field="reserch", **RUN)
+
+
+def _sampler_parts(sampler):
+    return sampler.integrator, sampler.refresh, sampler.trajectory, sampler.tuners
+
+
+def test_recipes_build_their_parts_through_the_registries():
+    target = hm.targets.get("banana")
+    sampler = hm.samplers.build("hmc", target, metric="dense", rho=0.5, n_steps=7)
+    integrator, momentum, trajectory, tuner_list = _sampler_parts(sampler)
+    assert repr(integrator) == "Leapfrog()"
+    assert repr(momentum) == "PartialRefresh(rho=0.5)"
+    assert repr(trajectory) == repr(trajectories.get("metropolis", min_steps=7, max_steps=7))
+    assert [type(t).__name__ for t in tuner_list] == ["DualAveraging", "WindowedMetric"]
+    s2 = hm.samplers.build("a-s2hmc", target, control_variates=1, fixed_point_tolerance=1e-8)
+    assert s2.integrator.tolerance == 1e-8
+    assert type(s2.reducer).__name__ == "ControlVariates"
+    assert type(s2.reducer.inner).__name__ == "AntitheticPairs"
+    assert type(s2.reducer.inner.inner).__name__ == "ImportanceWeights"
+    assert type(hm.samplers.build("nuts", target).trajectory).__name__ == "NoUTurn"
+    # A canonical structure by name is the canonical flow.
+    canonical = hm.samplers.build("hmc", target, field="canonical", shadow="separable")
+    assert canonical.integrator.structure.is_canonical
+
+
+def test_a_part_registered_in_process_is_usable_by_name(cleanup_runtime):
+    class HalfLeapfrog(hm.Splitting):
+        """Two leapfrog half steps (a test integrator, as a coefficient table)."""
+
+        kicks = (0.25, 0.5, 0.25)
+        drifts = (0.5, 0.5)
+
+    cleanup_runtime.append((integrators.registry, "my-int"))
+    integrators.register("my-int", HalfLeapfrog)
+    assert "my-int" in integrators.names()
+    assert integrators.registry.source("my-int") == "<runtime>"
+    assert integrators.describe()["my-int"].startswith("Two leapfrog half steps")
+    result = hm.sample("banana", "hmc", integrator="my-int", n_steps=3, **RUN)
+    assert np.all(np.isfinite(result.draws))
+    assert np.all(result.stats["n_grad"] == 2 * 3)
+    # A coefficient table compiles with no kernel of its own.
+    assert result.attrs["compiled"] is True
+    # And follows a magnetic field, which it is given as its structure.
+    sampler = hm.samplers.build("mhmc", hm.targets.get("banana"), integrator="my-int")
+    assert type(sampler.integrator) is HalfLeapfrog
+    assert not sampler.integrator.structure.is_canonical
+    with pytest.raises(ValueError, match="already registered"):
+        integrators.register("my-int", HalfLeapfrog)
+    with pytest.raises(ValueError, match="already registered"):
+        integrators.register("leapfrog", HalfLeapfrog)
+
+
+def test_an_integrator_factory_without_a_structure(cleanup_runtime):
+    def plain():
+        """A leapfrog that knows no structure."""
+        return hm.Leapfrog()
+
+    cleanup_runtime.append((integrators.registry, "plain"))
+    integrators.register("plain", plain)
+    sampler = hm.samplers.build("hmc", hm.targets.get("banana"), integrator="plain")
+    assert type(sampler.integrator) is hm.Leapfrog
+    with pytest.raises(ValueError, match="takes no Poisson structure"):
+        hm.samplers.build("mhmc", hm.targets.get("banana"), integrator="plain")
+
+
+def test_a_factory_of_the_wrong_kind_is_refused(cleanup_runtime):
+    cleanup_runtime.append((integrators.registry, "not-an-integrator"))
+    integrators.register("not-an-integrator", lambda: hm.FullRefresh())
+    with pytest.raises(TypeError, match="returned FullRefresh, not a hamiltonia Integrator"):
+        integrators.get("not-an-integrator")
+    with pytest.raises(TypeError):
+        integrators.register("not-callable", 42)
+
+
+def test_a_structure_registered_in_process_is_usable_as_a_field(cleanup_runtime):
+    seen = {}
+
+    def corner(dim, g):
+        """A field on the last two coordinates."""
+        seen.update(dim=dim, g=g)
+        field = np.zeros((dim, dim))
+        field[-2, -1], field[-1, -2] = g, -g
+        return hm.MagneticStructure(field)
+
+    cleanup_runtime.append((structures.registry, "corner"))
+    structures.register("corner", corner)
+    target = hm.targets.get("gaussian", dim=4)
+    sampler = hm.samplers.build("hmc", target, field="corner", g=0.3)
+    assert seen == {"dim": 4, "g": 0.3}
+    assert sampler.integrator.structure.field[2, 3] == 0.3
+    hm.samplers.build("hmc", target, field="corner")  # g: the target's research value
+    assert seen["g"] == target.research_field_strength
+    result = hm.sample(target, "hmc", field="corner", **RUN)
+    assert np.all(np.isfinite(result.draws))
+    with pytest.raises(ValueError, match="g applies to a field with a strength"):
+        hm.samplers.build("hmc", target, field="canonical", g=0.3)
+    with pytest.raises(ValueError, match="needs the field matrix"):
+        hm.samplers.build("hmc", target, field="magnetic")
+
+
+@pytest.mark.parametrize("module", PART_MODULES, ids=lambda m: m.__name__)
+def test_part_plugin_that_fails_to_import(module, tmp_path, on_sys_path):
+    _fake_distribution(
+        tmp_path,
+        "broken_part",
+        "broken-part",
+        f"[{module.registry.group}]\nbroken-part = broken_part_does_not_exist:factory\n",
+    )
+    _refresh_all()
+    with pytest.warns(PluginWarning, match="broken-part") as record:
+        names = module.names()
+    assert any("broken-part" in str(w.message) for w in record)
+    assert "broken-part" not in names
+    assert set(BUILTIN_PARTS[module]) <= set(names)
+
+
+def test_part_plugin_clashing_with_a_builtin(tmp_path, on_sys_path):
+    _fake_distribution(
+        tmp_path,
+        "clash_plugin",
+        "clash-plugin",
+        "[hamiltonia.integrators]\nleapfrog = hamiltonia.integrators.splitting:TwoStage\n"
+        "[hamiltonia.refreshes]\nfull = hamiltonia.refresh.momentum:PartialRefresh\n",
+    )
+    _refresh_all()
+    with pytest.warns(PluginWarning, match="integrator 'leapfrog' is registered more than once"):
+        assert integrators.registry.source("leapfrog") == "hamiltonia"
+    with pytest.warns(PluginWarning, match="clash-plugin"):
+        assert refresh.registry.source("full") == "hamiltonia"
+    assert type(integrators.get("leapfrog")) is hm.Leapfrog
+    assert type(refresh.get("full")) is hm.FullRefresh
+
+
+def test_part_plugin_found_through_its_entry_point(tmp_path, on_sys_path):
+    module_dir = tmp_path / "my_parts"
+    module_dir.mkdir()
+    (module_dir / "__init__.py").write_text(
+        "import hamiltonia as hm\n\n\n"
+        "class Hop(hm.Splitting):\n"
+        '    """A leapfrog from a plugin."""\n\n'
+        "    kicks = (0.5, 0.5)\n"
+        "    drifts = (1.0,)\n"
+    )
+    _fake_distribution(
+        tmp_path, "my_parts", "my-parts", "[hamiltonia.integrators]\nhop = my_parts:Hop\n"
+    )
+    _refresh_all()
+    try:
+        assert integrators.registry.source("hop") == "my-parts"
+        result = hm.sample("banana", "hmc", integrator="hop", n_steps=3, **RUN)
+        plain = hm.sample("banana", "hmc", integrator="leapfrog", n_steps=3, **RUN)
+        np.testing.assert_array_equal(result.draws, plain.draws)
+    finally:
+        sys.modules.pop("my_parts", None)
+
+
+def test_parts_registered_in_process_do_not_leak():
+    assert not {"my-int", "plain", "not-an-integrator", "hop"} & set(integrators.names())
+    assert "corner" not in structures.names()

@@ -9,8 +9,8 @@ import pytest
 
 import hamiltonia as hm
 from hamiltonia.cli import main
+from hamiltonia.results.runfile import RunFileError, partial_dir, seal_manifest
 from hamiltonia.runner import run as run_module
-from hamiltonia.runner.runfile import RunFileError, partial_dir, seal_manifest
 
 from .interrupting import in_warmup_from, interrupted, killed_at_checkpoint
 

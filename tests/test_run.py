@@ -1,5 +1,8 @@
 """Running chains: seeds, reproducibility, progress, options and bad input."""
 
+import re
+import warnings
+
 import numpy as np
 import pytest
 
@@ -271,7 +274,7 @@ def test_interrupt_during_warmup_propagates():
 
 def test_output_is_checkpointed_and_completed(tmp_path, monkeypatch):
     """Checkpoints append the new draws only; the finished run replaces them with one file."""
-    from hamiltonia.runner.runfile import RunFile, partial_dir
+    from hamiltonia.results.runfile import RunFile, partial_dir
 
     path = tmp_path / "run.nc"
     saves, blocks = [], []
@@ -371,14 +374,14 @@ def test_resume_continues_exactly_on_the_compiled_path(tmp_path, monkeypatch):
 
 def test_resume_is_exact_for_hmc_within_gibbs(tmp_path, monkeypatch):
     """The Gibbs schedule (every n iterations) continues where it stopped."""
-    from hamiltonia.runner import run as run_module
+    from hamiltonia.runner import loop
     from tests.samplers.test_gibbs import HierarchicalNormal
 
     hm.targets.register("hierarchical-normal", HierarchicalNormal, overwrite=True)
     try:
         kwargs = dict(chains=2, warmup=50, draws=120, seed=2, progress=False, n_steps=5)
         full = hm.sample("hierarchical-normal", "hmc", **kwargs)
-        original = run_module._Recorder.record
+        original = loop.Recorder.record
         calls = {"n": 0}
 
         def interrupt(self, *args, **kw):
@@ -387,11 +390,11 @@ def test_resume_is_exact_for_hmc_within_gibbs(tmp_path, monkeypatch):
             if calls["n"] == 37:  # not a multiple of the Gibbs period (5)
                 raise KeyboardInterrupt
 
-        monkeypatch.setattr(run_module._Recorder, "record", interrupt)
+        monkeypatch.setattr(loop.Recorder, "record", interrupt)
         path = tmp_path / "run.nc"
         with pytest.warns(RuntimeWarning):
             hm.sample("hierarchical-normal", "hmc", output=path, checkpoint_seconds=0.0, **kwargs)
-        monkeypatch.setattr(run_module._Recorder, "record", original)
+        monkeypatch.setattr(loop.Recorder, "record", original)
         resumed = hm.resume(path, progress=False)
         np.testing.assert_array_equal(resumed.draws, full.draws)
     finally:
@@ -400,7 +403,7 @@ def test_resume_is_exact_for_hmc_within_gibbs(tmp_path, monkeypatch):
 
 def test_resume_with_metric_adaptation_and_numpy_path(tmp_path, monkeypatch):
     """A run that adapted its metric resumes on the path it ran on, to the same draws."""
-    from hamiltonia.runner import run as run_module
+    from hamiltonia.runner import loop
 
     for compiled in (False, True):
         kwargs = dict(
@@ -414,7 +417,7 @@ def test_resume_with_metric_adaptation_and_numpy_path(tmp_path, monkeypatch):
             compiled=compiled,
         )
         full = hm.sample("banana", "hmc", **kwargs)
-        original = run_module._Recorder.record
+        original = loop.Recorder.record
         calls = {"n": 0}
 
         def interrupt(self, *args, _original=original, _calls=calls, **kw):
@@ -423,11 +426,11 @@ def test_resume_with_metric_adaptation_and_numpy_path(tmp_path, monkeypatch):
             if _calls["n"] == 1:  # after the first stored block
                 raise KeyboardInterrupt
 
-        monkeypatch.setattr(run_module._Recorder, "record", interrupt)
+        monkeypatch.setattr(loop.Recorder, "record", interrupt)
         path = tmp_path / f"run-{compiled}.nc"
         with pytest.warns(RuntimeWarning):
             hm.sample("banana", "hmc", output=path, checkpoint_seconds=0.0, **kwargs)
-        monkeypatch.setattr(run_module._Recorder, "record", original)
+        monkeypatch.setattr(loop.Recorder, "record", original)
         resumed = hm.resume(path, progress=False)
         assert resumed.attrs["compiled"] is compiled
         np.testing.assert_array_equal(resumed.draws, full.draws)
@@ -446,7 +449,7 @@ class OnePointAtATime(hm.Target):
 
 def test_unvectorised_target_is_evaluated_row_by_row_with_a_warning():
     from hamiltonia.targets.base import ExactMoments
-    from tests.statistical.moments import assert_moments_recovered
+    from hamiltonia.testing import assert_moments_recovered
 
     with pytest.warns(RuntimeWarning, match="one at a time"):
         run = hm.sample(
@@ -480,9 +483,9 @@ def test_resume_is_bit_exact_with_momentum_kept(tmp_path, monkeypatch, compiled,
     each chain's generator: resume restores the whole chain state (momentum, log density,
     gradient, generators, and the auxiliary variables: the magnetic field's sign and the
     random mass) as the run left it, at any interruption point, on both paths."""
-    from hamiltonia.runner import run as run_module
+    from hamiltonia.runner import loop
 
-    monkeypatch.setattr(run_module, "_Chunker", _fixed_chunks(run_module._Chunker))
+    monkeypatch.setattr(loop, "Chunker", _fixed_chunks(loop.Chunker))
     kwargs = dict(
         chains=2, warmup=30, draws=120, seed=9, progress=False, compiled=compiled,
         rho=0.8, n_steps_jitter=1.0, n_steps=6, integrator="two-stage", **parts,
@@ -511,3 +514,107 @@ def test_ctrl_c_during_the_final_checks_keeps_the_finished_run(monkeypatch):
     with pytest.warns(hm.InterruptedRunWarning, match="diagnostics were skipped"):
         result = hm.sample("banana", "hmc", chains=2, seed=3, **SHORT)
     assert result.draws.shape == (2, 50, 2) and result.attrs["complete"]
+
+
+def test_the_path_and_why_are_recorded_and_saved(tmp_path):
+    """attrs["path_reason"] says why a run took its path, and survives save and load."""
+    from hamiltonia.runner.loop import COMPILED_REASON
+
+    rwmh = "numpy: sampler RandomWalkMetropolis has no compiled counterpart"
+    for sampler, compiled, reason in [
+        ("hmc", None, COMPILED_REASON),
+        ("hmc", True, COMPILED_REASON),
+        ("hmc", False, "numpy: compiled=False was asked"),
+        ("rwmh", None, rwmh),
+        ("rwmh", False, "numpy: compiled=False was asked"),
+    ]:
+        path = tmp_path / f"{sampler}-{compiled}.nc"
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", hm.FallbackWarning)
+            run = hm.sample("banana", sampler, chains=2, seed=0, output=path, compiled=compiled,
+                            **SHORT)  # fmt: skip
+        fell_back = [w for w in caught if issubclass(w.category, hm.FallbackWarning)]
+        assert len(fell_back) == (sampler == "rwmh" and compiled is None)
+        assert run.attrs["compiled"] is reason.startswith("compiled: ")
+        assert run.attrs["path_reason"] == reason
+        assert hm.load(path).attrs["path_reason"] == reason
+        copy = tmp_path / f"copy-{sampler}-{compiled}.nc"
+        run.save(copy)
+        assert hm.load(copy).attrs["path_reason"] == reason
+
+
+def _stopped(monkeypatch, path, **kwargs):
+    """A banana run written to ``path`` and stopped (Ctrl-C) after its first stored block."""
+    from hamiltonia.runner import loop
+
+    original = loop.Recorder.record
+
+    def interrupt(self, *args, **kw):
+        original(self, *args, **kw)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(loop.Recorder, "record", interrupt)
+    try:
+        with pytest.warns(RuntimeWarning, match="interrupted"):
+            return hm.sample("banana", "hmc", chains=2, warmup=30, draws=300, seed=8,
+                             progress=False, output=path, checkpoint_seconds=0.0,
+                             n_steps=5, **kwargs)  # fmt: skip
+    finally:
+        monkeypatch.setattr(loop.Recorder, "record", original)
+
+
+def test_a_resumed_run_records_why_it_took_its_path(tmp_path, monkeypatch):
+    from hamiltonia.runner.loop import COMPILED_REASON
+
+    asked = "numpy: compiled=False was asked"
+    numpy_run = tmp_path / "numpy.nc"
+    _stopped(monkeypatch, numpy_run, compiled=False)
+    assert hm.load(numpy_run).attrs["path_reason"] == asked  # the unfinished run holds it
+    kept = hm.resume(numpy_run, progress=False)
+    reason = "numpy: kept from the run it continues: compiled=False was asked"
+    assert kept.attrs["compiled"] is False and kept.attrs["path_reason"] == reason
+    assert hm.load(numpy_run).attrs["path_reason"] == reason
+    # Told otherwise, it takes the other path and says so.
+    for compiled, reason in [(True, COMPILED_REASON), (None, COMPILED_REASON), (False, asked)]:
+        path = tmp_path / f"compiled-{compiled}.nc"
+        _stopped(monkeypatch, path)
+        assert hm.load(path).attrs["path_reason"] == COMPILED_REASON
+        resumed = hm.resume(path, progress=False, compiled=compiled)
+        assert resumed.attrs["compiled"] is (compiled is not False)
+        assert resumed.attrs["path_reason"] == hm.load(path).attrs["path_reason"] == reason
+    with pytest.raises(ValueError, match="compiled must be True, False or None"):
+        hm.resume(numpy_run, compiled="no")
+
+
+def test_a_kept_path_reason_does_not_nest():
+    from hamiltonia.runner.loop import KEPT_REASON, choose_path
+
+    smp = hm.samplers.build("hmc", hm.targets.get("banana"))
+    once = choose_path(smp, False, kept="numpy: compiled=False was asked")[1]
+    assert once == f"{KEPT_REASON}: compiled=False was asked"
+    assert choose_path(smp, False, kept=once) == (None, once)
+    assert choose_path(smp, False, kept="") == (None, KEPT_REASON)  # a file from before
+
+
+def test_a_compiled_run_that_can_no_longer_compile_says_how_to_go_on(tmp_path, monkeypatch):
+    from hamiltonia.compiled import NotCompilable
+    from hamiltonia.runner import loop
+
+    path = tmp_path / "run.nc"
+    _stopped(monkeypatch, path)
+
+    def refuse(sampler, **_):
+        raise NotCompilable("target Banana has no numba kernel")
+
+    monkeypatch.setattr("hamiltonia.compiled.plan_for", refuse)
+    expected = (
+        "the run ran on the compiled path but target Banana has no numba kernel; pass "
+        "compiled=False to continue it on the NumPy path"
+    )
+    with pytest.raises(ValueError, match=f"^{re.escape(expected)}$"):
+        hm.resume(path, progress=False)
+    with loop.spelled(loop.Spelling(required="--compiled was asked", numpy="--no-compiled")):
+        with pytest.raises(ValueError, match="pass --no-compiled to continue"):
+            hm.resume(path, progress=False)
+    resumed = hm.resume(path, progress=False, compiled=False)
+    assert resumed.attrs["path_reason"] == "numpy: compiled=False was asked"

@@ -15,7 +15,7 @@ import pytest
 
 import hamiltonia as hm
 from hamiltonia.cli import main
-from hamiltonia.runner.runfile import RunFile, RunFileError, partial_dir
+from hamiltonia.results.runfile import RunFile, RunFileError, partial_dir
 
 SHORT = {"chains": 2, "warmup": 30, "draws": 40, "seed": 0, "progress": False}
 
@@ -324,7 +324,7 @@ RACE = textwrap.dedent(
 
 @pytest.mark.skipif(os.name != "posix", reason="fcntl locks")
 def test_many_concurrent_starts_never_hold_the_lock_together(tmp_path):
-    import hamiltonia.runner.runfile as runfile_module
+    import hamiltonia.results.runfile as runfile_module
 
     marks = tmp_path / "marks"
     marks.mkdir()
@@ -417,7 +417,7 @@ def test_a_block_changed_after_it_was_written_is_refused(tmp_path, monkeypatch):
         hm.load(path)
     # Even with its checksum recorded anew, NaN draws where the run wrote finite ones are
     # refused.
-    from hamiltonia.runner.runfile import _digest, seal_manifest
+    from hamiltonia.results.runfile import _digest, seal_manifest
 
     manifest["blocks"][0][3] = _digest(buffer.getvalue())
     (folder / "manifest.json").write_text(json.dumps(seal_manifest(manifest)))
@@ -441,7 +441,7 @@ def test_a_block_declaring_more_than_it_stores_is_refused_before_allocating(tmp_
     import json
     import zipfile
 
-    from hamiltonia.runner.runfile import _digest, seal_manifest
+    from hamiltonia.results.runfile import _digest, seal_manifest
 
     path = _stopped_run(tmp_path, monkeypatch)
     folder = partial_dir(path)
@@ -477,7 +477,7 @@ FULL_DISK = textwrap.dedent(
     """
     import resource, sys, warnings
     import hamiltonia as hm
-    from hamiltonia.runner.runfile import OutputWriteError
+    from hamiltonia.results.runfile import OutputWriteError
     warnings.simplefilter("ignore")
     # Checkpoint blocks fit under the limit; the final file does not.
     resource.setrlimit(resource.RLIMIT_FSIZE, (int(sys.argv[2]), resource.RLIM_INFINITY))
@@ -517,8 +517,8 @@ def test_a_failed_final_write_keeps_the_run_in_memory_and_on_disk(tmp_path):
 def test_a_failed_final_write_keeps_the_run_when_warnings_are_errors(tmp_path, monkeypatch):
     """The checkpoints fail too (the disk is full): their warning must not replace the
     error that holds the run."""
-    import hamiltonia.runner.runfile as runfile_module
-    from hamiltonia.runner.runfile import OutputWriteError
+    import hamiltonia.results.runfile as runfile_module
+    from hamiltonia.results.runfile import OutputWriteError
 
     original = runfile_module.atomic_write_bytes
 

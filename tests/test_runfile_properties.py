@@ -5,7 +5,7 @@ moments and tampered manifests, driven through :func:`hamiltonia.sample` and
 The properties:
 
 * an output path is either written (the file loads with the run's draws) or refused with a
-  :class:`~hamiltonia.runner.runfile.RunFileError` before any work, and what was there before is
+  :class:`~hamiltonia.results.runfile.RunFileError` before any work, and what was there before is
   untouched;
 * a run killed at any moment after its first checkpoint resumes to the draws of an
   uninterrupted run (a kill is simulated at a write of the run file: from the disk's point
@@ -32,8 +32,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import hamiltonia as hm
-from hamiltonia.runner import runfile
-from hamiltonia.runner.runfile import RunFileError, partial_dir, seal_manifest
+from hamiltonia.results import runfile
+from hamiltonia.results.runfile import RunFileError, partial_dir, seal_manifest
 
 from .test_runfile import Counting
 

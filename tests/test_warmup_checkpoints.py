@@ -15,9 +15,8 @@ import numpy as np
 import pytest
 
 import hamiltonia as hm
-from hamiltonia.runner import run as run_module
+from hamiltonia.results.runfile import partial_dir
 from hamiltonia.runner.run import WarmupInterrupted
-from hamiltonia.runner.runfile import partial_dir
 from hamiltonia.tuners.adaptation import WindowedMetric, metric_windows
 
 from .interrupting import Killed, in_warmup_from, killed_at_checkpoint
@@ -60,8 +59,10 @@ def _assert_same_run(resumed, full):
 def _seven_at_a_time(monkeypatch):
     """Compiled chunks of 7 iterations (so that a kill can fall inside a window); the
     uninterrupted run and the resumed one chunk as usual: chunking changes no draw."""
-    chunker = run_module._Chunker
-    monkeypatch.setattr(run_module, "_Chunker", lambda **_: chunker(first=7, largest=7))
+    from hamiltonia.runner import loop
+
+    chunker = loop.Chunker
+    monkeypatch.setattr(loop, "Chunker", lambda **_: chunker(first=7, largest=7))
 
 
 @pytest.mark.parametrize("compiled", [False, True], ids=["numpy", "compiled"])

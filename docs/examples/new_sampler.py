@@ -1,15 +1,16 @@
-"""new_sampler.py: a new sampler from two small parts, compiled.
+"""new_sampler.py: a new sampler from three new parts, each written once, compiled.
 
-An integrator given only by its coefficient table, and a momentum refresh with its own
-kernel. Kernels are module-level functions in a file: the compiled path copies them from
-their source (``inspect.getsource``), so they cannot be defined in an interactive session.
+An integrator given by its coefficient table, a momentum refresh and a trajectory length
+policy, each a kernel (the Python form is optional: :doc:`/design`). Kernels are
+module-level functions in a file: the compiled path copies them from their source
+(``inspect.getsource``), so they cannot be defined in an interactive session.
 """
 
-import numpy as np
+import math
 
 import hamiltonia as hm
 from hamiltonia.compiled.parts import PartKernels
-from hamiltonia.compiled.roles import REFRESH, draw_momentum
+from hamiltonia.compiled.roles import draw_momentum, own
 
 
 class MinimumErrorTwoStage(hm.Splitting):
@@ -21,8 +22,8 @@ class MinimumErrorTwoStage(hm.Splitting):
 
 
 def occasional_refresh_kernel(rng, q, p, grad, lp, eps, aux, stats, PF, PI, logp, fdata, idata):
-    """One chain: with probability PF[REFRESH][0] a fresh momentum, else keep p."""
-    if rng.random() < PF[REFRESH][0]:
+    """One chain: with probability `prob` a fresh momentum, else keep p."""
+    if rng.random() < own.prob:
         draw_momentum(rng, q, p, aux, PF, PI)
 
 
@@ -36,27 +37,39 @@ class OccasionalRefresh(hm.MomentumRefresh):
         if not 0.0 < self.prob <= 1.0:  # prob = 0 would never refresh: not ergodic
             raise ValueError(f"prob must lie in (0, 1], got {prob!r}")
 
-    def refresh(self, hamiltonian, state, rngs, step_size=None):
-        # Per chain, the kernel's draws in the kernel's order: one uniform, then maybe p.
-        redraw = [c for c, rng in enumerate(rngs) if rng.random() < self.prob]
-        p = np.array(state.p, copy=True)
-        if redraw:
-            aux = {name: value[redraw] for name, value in state.aux.items()}
-            p[redraw] = hamiltonian.sample_momentum([rngs[c] for c in redraw], aux)
-        return state.with_momentum(p)
+    def compiled(self, dim):
+        params = {"prob": self.prob, "flip_on_reject": self.flip_on_reject}
+        return PartKernels({"refresh": occasional_refresh_kernel}, params=params)
+
+
+def geometric_length_kernel(rng, eps, aux, PF, PI):
+    """One chain: 1 + a geometric number of steps (mean 1/stop), at most `max_steps`."""
+    extra = math.floor(math.log1p(-rng.random()) / math.log1p(-own.stop))
+    return min(1 + extra, own.max_steps), eps
+
+
+class GeometricLength(hm.MetropolisTrajectory):
+    """The Metropolis transition over a geometric number of steps of mean `mean_steps`."""
+
+    def __init__(self, mean_steps, max_steps=1000):
+        if not 1.0 <= mean_steps <= max_steps:
+            raise ValueError(f"mean_steps must lie in [1, {max_steps}], got {mean_steps!r}")
+        super().__init__(1, max_steps)
+        self.stop = 1.0 / mean_steps
 
     def compiled(self, dim):
-        # iparams[0] is flip_on_reject, which the Metropolis kernel reads.
-        return PartKernels({"refresh": occasional_refresh_kernel}, fparams=[self.prob],
-                           iparams=[self.flip_on_reject])  # fmt: skip
+        kernels = super().compiled(dim)  # the transition, reused
+        kernels.functions["trajectory_length"] = geometric_length_kernel
+        kernels.params["stop"] = self.stop
+        return kernels
 
 
-def persistent_hmc(target, *, n_steps=5, prob=0.5, step_size=None, target_accept=0.8):
-    """Two-stage HMC whose momentum is redrawn only now and then."""
+def persistent_hmc(target, *, mean_steps=5, prob=0.5, step_size=None, target_accept=0.8):
+    """Two-stage HMC of geometric length whose momentum is redrawn only now and then."""
     return hm.HamiltonianSampler(
         hamiltonian=hm.EuclideanHamiltonian(target),
         integrator=MinimumErrorTwoStage(),
-        trajectory=hm.StaticLength(n_steps),
+        trajectory=GeometricLength(mean_steps),
         refresh=OccasionalRefresh(prob),
         tuners=[hm.DualAveraging(target_accept)] if step_size is None else [],
         step_size=step_size,  # a given step size is fixed

@@ -8,7 +8,7 @@ checkpoints. Every configuration (no output; an output written only at the end,
 to round, so that a burst of load on a shared machine hits every configuration alike. A row
 reports the median wall time of ``hamiltonia.sample`` over the rounds (and the best), its
 ratio to the median without output, and what the output cost: checkpoints written (calls of
-:meth:`RunFile.append <hamiltonia.runner.runfile.RunFile.append>`, counted by wrapping it for the
+:meth:`RunFile.append <hamiltonia.results.runfile.RunFile.append>`, counted by wrapping it for the
 run), blocks of draws among them, seconds spent in them and in writing the final file, and
 that file's size. Files go to a temporary folder, removed at the end.
 """
@@ -49,7 +49,7 @@ def _label(interval) -> str:
 
 
 class _Meter:
-    """Counts and times what :class:`~hamiltonia.runner.runfile.RunFile` does during one run."""
+    """Counts and times what :class:`~hamiltonia.results.runfile.RunFile` does during one run."""
 
     def __init__(self):
         self.appends = self.blocks = 0
@@ -60,7 +60,7 @@ class _Meter:
 def _metered(meter: _Meter):
     """Wrap ``RunFile.append`` and ``RunFile.finish`` (the class attributes, restored on
     exit) so that ``meter`` counts the checkpoints and times them and the final write."""
-    from hamiltonia.runner.runfile import RunFile
+    from hamiltonia.results.runfile import RunFile
 
     append, finish = RunFile.append, RunFile.finish
 

@@ -37,11 +37,12 @@ import types
 from collections.abc import Callable
 from pathlib import Path
 
-from hamiltonia.compiled.roles import Role
+from hamiltonia.compiled.roles import ROLE_SLOTS, SLOTS, Names, Role
 
 __all__ = [
     "SAFE_FASTMATH",
     "CompositionError",
+    "NameBindingError",
     "compose",
     "import_generated",
     "kernel_dir",
@@ -59,6 +60,12 @@ NJIT_OPTIONS = f"cache=True, nogil=True, error_model='numpy', fastmath={{{_FLAGS
 
 class CompositionError(Exception):
     """A kernel cannot be composed (the message names the function and the reason)."""
+
+
+class NameBindingError(CompositionError, LookupError):
+    """A kernel reads a parameter, column or offset by a name that no part of the sampler
+    declares (the message names the kernel, the part and the field): the part's bug, not a
+    reason to fall back to the NumPy path."""
 
 
 def kernel_dir() -> Path:
@@ -96,9 +103,12 @@ def _number(obj):
 class _Writer:
     """Collects the generated module: imports, constants and function definitions."""
 
-    def __init__(self, roles: dict[str, Callable]):
+    def __init__(self, roles: dict[str, Callable], names: dict | None = None,
+                 parts: dict | None = None):  # fmt: skip
         self.roles = roles
-        self.names: dict[int, str] = {}
+        self.names = names or {}
+        self.parts = parts or {}
+        self.emitted: dict[tuple, str] = {}
         self.imports: dict[str, str] = {}
         self.constants: dict[str, str] = {}
         self.functions: list[str] = []
@@ -116,11 +126,12 @@ class _Writer:
                 # A flag: a module constant, so numba prunes the branches it guards.
                 self.constants[emitted] = f"{emitted} = {_number(filler)!r}"
             else:
-                self.function(filler, emitted)
+                self.function(filler, emitted, ROLE_SLOTS.get(name))
         return emitted
 
-    def bind(self, obj, name: str, owner) -> str | None:
-        """The name under which global ``name`` of ``owner`` is visible in the module."""
+    def bind(self, obj, name: str, owner, slot: int | None = None) -> str | None:
+        """The name under which global ``name`` of ``owner`` (a kernel of the part in
+        ``slot``, or a helper it calls) is visible in the module."""
         if isinstance(obj, Role):
             return self.role(obj.name)
         if isinstance(obj, types.ModuleType):
@@ -140,12 +151,15 @@ class _Writer:
             self.files.add(inspect.getsourcefile(sys.modules[module]) or module)
             return alias
         if isinstance(obj, types.FunctionType):
-            key = id(obj)
-            if key not in self.names:
-                emitted = "f_" + _ident(f"{obj.__module__}_{obj.__qualname__}")
-                self.names[key] = emitted
-                self.function(obj, emitted)
-            return self.names[key]
+            # A helper is written once per part that calls it: its own.NAME are the
+            # caller's parameters.
+            key = (id(obj), slot)
+            if key not in self.emitted:
+                suffix = "" if slot is None else f"_{SLOTS[slot]}"
+                emitted = "f_" + _ident(f"{obj.__module__}_{obj.__qualname__}") + suffix
+                self.emitted[key] = emitted
+                self.function(obj, emitted, slot)
+            return self.emitted[key]
         if _is_number(obj):
             alias = "c_" + _ident(f"{owner.__module__}_{name}")
             self.constants[alias] = f"{alias} = {_number(obj)!r}"
@@ -156,7 +170,50 @@ class _Writer:
             "functions and roles"
         )
 
-    def function(self, fn: Callable, emitted: str) -> None:
+    def resolve(self, fn, slot, kind: str, path: list[str]) -> str:
+        """The source text in place of ``kind.path`` (``own.rho``, ``part.refresh.rho``,
+        ``column.lp``, ``offset.field_reversed``) in kernel ``fn`` of the part in ``slot``."""
+        who = f"kernel {fn.__module__}.{fn.__qualname__}"
+        spelled = ".".join([kind, *path])
+        if kind == "part":
+            if len(path) != 2 or path[0] not in SLOTS:
+                raise NameBindingError(
+                    f"{who} reads {spelled}; write part.SLOT.NAME with SLOT one of {SLOTS}"
+                )
+            slot, path = SLOTS.index(path[0]), path[1:]
+            kind = "own"
+        if len(path) != 1:
+            raise NameBindingError(f"{who} reads {spelled}; write {kind}.NAME")
+        name = path[0]
+        if kind == "own":
+            if slot is None:
+                raise NameBindingError(
+                    f"{who} reads {spelled}, but no part's kernel calls it (the chain "
+                    "kernel's helpers have no own parameters): read part.SLOT.NAME"
+                )
+            if slot not in self.parts:
+                raise NameBindingError(
+                    f"{who} reads {spelled}, but this sampler has no {SLOTS[slot]} part"
+                )
+            key = ("param", slot, name)
+            if key not in self.names:
+                declared = sorted(k[2] for k in self.names if k[0] == "param" and k[1] == slot)
+                raise NameBindingError(
+                    f"{who} reads {spelled}, which the {self.parts[slot]} does not declare "
+                    f"(its kernel parameters: {declared or 'none'})"
+                )
+            return self.names[key]
+        key = (kind, name)
+        if key not in self.names:
+            what = "statistic" if kind == "column" else "auxiliary variable or workspace"
+            known = sorted(k[1] for k in self.names if k[0] == kind)
+            raise NameBindingError(
+                f"{who} reads {spelled}, but no part of this sampler records the {what} "
+                f"{name!r} (known: {known})"
+            )
+        return self.names[key]
+
+    def function(self, fn: Callable, emitted: str, slot: int | None = None) -> None:
         if not isinstance(fn, types.FunctionType):
             raise CompositionError(f"a kernel must be a plain Python function, got {fn!r}")
         if fn.__closure__:
@@ -188,6 +245,42 @@ class _Writer:
         for sub in ast.walk(node):
             if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store | ast.Del):
                 local.add(sub.id)
+        writer = self
+
+        class BindNames(ast.NodeTransformer):
+            """``own.rho`` and its kin to the places the plan laid them out in."""
+
+            def visit_Attribute(self, sub):
+                path, base = [], sub
+                while isinstance(base, ast.Attribute):
+                    path.insert(0, base.attr)
+                    base = base.value
+                marker = None
+                if isinstance(base, ast.Name) and base.id not in local:
+                    marker = fn.__globals__.get(base.id)
+                if not isinstance(marker, Names):
+                    return self.generic_visit(sub)
+                if not isinstance(sub.ctx, ast.Load):
+                    raise NameBindingError(
+                        f"kernel {fn.__qualname__} assigns to {ast.unparse(sub)}: parameters "
+                        "are read-only in a kernel"
+                    )
+                # own.A.shape: the marker takes its name (part: the slot and the name), and
+                # what follows is an attribute of the value.
+                taken = 2 if marker._kind == "part" else 1
+                text = writer.resolve(fn, slot, marker._kind, path[:taken])
+                if path[taken:]:
+                    text = f"({text})." + ".".join(path[taken:])
+                for needed in ("PF", "PI"):
+                    if needed in text and needed not in local:
+                        raise NameBindingError(
+                            f"kernel {fn.__qualname__} reads {ast.unparse(sub)} but has no "
+                            f"argument {needed}: a kernel or helper that reads a name takes "
+                            "PF and PI and passes them on"
+                        )
+                return ast.copy_location(ast.parse(text, mode="eval").body, sub)
+
+        BindNames().visit(node)
         mapping: dict[str, str] = {}
         for sub in ast.walk(node):
             if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load):
@@ -195,7 +288,7 @@ class _Writer:
                 if name in local or name in mapping:
                     continue
                 if name in fn.__globals__:
-                    mapping[name] = self.bind(fn.__globals__[name], name, fn)
+                    mapping[name] = self.bind(fn.__globals__[name], name, fn, slot)
                 elif hasattr(builtins, name):
                     continue
                 else:
@@ -213,10 +306,14 @@ class _Writer:
         self.functions.append(f"{origin}\n@njit({options})\n{ast.unparse(node)}\n")
 
 
-def module_text(roles: dict[str, Callable], entry: Callable) -> tuple[str, set[str]]:
-    """The generated module's source, with ``entry`` compiled as ``chain`` and every role it
-    reaches bound to ``roles``; and the source files of the compiled helpers it imports."""
-    writer = _Writer(roles)
+def module_text(roles: dict[str, Callable], entry: Callable, names: dict | None = None,
+                parts: dict | None = None) -> tuple[str, set[str]]:  # fmt: skip
+    """The generated module's source, with ``entry`` compiled as ``chain``, every role it
+    reaches bound to ``roles`` and every name a kernel reads (``own.rho``...) to the place
+    ``names`` gives (the plan's :class:`~hamiltonia.compiled.plan.Layout`; ``parts`` names
+    the part in each slot, for errors); and the source files of the compiled helpers it
+    imports."""
+    writer = _Writer(roles, names, parts)
     writer.function(entry, "chain")
     header = [
         '"""Generated by hamiltonia.compiled.compose: one composition of parts. Do not edit."""',
@@ -233,13 +330,15 @@ def module_text(roles: dict[str, Callable], entry: Callable) -> tuple[str, set[s
 _LOADED: dict[str, types.ModuleType] = {}
 
 
-def compose(roles: dict[str, Callable], entry: Callable) -> Callable:
-    """The compiled ``entry`` function of the composition ``roles`` (role name to kernel).
+def compose(roles: dict[str, Callable], entry: Callable, names: dict | None = None,
+            parts: dict | None = None) -> Callable:  # fmt: skip
+    """The compiled ``entry`` function of the composition ``roles`` (role name to kernel),
+    with the names its kernels read bound as ``names`` says (see :func:`module_text`).
 
     The module is written once per distinct text (atomically, so concurrent processes
     agree) and imported by name, so numba's on-disk cache serves it to later processes.
     """
-    text, files = module_text(roles, entry)
+    text, files = module_text(roles, entry, names, parts)
     return import_generated(text, files, "hk_").chain
 
 

@@ -7,19 +7,45 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["NotCompilable", "PartKernels", "compiled_counterpart", "overrides_without_kernel"]
+__all__ = [
+    "NotCompilable",
+    "PartKernels",
+    "compiled_counterpart",
+    "normalised_params",
+    "overrides_without_kernel",
+    "python_form_missing",
+]
 
 
 class NotCompilable(Exception):
     """The sampler has a part with no compiled counterpart; the message names it."""
 
 
-def _floats(values) -> np.ndarray:
-    return np.ascontiguousarray(np.asarray(values, dtype=np.float64).ravel())
-
-
-def _ints(values) -> np.ndarray:
-    return np.ascontiguousarray(np.asarray(values, dtype=np.int64).ravel())
+def normalised_params(params: dict, who: str) -> dict:
+    """``params`` with each value in the type its kernels read: an int (from a bool, an int or
+    a NumPy integer), a float, or a contiguous float64 array (from an array, list or tuple);
+    anything else is a :class:`TypeError` naming ``who`` (the part) and the field."""
+    out = {}
+    for name, value in params.items():
+        if not isinstance(name, str) or not name.isidentifier():
+            raise TypeError(f"{who} declares a parameter named {name!r}, not an identifier")
+        if isinstance(value, bool | np.bool_ | int | np.integer):
+            out[name] = int(value)
+        elif isinstance(value, float | np.floating):
+            out[name] = float(value)
+        elif isinstance(value, np.ndarray | list | tuple):
+            array = np.asarray(value)
+            if array.dtype.kind not in "fiub":
+                raise TypeError(
+                    f"{who} parameter {name!r} is an array of {array.dtype}, not of numbers"
+                )
+            out[name] = np.ascontiguousarray(array, dtype=np.float64).ravel()
+        else:
+            raise TypeError(
+                f"{who} parameter {name!r} is a {type(value).__name__}; a kernel parameter is "
+                "an int, a float or a float array"
+            )
+    return out
 
 
 @dataclass
@@ -30,43 +56,34 @@ class PartKernels:
     ----------
     functions : dict of str to function
         Role name (see :mod:`hamiltonia.compiled.roles`) to a plain Python kernel function.
-    fparams : array of float64
-        The part's float parameters, read by its kernels as ``PF[slot]``.
-    iparams : array of int64
-        The part's own integer parameters, read as ``PI[slot][2:]`` (the composer puts the
-        part's statistics and auxiliary-variable offsets in front).
+    params : dict of str to int, float or array
+        The part's parameters by name, which its kernels read as ``own.NAME`` (and other
+        parts' kernels as ``part.SLOT.NAME``): ints (bools become 0 or 1), floats, and float
+        arrays (flattened). The plan lays them out; a kernel never sees their positions.
     stats : tuple of (name, dtype)
-        The per-iteration statistics the part's kernels write, in column order from
-        ``PI[slot][0]``.
-    reads : tuple of str
-        Statistics of other parts the kernels read (a step-size tuner reads the acceptance
-        rate): their columns go into ``PI[slot]`` right after the two offsets, before the
-        part's own integer parameters.
-    aux : tuple of (name, size)
+        The per-iteration statistics the part's kernels write, at ``stats[column.NAME]``.
+    aux : tuple of (name, size) or (name, size, initial)
         Per-chain auxiliary variables (``state.aux[name]``, ``size`` values a chain) the
-        kernels use, laid out in ``aux`` from ``PI[slot][1]``.
+        kernels use, at ``aux[offset.NAME : offset.NAME + size]``. A chain that does not
+        hold the variable yet starts it at ``initial`` (a number, or ``size`` numbers;
+        default 0), once: after that it is the chain's state, carried from chunk to chunk
+        and saved with checkpoints.
     workspace : tuple of (name, size)
         Per-chain working storage the kernels keep between calls within one compiled run
-        (a normal form derived from an auxiliary variable), laid out in ``aux`` right after
-        the part's auxiliary variables. It starts at zero in every run and is neither
-        returned to the chain state nor saved: kernels recompute it before reading it.
+        (a normal form derived from an auxiliary variable), at ``aux[offset.NAME:]`` too. It
+        starts at zero in every run and is neither returned to the chain state nor saved:
+        kernels recompute it before reading it.
     scratch_rows : int
         Rows of the ``scratch`` array the part's ``transition`` kernel needs (at least
         :data:`~hamiltonia.compiled.chain.SCRATCH_ROWS` are always there).
     """
 
     functions: dict[str, Callable] = field(default_factory=dict)
-    fparams: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    iparams: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    params: dict = field(default_factory=dict)
     stats: tuple[tuple[str, str], ...] = ()
-    reads: tuple[str, ...] = ()
-    aux: tuple[tuple[str, int], ...] = ()
+    aux: tuple[tuple, ...] = ()
     workspace: tuple[tuple[str, int], ...] = ()
     scratch_rows: int = 0
-
-    def __post_init__(self):
-        self.fparams = _floats(self.fparams)
-        self.iparams = _ints(self.iparams)
 
 
 def overrides_without_kernel(part, numeric: tuple[str, ...]) -> str | None:
@@ -79,6 +96,40 @@ def overrides_without_kernel(part, numeric: tuple[str, ...]) -> str | None:
         for name in numeric:
             if name in vars(cls):
                 return f"{cls.__name__}.{name}"
+    return None
+
+
+def _owner(mro, name):
+    return next((cls for cls in mro if name in vars(cls)), None)
+
+
+def python_form_missing(part) -> str | None:
+    """The first numeric method (of ``part.numeric_methods``) that has no Python form
+    matching the part's kernel, as ``"Class.method"``, or ``None``: a part may be written
+    once, as a kernel, and then runs on the compiled path only (with a Python target called
+    back, :mod:`hamiltonia.compiled.callback`).
+
+    A method is missing when the one the part inherits is abstract (marked with
+    :func:`abc.abstractmethod` in the part's base class), and stale when the part's class
+    overrides ``compiled`` below a class that paired that method with a kernel of its own
+    (a length policy that subclasses :class:`~hamiltonia.trajectories.MetropolisTrajectory`
+    and replaces the ``trajectory_length`` kernel alone inherits a ``n_steps`` that draws
+    the parent's lengths)."""
+    mro = type(part).__mro__
+    numeric = getattr(part, "numeric_methods", ())
+    kernel_owner = _owner(mro, "compiled")
+    if kernel_owner is None:
+        return None
+    # The abstract base: the first class, from the root, that declares the numeric methods.
+    root = next(cls for cls in reversed(mro) if "numeric_methods" in vars(cls))
+    for name in numeric:
+        method = getattr(type(part), name, None)
+        if method is None or getattr(method, "__isabstractmethod__", False):
+            return f"{type(part).__name__}.{name}"
+        owner = _owner(mro, name)
+        paired = owner is not root and "compiled" in vars(owner)
+        if paired and mro.index(owner) > mro.index(kernel_owner):
+            return f"{type(part).__name__}.{name}"
     return None
 
 
@@ -101,4 +152,9 @@ def compiled_counterpart(part, dim: int, kind: str, **context) -> PartKernels:
     kernels = method(dim, **context)
     if kernels is None:
         raise NotCompilable(f"{kind} {name} has no compiled counterpart")
+    if not isinstance(kernels, PartKernels):
+        raise TypeError(
+            f"{kind} {name}.compiled() returned {type(kernels).__name__}, not a PartKernels"
+        )
+    kernels.params = normalised_params(kernels.params, f"{kind} {name}")
     return kernels

@@ -25,16 +25,32 @@ __all__ = ["CompiledPlan", "Layout", "NotCompilable", "plan_for"]
 
 @dataclass
 class Layout:
-    """The composition of one sampler at one moment: kernels, parameters, columns."""
+    """The composition of one sampler at one moment: kernels, parameters, columns.
+
+    ``PF`` holds one float64 array per float parameter (a scalar as an array of one) and
+    ``PI`` one int64 array of the int parameters and of the offsets of the auxiliary
+    variables; ``names`` says where each name a kernel may read lives (see
+    :mod:`hamiltonia.compiled.roles`): ``("param", slot, name)``, ``("column", name)`` and
+    ``("offset", name)`` to the source text the composer puts in its place.
+    """
 
     functions: dict
     PF: tuple
-    PI: tuple
+    PI: np.ndarray
     stats: tuple  # (name, dtype) per column of the statistics row
-    aux: tuple  # (name, offset, size) per auxiliary variable
+    aux: tuple  # (name, offset, size, initial value) per auxiliary variable
     n_aux: int
     tuner: object  # the step-size tuner whose state the kernel updates, or None
     scratch_rows: int  # rows of the chain kernel's scratch array
+    names: dict  # where each name lives, as source text
+    parts: dict  # slot to a description of its part ("refresh PartialRefresh"), for errors
+
+    def param(self, slot: int | str, name: str):
+        """The value of parameter ``name`` of the part in ``slot`` (an index or a name of
+        :data:`~hamiltonia.compiled.roles.SLOTS`), as its kernels read it."""
+        slot = SLOTS.index(slot) if isinstance(slot, str) else slot
+        where = self.names[("param", slot, name)]
+        return eval(where, {"PF": self.PF, "PI": self.PI})  # text the plan wrote
 
 
 def _layout(sampler, parts, kernels: dict) -> Layout:
@@ -49,51 +65,58 @@ def _layout(sampler, parts, kernels: dict) -> Layout:
     owner = {}
     stats = list(CHAIN_STATS)
     aux, n_aux = [], 0
-    offsets = {}
+    PF, PI, names = [], [], {}
+    described = {slot: f"{kind} {type(part).__name__}" for slot, (part, kind) in parts.items()}
     for slot in range(len(SLOTS)):
         k = kernels.get(slot)
         if k is None:
-            offsets[slot] = (0, 0)
             continue
-        offsets[slot] = (len(stats), n_aux)
         stats.extend(k.stats)
-        for name, size in k.aux:
-            aux.append((name, n_aux, int(size)))
-            n_aux += int(size)
         # The workspace follows the part's variables in ``aux`` but is not laid out as
         # state: nothing reads it from, or writes it to, the chains' auxiliary variables.
-        n_aux += sum(int(size) for _, size in k.workspace)
+        variables = {entry[0] for entry in k.aux}
+        for name, size, *initial in (*k.aux, *k.workspace):
+            if ("offset", name) in names:
+                raise NotCompilable(f"two parts lay out the auxiliary variable {name!r}")
+            names[("offset", name)] = f"PI[{len(PI)}]"
+            PI.append(n_aux)
+            if name in variables:
+                aux.append((name, n_aux, int(size), initial[0] if initial else 0.0))
+            n_aux += int(size)
+        for name, value in k.params.items():
+            if isinstance(value, int):
+                names[("param", slot, name)] = f"PI[{len(PI)}]"
+                PI.append(value)
+            elif isinstance(value, float):
+                names[("param", slot, name)] = f"PF[{len(PF)}][0]"
+                PF.append(np.array([value]))
+            else:
+                names[("param", slot, name)] = f"PF[{len(PF)}]"
+                PF.append(value)
         for role, fn in k.functions.items():
             if ROLE_SLOTS.get(role) != slot:
                 raise NotCompilable(
-                    f"{parts[slot][1]} {type(parts[slot][0]).__name__} hands out a kernel "
-                    f"for the role {role!r}, which is not a {SLOTS[slot]} role"
+                    f"{described[slot]} hands out a kernel for the role {role!r}, which is "
+                    f"not a {SLOTS[slot]} role"
                 )
             if role in owner:
                 raise NotCompilable(f"two parts fill the role {role!r}")
             owner[role] = slot
             functions[role] = fn
-    columns = {name: i for i, (name, _) in enumerate(stats)}
-    PF, PI = [], []
-    for slot in range(len(SLOTS)):
-        k = kernels.get(slot)
-        if k is None:
-            PF.append(np.zeros(0))
-            PI.append(np.zeros(2, dtype=np.int64))
-            continue
-        missing = [name for name in k.reads if name not in columns]
-        if missing:
-            raise NotCompilable(
-                f"{parts[slot][1]} {type(parts[slot][0]).__name__} reads the statistics "
-                f"{missing}, which no part of this sampler records"
-            )
-        reads = [columns[name] for name in k.reads]
-        PF.append(k.fparams)
-        PI.append(np.array([*offsets[slot], *reads, *k.iparams], dtype=np.int64))
+    columns = {}
+    for i, (name, _) in enumerate(stats):
+        if name in columns:
+            raise NotCompilable(f"two parts record the statistic {name!r}")
+        columns[name] = i
+        names[("column", name)] = str(i)
     tuner = parts[TUNER][0] if TUNER in kernels and "tune" in kernels[TUNER].functions else None
     functions["run_chain"] = run_chain
     rows = max([SCRATCH_ROWS, *(int(k.scratch_rows) for k in kernels.values())])
-    return Layout(functions, tuple(PF), tuple(PI), tuple(stats), tuple(aux), n_aux, tuner, rows)
+    # Numba types a tuple of arrays by its length: never empty.
+    PF = tuple(PF) if PF else (np.zeros(1),)
+    PI = np.array(PI if PI else [0], dtype=np.int64)
+    return Layout(functions, PF, PI, tuple(stats), tuple(aux), n_aux, tuner, rows, names,
+                  described)  # fmt: skip
 
 
 def _counterparts(sampler) -> tuple[dict, dict]:
@@ -119,7 +142,7 @@ def _counterparts(sampler) -> tuple[dict, dict]:
     return parts, kernels
 
 
-def plan_for(sampler) -> CompiledPlan:
+def plan_for(sampler, python_target: bool = False, reject_on=()) -> CompiledPlan:
     """A :class:`CompiledPlan` for ``sampler``, or :class:`NotCompilable` naming the part
     that prevents it.
 
@@ -131,24 +154,33 @@ def plan_for(sampler) -> CompiledPlan:
     ``numba_kernel()`` returns a :class:`~hamiltonia.compiled.NumbaTarget`. A subclass that
     overrides a part's maths without its own ``compiled`` is not compiled (it would not do
     what its Python methods do).
+
+    With ``python_target``, a target with no numba kernel is called back from the compiled
+    chain (:mod:`hamiltonia.compiled.callback`), its exceptions of the types ``reject_on``
+    being rejections: the way a part written only as a kernel runs with any target.
     """
     from hamiltonia import backend
-    from hamiltonia.reducers.base import gives_weights
 
     if backend.get_backend() != "numpy":
         raise NotCompilable(f"backend {backend.get_backend()!r} (the compiled path runs on NumPy)")
     _counterparts(sampler)  # raises naming the first part without a compiled counterpart
-    weighted = gives_weights(sampler.reducer)
+    weighted = bool(getattr(sampler, "weighted", False))
     column = getattr(sampler.reducer, "column", None)
     if weighted and column is None:
         raise NotCompilable(f"reducer {type(sampler.reducer).__name__} has no compiled counterpart")
     kernel = sampler.target.numba_kernel()
+    if kernel is None and python_target:
+        from hamiltonia.compiled.callback import python_target as called_back
+
+        kernel = called_back(sampler.target, reject_on)
     if kernel is None:
         raise NotCompilable(f"target {type(sampler.target).__name__} has no numba kernel")
     if not isinstance(kernel, NumbaTarget):
         raise NotCompilable("numba_kernel() must return a hamiltonia.compiled.NumbaTarget")
     plan = CompiledPlan(sampler, kernel)
-    layout = plan.layout()  # composes now, so that a kernel that cannot be composed is reported
+    # Composes now, so that a kernel that cannot be composed is reported (and a name a kernel
+    # reads that no part declares is an error naming the part and the field).
+    layout = plan.layout()
     if weighted and column not in {name for name, _ in layout.stats}:
         raise NotCompilable(
             f"reducer {type(sampler.reducer).__name__} reads the column {column!r}, which no "
@@ -161,16 +193,23 @@ def plan_for(sampler) -> CompiledPlan:
 _COMPOSED: dict = {}
 
 
-def _composed(functions: dict):
-    from hamiltonia.compiled.compose import CompositionError, compose
+def _composed(layout: Layout):
+    from hamiltonia.compiled.compose import CompositionError, NameBindingError, compose
 
-    key = tuple(sorted((role, id(fn)) for role, fn in functions.items()))
+    functions = layout.functions
+    key = (
+        tuple(sorted((role, id(fn)) for role, fn in functions.items())),
+        tuple(sorted(layout.names.items(), key=repr)),
+    )
     if key not in _COMPOSED:
         roles = {role: fn for role, fn in functions.items() if role != "run_chain"}
         try:
-            _COMPOSED[key] = (compose(roles, functions["run_chain"]), functions)
+            chain = compose(roles, functions["run_chain"], layout.names, layout.parts)
+        except NameBindingError:
+            raise  # a kernel reads a name no part declares: the part's bug, shown as such
         except CompositionError as err:
             raise NotCompilable(str(err)) from None
+        _COMPOSED[key] = (chain, functions)
     return _COMPOSED[key][0]
 
 
@@ -179,8 +218,14 @@ class CompiledPlan:
     core."""
 
     def __init__(self, sampler, kernel: NumbaTarget):
+        import weakref
+
+        from hamiltonia.compiled import callback
+
         self.sampler = sampler
         self.kernel = kernel
+        self.calls_python = callback.entry_of(kernel) is not None
+        weakref.finalize(self, callback.release, kernel)
         self.workers = max(1, os.cpu_count() or 1)
         self._pool: ThreadPoolExecutor | None = None
         self._frozen: Layout | None = None
@@ -200,7 +245,7 @@ class CompiledPlan:
         them since the last chunk)."""
         parts, kernels = _counterparts(self.sampler)
         layout = _layout(self.sampler, parts, kernels)
-        self.chain_kernel = _composed(layout.functions)
+        self.chain_kernel = _composed(layout)
         return layout
 
     def run(self, chain, rngs, n_iter: int, adapt: bool, out_q: np.ndarray, out_stats: np.ndarray,
@@ -218,6 +263,8 @@ class CompiledPlan:
             self._frozen = None if adapt else layout
         else:
             layout = self._frozen
+        from hamiltonia.compiled import callback
+
         phase = chain.phase
         n_chains = phase.q.shape[0]
 
@@ -227,9 +274,12 @@ class CompiledPlan:
         q, p, grad = own(phase.q), own(phase.p), own(phase.grad)
         lp, eps = own(phase.log_prob), own(chain.step_size)
         aux = np.zeros((n_chains, layout.n_aux))
-        for name, offset, size in layout.aux:
-            # A variable the NumPy side has not set yet starts at zero.
-            value = phase.aux.setdefault(name, np.zeros((n_chains, size)))
+        for name, offset, size, initial in layout.aux:
+            # A variable the chains do not hold yet starts at the part's initial value.
+            if name not in phase.aux:
+                start = np.broadcast_to(np.asarray(initial, dtype=np.float64), (size,))
+                phase.aux[name] = np.tile(start, (n_chains, 1))
+            value = phase.aux[name]
             aux[:, offset : offset + size] = np.reshape(value, (n_chains, size))
         tuner = layout.tuner if adapt else None
         state = getattr(tuner, "state", None)
@@ -241,6 +291,8 @@ class CompiledPlan:
             out_grad = np.empty((n_chains, 0, phase.q.shape[1]))
 
         def one(c):
+            if self.calls_python:
+                callback.set_chain(c)
             chain_kernel(
                 q[c], p[c], grad[c], lp[c : c + 1], eps[c : c + 1], aux[c], rngs[c],
                 bool(mirror[c]), n_iter, tuner is not None, tune_state[c], PF, PI, fn, fdata,
@@ -254,8 +306,10 @@ class CompiledPlan:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(max_workers=min(self.workers, n_chains))
             list(self._pool.map(one, range(n_chains)))
+        # A Python target's error stops the run here, before the chunk's state is kept.
+        callback.raise_error(self.kernel)
         phase.q, phase.p, phase.grad, phase.log_prob = q, p, grad, lp
-        for name, offset, size in layout.aux:
+        for name, offset, size, _ in layout.aux:
             shape = np.shape(phase.aux[name])
             phase.aux[name] = aux[:, offset : offset + size].reshape(shape)
         chain.step_size = eps

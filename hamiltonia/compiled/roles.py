@@ -8,12 +8,31 @@ to the kernel of the part that fills it in the sampler being compiled. So a leap
 works with any metric's ``velocity`` and an accept rule with any Hamiltonian's ``energy``,
 and none of them names another part.
 
-Every kernel receives the parameters of all parts as two tuples ``PF`` (float64 arrays) and
-``PI`` (int64 arrays), indexed by the *slot* of the part that owns them (:data:`HAMILTONIAN`,
-:data:`STRUCTURE`, ...). ``PI[slot][0]`` is the offset of the part's columns in the
-per-iteration statistics row and ``PI[slot][1]`` the offset of its variables in the chain's
-auxiliary vector ``aux`` (its workspace follows them there); the part's own integer
-parameters follow from ``PI[slot][2]`` on.
+Every kernel receives the parameters of all parts as ``PF`` and ``PI`` and reads them **by
+name**, never by position: the composer rewrites four kinds of names into the places the
+plan laid the values out in (:mod:`hamiltonia.compiled.plan`), and checks each when the plan
+is built, so a missing or misspelt name is an error naming the part and the field, not a
+read out of bounds:
+
+``own.NAME``
+    The parameter ``NAME`` of the part whose kernel this is (declared in its
+    :class:`~hamiltonia.compiled.parts.PartKernels` ``params``): a float, an int or a float
+    array. In the kernels a part hands out and in the helpers they call (a helper is
+    composed once per part that calls it, so there ``own`` is the calling part).
+``part.SLOT.NAME``
+    The parameter ``NAME`` of the part in slot ``SLOT`` (:data:`SLOTS`: ``hamiltonian``,
+    ``structure``, ``integrator``, ``refresh``, ``trajectory``, ``tuner``): a part that needs
+    another's value asks for it by name (the Metropolis transition reads
+    ``part.refresh.flip_on_reject``). Anywhere, helpers included.
+``column.NAME``
+    The column of the statistic ``NAME`` in the iteration's row ``stats``, whichever part
+    records it (a constant: ``stats[column.acceptance_rate]``).
+``offset.NAME``
+    The offset in the chain's ``aux`` of the auxiliary variable or workspace ``NAME``
+    (``aux[offset.field_reversed]``).
+
+``PF`` and ``PI`` themselves are the plan's business: a kernel passes them on to the roles
+it calls and never indexes them.
 
 Signatures (one chain; ``q``, ``p``, ``grad``, ``v`` of shape ``(dim,)``):
 
@@ -74,6 +93,11 @@ Signatures (one chain; ``q``, ``p``, ``grad``, ``v`` of shape ``(dim,)``):
     The momentum refreshment between trajectories, writing its statistics (a momentum
     test's acceptance) into the iteration's row ``stats``; ``logp`` is there for the
     energy of a non-separable Hamiltonian. [momentum refresh]
+``trajectory_length(rng, eps, aux, PF, PI) -> (n_steps, eps)``
+    The number of steps of this iteration's trajectory and the step size to integrate it
+    with, drawn from the chain's generator (the Metropolis transition calls it, so a new
+    length policy, a geometric or Halton length, replaces this kernel alone and reuses the
+    transition). [trajectory policy]
 ``transition(rng, q, p, grad, lp, eps, aux, scratch, stats, PF, PI, logp, fdata, idata)``
     One transition from the refreshed state, in place; returns the new log density and
     writes the part's statistics into ``stats``. ``scratch`` has
@@ -90,12 +114,14 @@ from __future__ import annotations
 __all__ = [
     "HAMILTONIAN",
     "INTEGRATOR",
+    "NAME_MARKERS",
     "REFRESH",
     "ROLE_SLOTS",
     "SLOTS",
     "STRUCTURE",
     "TRAJECTORY",
     "TUNER",
+    "column",
     "draw_momentum",
     "drift",
     "energy",
@@ -104,11 +130,15 @@ __all__ = [
     "inverse_mass_diagonal",
     "kick",
     "kinetic",
+    "offset",
+    "own",
+    "part",
     "position_flow",
     "prepare",
     "refresh",
     "reverse_structure",
     "target_energy",
+    "trajectory_length",
     "transition",
     "tune",
     "update_auxiliary",
@@ -139,6 +169,7 @@ ROLE_SLOTS = {
     "integrate": INTEGRATOR,
     "refresh": REFRESH,
     "transition": TRAJECTORY,
+    "trajectory_length": TRAJECTORY,
     "tune": TUNER,
 }
 
@@ -178,4 +209,33 @@ reverse_structure = Role("reverse_structure")
 integrate = Role("integrate")
 refresh = Role("refresh")
 transition = Role("transition")
+trajectory_length = Role("trajectory_length")
 tune = Role("tune")
+
+
+class Names:
+    """A marker whose attributes name parameters, columns or offsets in a kernel (see the
+    module's docstring): the composer rewrites ``own.rho`` into the place of the part's
+    ``rho``. Outside a composition the names mean nothing, and reading one raises."""
+
+    def __init__(self, kind: str):
+        self._kind = kind
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise RuntimeError(
+            f"{self._kind}.{name} names a value only inside a compiled composition "
+            "(hamiltonia.compiled.compose); call the part's Python method instead"
+        )
+
+    def __repr__(self):
+        return f"Names({self._kind!r})"
+
+
+own = Names("own")
+part = Names("part")
+column = Names("column")
+offset = Names("offset")
+#: The markers by the kind of name they carry.
+NAME_MARKERS = {"own": own, "part": part, "column": column, "offset": offset}

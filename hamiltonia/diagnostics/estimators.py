@@ -26,6 +26,7 @@ __all__ = [
     "mcse",
     "multivariate_ess",
     "rhat",
+    "weighted_mean",
 ]
 
 
@@ -190,3 +191,21 @@ def ess_per_gradient(result, method: str = "bulk") -> np.ndarray:
     n_grad = float(np.sum(result.stats["n_grad"]))
     with np.errstate(divide="ignore"):
         return ess(result.draws, method) / n_grad
+
+
+def weighted_mean(values: np.ndarray, log_weights: np.ndarray | None) -> np.ndarray:
+    """Self-normalised importance-weighted mean over the (chain, draw) axes.
+
+    .. math::
+
+        \\hat\\mu = \\frac{\\sum_i w_i f(x_i)}{\\sum_i w_i}, \\qquad w_i = e^{\\log w_i}.
+
+    ``values`` has shape ``(chains, draws, ...)``; ``log_weights`` ``(chains, draws)`` or
+    ``None`` for equal weights.
+    """
+    if log_weights is None:
+        return values.mean(axis=(0, 1))
+    lw = log_weights - np.max(log_weights)
+    w = np.exp(lw)
+    w = w / w.sum()
+    return np.tensordot(w, values, axes=([0, 1], [0, 1]))

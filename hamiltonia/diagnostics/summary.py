@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 
 from hamiltonia.diagnostics import estimators
-from hamiltonia.reducers.base import weighted_mean
+from hamiltonia.diagnostics.estimators import weighted_mean
 
 __all__ = [
     "DEFAULT_QUANTILES",

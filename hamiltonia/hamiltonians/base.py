@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections.abc import Sequence
 
 import numpy as np
@@ -81,12 +82,15 @@ class Hamiltonian:
         """:math:`U(q) = -\\log\\pi(q)`."""
         return -state.log_prob
 
+    @abstractmethod
     def kinetic(self, p: np.ndarray, aux: dict | None = None) -> np.ndarray:
         raise NotImplementedError
 
+    @abstractmethod
     def velocity(self, p: np.ndarray, aux: dict | None = None) -> np.ndarray:
         raise NotImplementedError
 
+    @abstractmethod
     def sample_momentum(
         self, rngs: Sequence[np.random.Generator], aux: dict | None = None
     ) -> np.ndarray:

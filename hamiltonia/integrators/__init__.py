@@ -1,16 +1,26 @@
-"""Integrators of Hamiltonian flows, and the names they are registered under.
+"""Integrators of Hamiltonian flows, and the registry of named integrators.
 
 ``integrator="leapfrog" | "two-stage" | "three-stage" | "processed-leapfrog"`` selects one by
-name in every Hamiltonian recipe (``-O integrator=...`` on the command line); :func:`register`
-adds more.
+name in every Hamiltonian recipe (``-O integrator=...`` on the command line). The names come
+from the entry-point group ``hamiltonia.integrators``, where a plugin registers its own
+(:mod:`hamiltonia.registry`); :func:`register` adds one in the running process.
+
+>>> import hamiltonia as hm
+>>> hm.integrators.get("two-stage")
+TwoStage()
+>>> hm.integrators.names()  # doctest: +SKIP
+['leapfrog', 'processed-leapfrog', 'three-stage', 'two-stage']
 """
 
 from __future__ import annotations
+
+import difflib
 
 from hamiltonia.integrators.base import Integrator
 from hamiltonia.integrators.leapfrog import Leapfrog
 from hamiltonia.integrators.processed import ProcessedLeapfrog
 from hamiltonia.integrators.splitting import Splitting, ThreeStage, TwoStage
+from hamiltonia.registry import Registry
 
 __all__ = [
     "Integrator",
@@ -19,38 +29,68 @@ __all__ = [
     "Splitting",
     "ThreeStage",
     "TwoStage",
+    "describe",
+    "get",
     "make_integrator",
     "names",
+    "options",
     "register",
+    "registry",
 ]
 
-_REGISTRY: dict[str, type] = {
-    "leapfrog": Leapfrog,
-    "two-stage": TwoStage,
-    "three-stage": ThreeStage,
-    "processed-leapfrog": ProcessedLeapfrog,
-}
+#: The registry of integrators, fed by the ``hamiltonia.integrators`` entry points. A factory
+#: is called as ``factory(structure=None, **options)`` and returns an :class:`Integrator`.
+registry = Registry("hamiltonia.integrators", "integrator", returns=Integrator)
 
 
 def names() -> list[str]:
     """Names of the registered integrators."""
-    return sorted(_REGISTRY)
+    return registry.names()
+
+
+def describe() -> dict[str, str]:
+    """Name to one-line description of every registered integrator."""
+    return registry.describe()
+
+
+def options(name: str) -> list[str]:
+    """The keyword options the integrator ``name`` takes (``structure`` among them)."""
+    return registry.options(name)
+
+
+def get(name: str, **options) -> Integrator:
+    """The integrator registered as ``name``, built with ``options`` (e.g.
+    ``structure=MagneticStructure(G)``, or ``tolerance=1e-8`` for the processed leapfrog)."""
+    return registry.build(name, **options)
 
 
 def register(name: str, factory, *, overwrite: bool = False) -> None:
-    """Register ``factory(structure=None) -> Integrator`` under ``name``."""
-    if name in _REGISTRY and not overwrite:
-        raise ValueError(f"integrator {name!r} is already registered")
-    _REGISTRY[name] = factory
+    """Register ``factory(structure=None, **options) -> Integrator`` under ``name`` in this
+    process (an integrator class qualifies)."""
+    registry.register(name, factory, overwrite=overwrite)
 
 
 def make_integrator(integrator, structure=None) -> Integrator:
-    """An :class:`Integrator` from a registered name, or ``integrator`` itself."""
+    """An :class:`Integrator` from a registered name, or ``integrator`` itself.
+
+    A name's factory gets ``structure`` only when one is given, so a factory that takes
+    none still serves the canonical flow. An unknown name raises ``ValueError`` listing the
+    registered ones."""
     if isinstance(integrator, Integrator):
         return integrator
-    if isinstance(integrator, str) and integrator in _REGISTRY:
-        return _REGISTRY[integrator](structure=structure)
-    raise ValueError(
-        f"integrator must be one of {', '.join(repr(n) for n in names())} or an Integrator, "
-        f"got {integrator!r}"
-    )
+    known = names()
+    if not isinstance(integrator, str) or integrator not in known:
+        close = difflib.get_close_matches(str(integrator), known, n=3, cutoff=0.5)
+        hint = f"; did you mean {' or '.join(map(repr, close))}?" if close else ""
+        raise ValueError(
+            f"integrator must be one of {', '.join(repr(n) for n in known)} or an Integrator, "
+            f"got {integrator!r}{hint}"
+        )
+    if structure is None:
+        return get(integrator)
+    if not registry.accepts(integrator, "structure"):
+        raise ValueError(
+            f"integrator {integrator!r} ({registry.source(integrator)}) takes no Poisson "
+            "structure, so it cannot integrate a magnetic field"
+        )
+    return get(integrator, structure=structure)

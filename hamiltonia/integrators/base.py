@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from abc import abstractmethod
+
 import numpy as np
 
 from hamiltonia import backend
@@ -73,6 +75,7 @@ class Integrator:
                 f"integrate the non-canonical {type(self.structure).__name__}"
             )
 
+    @abstractmethod
     def step(self, hamiltonian, state: PhaseState, step_size: np.ndarray) -> PhaseState:
         raise NotImplementedError
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from hamiltonia.diagnostics.estimators import weighted_mean
+
 __all__ = [
     "ImportanceWeights",
     "ReducerWrapper",
@@ -19,24 +21,6 @@ __all__ = [
     "reduction_table",
     "weighted_mean",
 ]
-
-
-def weighted_mean(values: np.ndarray, log_weights: np.ndarray | None) -> np.ndarray:
-    """Self-normalised importance-weighted mean over the (chain, draw) axes.
-
-    .. math::
-
-        \\hat\\mu = \\frac{\\sum_i w_i f(x_i)}{\\sum_i w_i}, \\qquad w_i = e^{\\log w_i}.
-
-    ``values`` has shape ``(chains, draws, ...)``; ``log_weights`` ``(chains, draws)`` or
-    ``None`` for equal weights.
-    """
-    if log_weights is None:
-        return values.mean(axis=(0, 1))
-    lw = log_weights - np.max(log_weights)
-    w = np.exp(lw)
-    w = w / w.sum()
-    return np.tensordot(w, values, axes=([0, 1], [0, 1]))
 
 
 def linearised_values(values, log_weights, per_chain: bool = False) -> np.ndarray:

@@ -11,7 +11,7 @@ metric. A chain's iterations depend on nothing else, so every executor gives the
 in-process run, bit for bit.
 
 A task checkpoints its draws and its chain state as a run file
-(:mod:`hamiltonia.runner.runfile`) in a folder every worker can read (``output.tasks`` beside the
+(:mod:`hamiltonia.results.runfile`) in a folder every worker can read (``output.tasks`` beside the
 output, or a temporary folder of the calling machine for a run without ``output``; removed
 when the run is complete, and the temporary one also when the run fails). A task that is
 started again, because its worker died, continues from its last checkpoint; the draws are
@@ -136,7 +136,7 @@ def _dumps(value) -> bytes:
 
 def _checkpointed(task: ChainTask):
     """The task's last checkpoint (draws so far and chain state), or ``None``."""
-    from hamiltonia.runner.runfile import RunFileError, partial_dir, read_partial
+    from hamiltonia.results.runfile import RunFileError, partial_dir, read_partial
 
     path = task.checkpoint_path
     if path is None or not (partial_dir(path) / "manifest.json").exists():
@@ -167,8 +167,8 @@ def _run_chain_task(task: ChainTask) -> dict:
     from tqdm.auto import tqdm
 
     from hamiltonia.results import Result
+    from hamiltonia.results.runfile import RunFile
     from hamiltonia.runner import loop, resume_state
-    from hamiltonia.runner.runfile import RunFile
 
     smp, target = task.sampler, task.target
     smp.tuners = []  # warm-up is over: the parts are frozen
@@ -561,7 +561,7 @@ def remove_orphaned_task_folders(parent=None) -> list:
     list of Path
         The folders removed.
     """
-    from hamiltonia.runner.runfile import left_by_dead_processes
+    from hamiltonia.results.runfile import left_by_dead_processes
 
     parent = Path(tempfile.gettempdir() if parent is None else parent)
     removed = []

@@ -9,6 +9,9 @@ sides cannot drift apart.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import dataclasses
 import time
 import warnings
 
@@ -20,7 +23,18 @@ from hamiltonia.runner.thinning import kept, thin_group, thin_statistics
 from hamiltonia.state import ModelError
 from hamiltonia.targets.base import Target
 
-__all__ = ["Chunker", "FallbackWarning", "Recorder", "choose_plan", "run_chains"]
+__all__ = [
+    "COMPILED_REASON",
+    "KEPT_REASON",
+    "Chunker",
+    "FallbackWarning",
+    "Recorder",
+    "Spelling",
+    "choose_path",
+    "choose_plan",
+    "run_chains",
+    "spelled",
+]
 
 #: Most numbers (draws and statistics, all chains) one compiled chunk writes: 16 MB.
 CHUNK_BUFFER_FLOATS = 2**21
@@ -288,19 +302,119 @@ def run_chains(plan, smp, target, state, rngs, warmup, draws, rec, bar, start=0,
                              on_warmup=on_warmup)  # fmt: skip
 
 
-def choose_plan(smp, compiled):
-    if compiled is False:
-        return None
-    from hamiltonia.compiled import NotCompilable, plan_for
+#: The reason recorded for a run on the compiled path (``result.attrs["path_reason"]``).
+COMPILED_REASON = "compiled: every part has a compiled counterpart"
+#: The start of the reason of a resumed run that kept the NumPy path of the run it continues.
+KEPT_REASON = "numpy: kept from the run it continues"
 
+
+@dataclasses.dataclass(frozen=True)
+class Spelling:
+    """How the caller spells the choice of path, for the messages that give advice: from
+    Python ``compiled=True`` / ``compiled=False``, from the command line ``--compiled`` /
+    ``--no-compiled`` (:func:`spelled`)."""
+
+    #: Starts the ``ValueError`` of a compiled path that was required and is not possible.
+    required: str = "compiled=True"
+    #: The option that asks for the NumPy path.
+    numpy: str = "compiled=False"
+
+
+#: The spelling in force (None: Python's).
+_SPELLING: contextvars.ContextVar[Spelling | None] = contextvars.ContextVar(
+    "hamiltonia_compiled_spelling", default=None
+)
+
+
+@contextlib.contextmanager
+def spelled(spelling: Spelling):
+    """Within the block, the messages of :func:`choose_path` name the options as
+    ``spelling`` does (the command line's ``--compiled`` / ``--no-compiled``)."""
+    token = _SPELLING.set(spelling)
     try:
-        return plan_for(smp)
-    except NotCompilable as err:
-        if compiled is True:
-            raise ValueError(f"compiled=True but {err}") from None
-        warnings.warn(
-            f"running on the NumPy path (slower): {err}; pass compiled=False to silence this",
-            FallbackWarning,
-            stacklevel=4,
+        yield
+    finally:
+        _SPELLING.reset(token)
+
+
+def choose_path(smp, compiled, *, kept=None, stacklevel=4):
+    """The path a run takes and why: ``(plan, reason)``, ``plan`` the compiled plan or
+    ``None`` for the NumPy path, ``reason`` a line for ``result.attrs["path_reason"]``
+    (``"compiled: ..."`` or ``"numpy: ..."``).
+
+    ``compiled`` is as in :func:`hamiltonia.sample`: ``None`` compiles where every part
+    allows it and warns :class:`FallbackWarning` naming the part where not; ``True``
+    requires it (``ValueError`` naming the part); ``False`` asks for the NumPy path. For a
+    resume that keeps the path of the run it continues, ``compiled`` is that run's path and
+    ``kept`` its ``path_reason`` (``""`` for a file that recorded none). The messages name
+    the options as the caller spells them (:func:`spelled`)."""
+    spelling = _SPELLING.get() or Spelling()
+    kernel_only = kernel_only_parts(smp)
+    if compiled is False and kernel_only:
+        raise ValueError(
+            f"{spelling.numpy} was asked but {kernel_only[0]} is written only as a kernel, "
+            "with no Python form: it runs on the compiled path only"
         )
-        return None
+    if compiled is False:
+        if kept is None:
+            return None, f"numpy: {spelling.numpy} was asked"
+        if kept.startswith(KEPT_REASON):
+            return None, kept
+        why = kept.removeprefix("numpy: ")
+        return None, f"{KEPT_REASON}: {why}" if why else KEPT_REASON
+    from hamiltonia.compiled import NotCompilable, plan_for
+    from hamiltonia.state import _REJECT_ON
+
+    # A part written only as a kernel, or a compiled path asked for, runs compiled whatever
+    # the target: one with no kernel of its own is called back from the compiled chain.
+    python_target = compiled is True or bool(kernel_only)
+    try:
+        plan = plan_for(smp, python_target=python_target, reject_on=_REJECT_ON.get())
+    except NotCompilable as err:
+        if kept is not None:
+            raise ValueError(
+                f"the run ran on the compiled path but {err}; pass {spelling.numpy} to "
+                "continue it on the NumPy path"
+            ) from None
+        if compiled is True:
+            raise ValueError(f"{spelling.required} but {err}") from None
+        if kernel_only:
+            raise ValueError(
+                f"{kernel_only[0]} is written only as a kernel, but the sampler cannot run "
+                f"compiled: {err}"
+            ) from None
+        warnings.warn(
+            f"running on the NumPy path (slower): {err}; pass {spelling.numpy} to silence this",
+            FallbackWarning,
+            stacklevel=stacklevel,
+        )
+        return None, f"numpy: {err}"
+    if not plan.calls_python:
+        return plan, COMPILED_REASON
+    why = kernel_only[0] + " is written only as a kernel" if kernel_only else spelling.required
+    return plan, (
+        f"compiled: the target has no compiled kernel and is called back from the compiled "
+        f"chain ({why})"
+    )
+
+
+def kernel_only_parts(smp) -> list[str]:
+    """The parts of ``smp`` written only as a kernel (no Python form of their maths), as
+    ``"refresh OccasionalRefresh (OccasionalRefresh.refresh)"``: they run on the compiled
+    path only (:func:`hamiltonia.compiled.parts.python_form_missing`)."""
+    from hamiltonia.compiled.parts import python_form_missing
+
+    listed = smp.compiled_parts() if hasattr(smp, "compiled_parts") else None
+    parts = [(part, kind) for part, kind, *_ in (listed or {}).values()]
+    parts += [(tuner, "tuner") for tuner in getattr(smp, "tuners", ())]
+    found = []
+    for part, kind in parts:
+        missing = python_form_missing(part)
+        if missing is not None:
+            found.append(f"{kind} {type(part).__name__} ({missing})")
+    return found
+
+
+def choose_plan(smp, compiled):
+    """The compiled plan of :func:`choose_path`, or ``None`` for the NumPy path."""
+    return choose_path(smp, compiled, stacklevel=5)[0]

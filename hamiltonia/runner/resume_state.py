@@ -13,7 +13,7 @@ saved (:func:`check_target`).
 A file is data from outside: :func:`validate` checks every field before anything is built
 from it (names from the registries only, a metric class from a fixed list, finite arrays of
 the shapes the file's own draws imply, generator states the generator accepts) and raises one
-:class:`~hamiltonia.runner.runfile.RunFileError` naming the file and the field.
+:class:`~hamiltonia.results.runfile.RunFileError` naming the file and the field.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import numpy as np
 
 from hamiltonia import backend as array_backend
 from hamiltonia._validation import MAX_WARMUP, check_int, finite_array
-from hamiltonia.runner.runfile import RunFileError
+from hamiltonia.results.runfile import RunFileError
 from hamiltonia.state import PhaseState
 
 __all__ = [
@@ -146,7 +146,7 @@ def _array(path, field: str, value, shape: tuple, *, finite: bool = True) -> np.
 
 def validate(info, previous, path) -> dict:
     """``info`` (a checkpoint's resume state) checked against the run ``previous`` read from
-    ``path``: the checked copy, or :class:`~hamiltonia.runner.runfile.RunFileError`."""
+    ``path``: the checked copy, or :class:`~hamiltonia.results.runfile.RunFileError`."""
     from hamiltonia import samplers
 
     if not isinstance(info, dict):
@@ -284,7 +284,7 @@ def check_warmup(info: dict, smp, previous, path) -> dict:
     """``info`` (checked by :func:`validate`) with the tuners' warm-up states checked against
     the rebuilt sampler ``smp``'s tuners (the same kinds in the same order, each field of
     the right shape and finite) and the statistics of the kept warm-up draws' unfinished
-    group against its declared statistics; :class:`~hamiltonia.runner.runfile.RunFileError`
+    group against its declared statistics; :class:`~hamiltonia.results.runfile.RunFileError`
     naming the file and the field otherwise."""
     warm = info.get("warmup")
     if warm is None:

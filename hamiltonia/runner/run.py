@@ -16,9 +16,9 @@ from hamiltonia._system import physical_memory as _physical_memory
 from hamiltonia._validation import MAX_WARMUP, as_float, check_flag, check_int
 from hamiltonia.diagnostics import checks as diagnose
 from hamiltonia.results import Result
+from hamiltonia.results.runfile import RunFile, RunFileError, partial_dir
 from hamiltonia.runner import resume_state
-from hamiltonia.runner.loop import FallbackWarning, Recorder, choose_plan, run_chains
-from hamiltonia.runner.runfile import RunFile, RunFileError, partial_dir
+from hamiltonia.runner.loop import FallbackWarning, Recorder, choose_path, run_chains
 from hamiltonia.runner.thinning import kept, thin_statistics
 from hamiltonia.samplers.base import Sampler
 from hamiltonia.state import _REJECT_ON, ChainState, ModelError, check_reject_on, rejecting
@@ -286,14 +286,20 @@ def sample(
         Show a tqdm progress bar.
     compiled : bool or None
         Run whole chains in compiled kernels (see :mod:`hamiltonia.compiled`). ``None``
-        (default) compiles when every part of the sampler allows it, ``True`` requires it
-        (``ValueError`` naming the part that does not), ``False`` forces the NumPy path.
+        (default) compiles when every part of the sampler allows it and otherwise runs the
+        NumPy path with a :class:`FallbackWarning` naming the part (``pass compiled=False to
+        silence this``); ``True`` requires it (``ValueError`` naming the part that does
+        not); ``False`` asks for the NumPy path, silently. ``result.attrs["compiled"]`` says
+        which path ran and ``result.attrs["path_reason"]`` why, e.g. ``"compiled: every
+        part has a compiled counterpart"``, ``"numpy: compiled=False was asked"`` or
+        ``"numpy: sampler RandomWalkMetropolis has no compiled counterpart"``. The command
+        line's ``--compiled`` / ``--no-compiled`` are ``True`` / ``False``.
     output : path, optional
         Write the finished run to this netCDF file (see :meth:`Result.save`). The path is
         checked before any work (its folder exists and is writable, it is not a folder, it
         does not exist unless ``overwrite``, no other process writes it). While the run goes
         on, it is checkpointed every ``checkpoint_seconds`` to the folder ``output.partial``
-        (:mod:`hamiltonia.runner.runfile`: each block and manifest written atomically, so a kill at
+        (:mod:`hamiltonia.results.runfile`: each block and manifest written atomically, so a kill at
         any moment leaves a run that :func:`load` reads and :func:`resume` continues). Warm-up
         is checkpointed too, first right after the step-size search: the chains' state, the
         tuners' (dual averaging's per-chain :math:`(\\mu, \\bar H, \\log\\bar\\varepsilon, m)`,
@@ -408,7 +414,11 @@ def _check_memory(chains: int, draws: int, dim: int, n_stats: int) -> None:
 
 def _sample(target, sampler, *, chains, warmup, draws, seed, initial, progress, compiled,
             output, checkpoint_seconds, options, overwrite=False, resume_from=None,
-            continuing=False, thin=1, save_warmup=False, executor=None):  # fmt: skip
+            continuing=False, thin=1, save_warmup=False, executor=None,
+            kept_path=None):  # fmt: skip
+    """:func:`sample`'s run; ``kept_path`` (a resume that keeps the path of the run it
+    continues, ``compiled`` being that run's) is that run's ``path_reason``, as
+    :func:`~hamiltonia.runner.loop.choose_path` takes it."""
     chains = check_int(chains, "chains", minimum=1)
     warmup = check_int(warmup, "warmup", minimum=0, maximum=MAX_WARMUP)
     draws = check_int(draws, "draws", minimum=1)
@@ -436,7 +446,7 @@ def _sample(target, sampler, *, chains, warmup, draws, seed, initial, progress, 
     # The warm-up's iterations are held unthinned until its end.
     held = draws // thin + (warmup if save_warmup else 0)
     _check_memory(chains, held, len(target.reported_names), len(smp.stats()))
-    plan = choose_plan(smp, compiled)
+    plan, path_reason = choose_path(smp, compiled, kept=kept_path)
     if smp.reducer.pairs:
         smp.reducer.pairing(chains)  # an even number of chains, or the error naming it
         # The two chains of a pair draw the same numbers (hamiltonia.reducers.antithetic).
@@ -449,25 +459,28 @@ def _sample(target, sampler, *, chains, warmup, draws, seed, initial, progress, 
     if output is not None:
         run_file = RunFile.open(output, overwrite=overwrite, continuing=continuing)
     try:
-        return _run(target, smp, plan, rngs, seq, requested, options, run_file, chains=chains,
-                    warmup=warmup, draws=draws // thin, thin=thin, save_warmup=save_warmup,
-                    initial=initial, progress=progress, checkpoint_seconds=checkpoint_seconds,
-                    resume_from=resume_from, executor=executor)  # fmt: skip
+        return _run(target, smp, (plan, path_reason), rngs, seq, requested, options, run_file,
+                    chains=chains, warmup=warmup, draws=draws // thin, thin=thin,
+                    save_warmup=save_warmup, initial=initial, progress=progress,
+                    checkpoint_seconds=checkpoint_seconds, resume_from=resume_from,
+                    executor=executor)  # fmt: skip
     finally:
         if run_file is not None:
             run_file.close()
 
 
-def _run(target, smp, plan, rngs, seq, requested, options, run_file, *, chains, warmup, draws,
+def _run(target, smp, path, rngs, seq, requested, options, run_file, *, chains, warmup, draws,
          thin, save_warmup, initial, progress, checkpoint_seconds, resume_from,
          executor=None):  # fmt: skip
-    """Warm up, then make ``draws`` kept draws per chain (``draws * thin`` iterations).
+    """Warm up, then make ``draws`` kept draws per chain (``draws * thin`` iterations), on
+    ``path``: the compiled plan (``None``: the NumPy path) and why it was chosen.
 
     A run resumed from a warm-up checkpoint gets ``warmup`` (the run's whole warm-up) and
     continues it from the iteration the checkpoint reached; one resumed from a sampling
     checkpoint gets ``warmup=0``."""
     from tqdm.auto import tqdm
 
+    plan, path_reason = path
     rec = None
     resumed_warmup = None  # the warm-up part of the state resumed from (a run stopped in it)
     warm_from = 0  # warm-up iterations made before this call
@@ -484,6 +497,7 @@ def _run(target, smp, plan, rngs, seq, requested, options, run_file, *, chains, 
             "thin": thin,
             "save_warmup": save_warmup,
             "compiled": plan is not None,
+            "path_reason": path_reason,
             "options": {
                 k: (v if np.isscalar(v) or v is None else repr(v)) for k, v in options.items()
             },
@@ -515,7 +529,9 @@ def _run(target, smp, plan, rngs, seq, requested, options, run_file, *, chains, 
             for k, v in previous.attrs.items()
             if k not in ("complete", "draws_done", "warmup_done")
         }
+        # This part's own path and why (a resume may be told to take the other one).
         attrs["compiled"] = plan is not None
+        attrs["path_reason"] = path_reason
     times = {"t0": time.perf_counter(), "t1": None, "saved": time.perf_counter(), "resume": None,
              "warmup_done": warm_from}  # fmt: skip
     warm_rec = None
@@ -766,9 +782,9 @@ def _run(target, smp, plan, rngs, seq, requested, options, run_file, *, chains, 
 
 def _write_final(run_file, result, persist) -> None:
     """Write the finished run to its output; a failed write (a full disk, a file-size limit)
-    raises :class:`~hamiltonia.runner.runfile.OutputWriteError` holding the run, after bringing the
+    raises :class:`~hamiltonia.results.runfile.OutputWriteError` holding the run, after bringing the
     checkpoints up to date where space allows, so that :func:`resume` can finish it later."""
-    from hamiltonia.runner.runfile import CheckpointWarning, OutputWriteError
+    from hamiltonia.results.runfile import CheckpointWarning, OutputWriteError
 
     try:
         # Made in memory first: HDF5 never holds the file, and a full disk is an OSError.
@@ -798,7 +814,7 @@ def resume(path, *, progress: bool = True, output=None,
            checkpoint_seconds: float = CHECKPOINT_SECONDS,
            backend: str | None = None, reject_on=(), overwrite: bool = False,
            executor=None, scheduler: str | None = None,
-           workers: int | None = None) -> Result:  # fmt: skip
+           workers: int | None = None, compiled: bool | None = None) -> Result:  # fmt: skip
     """Continue an interrupted run saved by :func:`sample` with ``output=``, stopped in
     warm-up or in sampling.
 
@@ -815,18 +831,28 @@ def resume(path, *, progress: bool = True, output=None,
     warm-up draws) equal those of an uninterrupted run with the same seed, on the path it
     ran on. Before any work the target is evaluated at the saved positions: a file whose
     target does not give the log densities its chains saved is refused
-    (:class:`~hamiltonia.runner.runfile.RunFileError`, see
+    (:class:`~hamiltonia.results.runfile.RunFileError`, see
     :func:`~hamiltonia.runner.resume_state.check_target`). Needs a run of registered target and
     sampler names with plain options (the file then records how to rebuild them); the
     continuation is written to
     ``output`` (default: ``path`` itself; another existing file is replaced only with
     ``overwrite=True``). ``reject_on`` is as in :func:`sample` (exception classes are not
     stored in the file: give them again).
+
+    ``compiled=None`` (the default) continues on the path the run ran on
+    (``attrs["compiled"]``): the NumPy path silently, the compiled path or a ``ValueError``
+    saying why it is no longer possible (another ``backend``, say). ``True`` or ``False``
+    choose as in :func:`sample`: the chains continue from the state saved, on the other
+    path, which is a valid continuation but not the draws of an uninterrupted run (the two
+    paths round differently, and chains amplify it). ``attrs["path_reason"]`` records why
+    the continuation ran on its path, e.g. ``"numpy: kept from the run it continues:
+    sampler RandomWalkMetropolis has no compiled counterpart"``.
     """
     from hamiltonia.results import load
 
     # Before the file is read: a truthy string such as "no" would show the bar.
     progress = check_flag(progress, "progress")
+    compiled = check_flag(compiled, "compiled", allow_none=True)
     previous = load(path)
     info = previous.attrs.get("resume")
     if previous.attrs.get("complete", True):
@@ -850,6 +876,7 @@ def resume(path, *, progress: bool = True, output=None,
         resume_state.check_target(smp, info, path)
     # A run stopped in warm-up goes on with the rest of it (and its kept warm-up draws).
     warm = info.get("warmup")
+    kept = compiled is None  # on the path the run ran on
     target_path = Path(path if output is None else output)
     # Appending to the unfinished run in place; to another output, or from a file of an
     # earlier version (no .partial folder), the draws so far are written there anew.
@@ -865,7 +892,9 @@ def resume(path, *, progress: bool = True, output=None,
             save_warmup=warm is not None and previous.attrs.get("save_warmup") is True,
             draws=int(previous.attrs["draws"]), thin=int(previous.attrs.get("thin", 1)),
             seed=None, initial=None, progress=progress,
-            compiled=bool(previous.attrs.get("compiled", False)), output=target_path,
+            compiled=bool(previous.attrs.get("compiled", False)) if kept else compiled,
+            kept_path=str(previous.attrs.get("path_reason", "")) if kept else None,
+            output=target_path,
             overwrite=overwrite or target_path == Path(path), checkpoint_seconds=checkpoint_seconds,
             options=dict(info["options"]), resume_from=(previous, info), continuing=continuing,
             executor=runner,

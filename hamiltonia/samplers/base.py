@@ -85,5 +85,12 @@ class Sampler:
     def log_weight(self, chain: ChainState):
         return self.reducer.log_weights(self, chain.phase, chain.step_size)
 
+    @property
+    def weighted(self) -> bool:
+        """Whether the draws carry importance weights (the reducer supplies them)."""
+        from hamiltonia.reducers.base import gives_weights
+
+        return gives_weights(self.reducer)
+
     def __repr__(self):
         return f"{type(self).__name__}(target={self.target!r})"

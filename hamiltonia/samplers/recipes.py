@@ -8,6 +8,11 @@ Step size: with ``step_size=None`` (default) the step size is found by the initi
 heuristic and adapted by dual averaging during warm-up, then frozen. A number fixes it
 (no adaptation), unless ``adapt_step_size=True``, in which case it is the starting point of
 the adaptation.
+
+Parts are built through their registries (:mod:`hamiltonia.registry`), the path a plugin's
+part takes: ``integrator=NAME`` from ``hamiltonia.integrators``, ``field=NAME`` from
+``hamiltonia.structures``, and the refresh, trajectory policy, tuners and reducers the
+options choose from the groups of their kinds.
 """
 
 from __future__ import annotations
@@ -17,25 +22,19 @@ import math
 
 import numpy as np
 
+from hamiltonia import integrators, reducers, refresh, structures, trajectories, tuners
 from hamiltonia._validation import check_flag, check_int
 from hamiltonia.hamiltonians.euclidean import EuclideanHamiltonian
 from hamiltonia.hamiltonians.metrics import DenseMetric, DiagonalMetric
 from hamiltonia.hamiltonians.random_mass import RandomMassHamiltonian, check_mass_volatility
 from hamiltonia.hamiltonians.shadow import LeapfrogShadowHamiltonian, SeparableShadowHamiltonian
-from hamiltonia.integrators import Integrator, ProcessedLeapfrog, make_integrator
-from hamiltonia.refresh.momentum import FullRefresh, MetropolisPartialRefresh, PartialRefresh
+from hamiltonia.integrators import Integrator, make_integrator
 from hamiltonia.samplers.hamiltonian import HamiltonianSampler
 from hamiltonia.samplers.random_walk import RandomWalkMetropolis
-from hamiltonia.structures.magnetic import (
-    MagneticStructure,
-    check_field,
-    check_field_strength,
-    random_field,
-    research_field,
-)
+from hamiltonia.structures.base import CanonicalStructure
+from hamiltonia.structures.magnetic import MagneticStructure, check_field
 from hamiltonia.trajectories.metropolis import MetropolisTrajectory
-from hamiltonia.trajectories.no_u_turn import DEFAULT_MAX_TREE_DEPTH, NoUTurn
-from hamiltonia.tuners.adaptation import DualAveraging, WindowedMetric
+from hamiltonia.trajectories.no_u_turn import DEFAULT_MAX_TREE_DEPTH
 
 __all__ = [
     "a_hmc",
@@ -98,7 +97,7 @@ def _metric_and_tuner(metric, dim: int, adapt_windows=(75, 25, 50)):
         )
     if isinstance(metric, str) and metric in ADAPTED_METRICS:
         start = DiagonalMetric(np.ones(dim)) if metric == "diagonal" else DenseMetric(np.eye(dim))
-        return start, [WindowedMetric(metric, **_windows(adapt_windows))]
+        return start, [tuners.get("windowed-metric", kind=metric, **_windows(adapt_windows))]
     return metric, []
 
 
@@ -106,10 +105,10 @@ def _refresh(rho, hamiltonian=None):
     """``rho = 0``: a full refresh; ``0 < rho < 1``: partial (validated there); with a
     test on the momentum for a non-separable Hamiltonian."""
     if getattr(hamiltonian, "needs_momentum_test", False):
-        return MetropolisPartialRefresh(rho)
+        return refresh.get("metropolis-partial", rho=rho)
     if isinstance(rho, int | float) and not isinstance(rho, bool) and rho == 0:
-        return FullRefresh()
-    return PartialRefresh(rho)
+        return refresh.get("full")
+    return refresh.get("partial", rho=rho)
 
 
 def _trajectory(n_steps, n_steps_jitter, step_size_jitter) -> MetropolisTrajectory:
@@ -121,32 +120,51 @@ def _trajectory(n_steps, n_steps_jitter, step_size_jitter) -> MetropolisTrajecto
     if not 0.0 <= n_steps_jitter <= 1.0:
         raise ValueError(f"n_steps_jitter must lie in [0, 1], got {n_steps_jitter!r}")
     shortest = max(1, math.ceil((1.0 - n_steps_jitter) * longest - 1e-12))
-    return MetropolisTrajectory(shortest, longest, step_size_jitter=step_size_jitter)
+    return trajectories.get(
+        "metropolis", min_steps=shortest, max_steps=longest, step_size_jitter=step_size_jitter
+    )
 
 
 def _structure(target, field, g, field_seed):
-    """The Poisson structure of a ``field`` option: ``None`` (canonical), ``"research"``
-    (:func:`~hamiltonia.structures.magnetic.research_field` with strength ``g``), ``"random"``
-    (:func:`~hamiltonia.structures.magnetic.random_field` with entry scale ``g`` and
-    ``field_seed``),
-    or an antisymmetric matrix. ``g=None`` takes the target's research value."""
+    """The Poisson structure of a ``field`` option: ``None`` (canonical), the name of a
+    registered structure (:mod:`hamiltonia.structures`: ``"research"``, the research's field
+    of strength ``g``; ``"random"``, a random field of entry scale ``g`` from ``field_seed``;
+    or a plugin's), given those of ``dim``, ``g`` and ``seed`` its factory takes, or an
+    antisymmetric matrix. ``g=None`` takes the target's research value."""
     if field is None:
         if g is not None:
             raise ValueError("g is the strength of a magnetic field: give field='research' too")
         return None
     if isinstance(field, str):
-        strength = target.research_field_strength if g is None else check_field_strength(g)
-        if field == "research":
-            return MagneticStructure(research_field(target.dim, strength))
-        if field == "random":
-            return MagneticStructure(random_field(target.dim, strength, field_seed))
-        raise ValueError(
-            f"field must be None, 'research', 'random' or an antisymmetric (dim, dim) matrix, "
-            f"got {field!r}"
-        )
+        return _named_structure(target, field, g, field_seed)
     if g is not None:
         raise ValueError("g applies to field='research' or 'random', not to a given matrix")
     return MagneticStructure(check_field(field, target.dim))
+
+
+def _named_structure(target, name, g, field_seed):
+    known = structures.names()
+    if name not in known:
+        others = ", ".join(repr(n) for n in known if n not in ("research", "random"))
+        raise ValueError(
+            f"field must be None, 'research', 'random' (or another registered structure: "
+            f"{others}) or an antisymmetric (dim, dim) matrix, got {name!r}"
+        )
+    given = {"dim": target.dim, "g": target.research_field_strength if g is None else g}
+    given["seed"] = field_seed
+    accepted = {k: v for k, v in given.items() if structures.registry.accepts(name, k)}
+    if g is not None and "g" not in accepted:
+        raise ValueError(f"g applies to a field with a strength; field={name!r} takes none")
+    try:
+        structure = structures.get(name, **accepted)
+    except TypeError as err:
+        if structures.registry.accepts(name, "field"):
+            raise ValueError(
+                f"field={name!r} needs the field matrix: give it as field=G (antisymmetric)"
+            ) from None
+        raise ValueError(f"field={name!r}: {err}") from None
+    # The canonical structure by name is the canonical flow, as field=None.
+    return None if type(structure) is CanonicalStructure else structure
 
 
 def _integrator(integrator, structure):
@@ -179,6 +197,11 @@ def _shadow(shadow, hamiltonian, integrator, structure, tolerance, max_iteration
                 "shadow='leapfrog' is the (magnetic) leapfrog's own shadow; got "
                 f"integrator={integrator!r}"
             )
+        if structure is not None and not isinstance(structure, MagneticStructure):
+            raise ValueError(
+                f"shadow='leapfrog' has the magnetic term of a constant field only, not "
+                f"field={type(structure).__name__}"
+            )
         field = None if structure is None else structure.field
         return LeapfrogShadowHamiltonian(hamiltonian, hessian, field, shadow_sign), integrator
     if structure is not None:
@@ -192,7 +215,9 @@ def _shadow(shadow, hamiltonian, integrator, structure, tolerance, max_iteration
             f"got integrator={integrator!r}"
         )
     try:
-        processed = ProcessedLeapfrog(tolerance, max_iterations)
+        processed = integrators.get(
+            "processed-leapfrog", tolerance=tolerance, max_iterations=max_iterations
+        )
     except ValueError as err:
         # The integrator names its own parameters; the user gave the recipe's.
         message = str(err)
@@ -218,9 +243,6 @@ def _reducer(antithetic, control_variates, hamiltonian):
     """Control variates over antithetic pairs over the importance weights a shadow
     Hamiltonian needs, as asked, or the sampler's default reducer (``None``)."""
     from hamiltonia.hamiltonians.shadow import ShadowHamiltonian
-    from hamiltonia.reducers.antithetic import AntitheticPairs
-    from hamiltonia.reducers.base import ImportanceWeights
-    from hamiltonia.reducers.control_variates import ControlVariates
     from hamiltonia.targets.base import Target
 
     antithetic = check_flag(antithetic, "antithetic")
@@ -238,11 +260,12 @@ def _reducer(antithetic, control_variates, hamiltonian):
             f"control_variates: target {type(target).__name__} reports constrained draws, "
             "and the control variates need the gradient in the coordinates of the draws"
         )
-    reducer = ImportanceWeights() if isinstance(hamiltonian, ShadowHamiltonian) else None
+    shadow = isinstance(hamiltonian, ShadowHamiltonian)
+    reducer = reducers.get("importance-weights") if shadow else None
     if antithetic:
-        reducer = AntitheticPairs(reducer)
+        reducer = reducers.get("antithetic", inner=reducer)
     if control_variates:
-        reducer = ControlVariates(int(control_variates), reducer)
+        reducer = reducers.get("control-variates", order=int(control_variates), inner=reducer)
     return reducer
 
 
@@ -253,7 +276,7 @@ def _step_size_tuners(step_size, adapt_step_size, target_accept):
         if step_size is None:
             raise ValueError("step_size must be given when adapt_step_size=False")
         return []
-    return [DualAveraging(target_accept, initial_step_size=step_size)]
+    return [tuners.get("dual-averaging", target_accept=target_accept, initial_step_size=step_size)]
 
 
 def hmc(
@@ -320,15 +343,19 @@ def hmc(
     integrator : str or Integrator
         ``"leapfrog"`` (default), ``"two-stage"`` or ``"three-stage"`` (the splittings of
         Blanes, Casas and Sanz-Serna; ``n_steps`` counts steps, each costing one gradient per
-        stage), or an :class:`~hamiltonia.integrators.Integrator`.
+        stage), any other name registered in ``hamiltonia.integrators``
+        (:func:`hamiltonia.integrators.names`, a plugin's included), or an
+        :class:`~hamiltonia.integrators.Integrator`.
     rho : float in [0, 1)
         Partial momentum refreshment :math:`p' = \\rho p + \\sqrt{1-\\rho^2}\\, u`, the
         momentum kept between iterations and negated on rejection (default 0: a full
         refresh); see :class:`~hamiltonia.refresh.momentum.PartialRefresh`.
-    field : None, "research", "random" or array
+    field : None, "research", "random", str or array
         A magnetic field :math:`G` (magnetic HMC, :mod:`hamiltonia.structures.magnetic`): the
         research's rank-two field, a random antisymmetric one, or a given antisymmetric
-        ``(dim, dim)`` matrix (default ``None``: the canonical dynamics).
+        ``(dim, dim)`` matrix (default ``None``: the canonical dynamics); or the name of
+        another structure registered in ``hamiltonia.structures``
+        (:func:`hamiltonia.structures.names`).
     g : float >= 0, optional
         The research field's strength, or the random field's entry scale (default: the
         target's research value, 0.2 for the logistic regressions and 0.1 otherwise).
@@ -469,7 +496,9 @@ def nuts(
     sampler = HamiltonianSampler(
         hamiltonian=hamiltonian,
         integrator=_integrator(integrator, structure),
-        trajectory=NoUTurn(max_tree_depth, criterion),
+        trajectory=trajectories.get(
+            "no-u-turn", max_tree_depth=max_tree_depth, criterion=criterion
+        ),
         tuners=_step_size_tuners(step_size, adapt_step_size, target_accept) + metric_tuners,
         reducer=_reducer(antithetic, control_variates, hamiltonian),
         step_size=step_size,

@@ -1,5 +1,21 @@
-"""Poisson structures: the geometry of a Hamiltonian flow (canonical, magnetic)."""
+"""Poisson structures: the geometry of a Hamiltonian flow (canonical, magnetic), and the
+registry of named structures (entry-point group ``hamiltonia.structures``).
 
+A recipe's ``field=NAME`` option builds the structure registered as ``NAME``, passing those
+of ``dim`` (the target's dimension), ``g`` (the ``g`` option, or the target's research field
+strength) and ``seed`` (the ``field_seed`` option) that its factory takes: ``"research"`` and
+``"random"`` are the research's field and a random one; ``"canonical"`` is the canonical
+flow, as ``field=None``. ``"magnetic"`` takes the field matrix itself (``field=G`` in a
+recipe).
+
+>>> import hamiltonia as hm
+>>> hm.structures.get("research", dim=3, g=0.1)
+MagneticStructure(dim=3, rank=2)
+"""
+
+from __future__ import annotations
+
+from hamiltonia.registry import Registry
 from hamiltonia.structures.base import CanonicalStructure, PoissonStructure
 from hamiltonia.structures.magnetic import MagneticStructure, random_field, research_field
 
@@ -7,6 +23,57 @@ __all__ = [
     "CanonicalStructure",
     "MagneticStructure",
     "PoissonStructure",
+    "describe",
+    "get",
+    "names",
+    "options",
     "random_field",
+    "random_structure",
+    "register",
+    "registry",
     "research_field",
+    "research_structure",
 ]
+
+
+#: The registry of Poisson structures, fed by the ``hamiltonia.structures`` entry points.
+registry = Registry("hamiltonia.structures", "structure", returns=PoissonStructure)
+
+
+def names() -> list[str]:
+    """Names of the registered Poisson structures."""
+    return registry.names()
+
+
+def describe() -> dict[str, str]:
+    """Name to one-line description of every registered structure."""
+    return registry.describe()
+
+
+def options(name: str) -> list[str]:
+    """The keyword options the structure ``name`` takes."""
+    return registry.options(name)
+
+
+def get(name: str, **options) -> PoissonStructure:
+    """The structure registered as ``name``, built with ``options`` (e.g. ``dim=3, g=0.1``
+    for ``"research"``)."""
+    return registry.build(name, **options)
+
+
+def register(name: str, factory, *, overwrite: bool = False) -> None:
+    """Register ``factory(**options) -> PoissonStructure`` under ``name`` in this process (a
+    structure class qualifies)."""
+    registry.register(name, factory, overwrite=overwrite)
+
+
+def research_structure(dim: int, g: float) -> MagneticStructure:
+    """The magnetic structure of the research's field :math:`G_{1i} = g = -G_{i1}`
+    (:func:`~hamiltonia.structures.magnetic.research_field`)."""
+    return MagneticStructure(research_field(dim, g))
+
+
+def random_structure(dim: int, g: float, seed: int = 0) -> MagneticStructure:
+    """The magnetic structure of a random antisymmetric field with entries of scale ``g``
+    (:func:`~hamiltonia.structures.magnetic.random_field`), reproducible from ``seed``."""
+    return MagneticStructure(random_field(dim, g, seed))

@@ -1,6 +1,19 @@
 """Trajectory policies: how long to integrate and how a trajectory becomes the next state
-(the Metropolis transition over a length policy; the no-U-turn tree)."""
+(the Metropolis transition over a length policy; the no-U-turn tree), and the registry of
+named policies (entry-point group ``hamiltonia.trajectories``).
 
+The recipes build ``"metropolis"`` (:func:`~hamiltonia.samplers.recipes.hmc` and its
+presets, from ``n_steps``, ``n_steps_jitter`` and ``step_size_jitter``) and ``"no-u-turn"``
+(:func:`~hamiltonia.samplers.recipes.nuts`, from ``max_tree_depth`` and ``criterion``).
+
+>>> import hamiltonia as hm
+>>> hm.trajectories.get("static-length", n_steps=10)
+StaticLength(10)
+"""
+
+from __future__ import annotations
+
+from hamiltonia.registry import Registry
 from hamiltonia.trajectories.metropolis import (
     MAX_ENERGY_ERROR,
     MetropolisTrajectory,
@@ -21,8 +34,45 @@ __all__ = [
     "RandomLength",
     "StaticLength",
     "TrajectoryPolicy",
+    "describe",
+    "get",
     "is_divergent",
     "jittered_step_size",
     "metropolis_probability",
     "metropolis_select",
+    "names",
+    "options",
+    "register",
+    "registry",
 ]
+
+
+#: The registry of trajectory policies, fed by the ``hamiltonia.trajectories`` entry points.
+registry = Registry("hamiltonia.trajectories", "trajectory policy", returns=TrajectoryPolicy)
+
+
+def names() -> list[str]:
+    """Names of the registered trajectory policies."""
+    return registry.names()
+
+
+def describe() -> dict[str, str]:
+    """Name to one-line description of every registered trajectory policy."""
+    return registry.describe()
+
+
+def options(name: str) -> list[str]:
+    """The keyword options the trajectory policy ``name`` takes."""
+    return registry.options(name)
+
+
+def get(name: str, **options) -> TrajectoryPolicy:
+    """The trajectory policy registered as ``name``, built with ``options`` (e.g.
+    ``n_steps=10``)."""
+    return registry.build(name, **options)
+
+
+def register(name: str, factory, *, overwrite: bool = False) -> None:
+    """Register ``factory(**options) -> TrajectoryPolicy`` under ``name`` in this process (a
+    trajectory policy class qualifies)."""
+    registry.register(name, factory, overwrite=overwrite)

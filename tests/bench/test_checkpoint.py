@@ -5,7 +5,7 @@ import math
 import pytest
 
 from hamiltonia.bench import checkpoint
-from hamiltonia.runner.runfile import RunFile
+from hamiltonia.results.runfile import RunFile
 
 KEYS = {"target", "interval", "label", "compiled", "wall_s", "best_s", "sampling_s", "ratio",
         "ratio_final", "checkpoints", "blocks", "checkpoint_s", "final_s", "file_bytes",

@@ -30,7 +30,7 @@ class ScaledRefresh(MomentumRefresh):
         return state.with_momentum(scale(hamiltonian.sample_momentum(rngs, state.aux)))
 
     def compiled(self, dim):
-        return PartKernels({"refresh": scaled_refresh_kernel}, iparams=[0])
+        return PartKernels({"refresh": scaled_refresh_kernel}, params={"flip_on_reject": 0})
 """
 
 HELPER = "def scale(x):\n    return {factor} * x\n"
@@ -208,8 +208,8 @@ def test_no_numba_cache_file_is_written_inside_the_package(tmp_path):
     first = _run_own(site, cache, tmp_path)
     assert _numba_files(site) == []
     stored = _numba_files(cache / "numba")
-    # The layout mirrors the package: <cache>/numba/hamiltonia-<hash>/compiled/...
-    assert any(p.parent.name == "compiled" and "special" in p.name for p in stored), stored
+    # The layout mirrors the package: <cache>/numba/hamiltonia-<hash>/modelling/...
+    assert any(p.parent.name == "modelling" and "special" in p.name for p in stored), stored
     assert any(p.parent.name == "targets" and "banana" in p.name for p in stored), stored
     assert any(p.parent.name == "bench" and "micro" in p.name for p in stored), stored
     assert first == [0, 0, 0]
@@ -237,7 +237,7 @@ def test_only_the_package_files_are_claimed(tmp_path, monkeypatch):
     assert locator.from_function(namespace["f"], str(user_file)) is None
     mine = locator.from_function(special.exp_nonpositive.py_func, special.__file__)
     assert Path(mine.get_cache_path()).parent.parent == tmp_path / "cache" / "numba"
-    assert Path(mine.get_cache_path()).name == "compiled"
+    assert Path(mine.get_cache_path()).name == "modelling"
     # numba's own locators still follow, in their order, for everything else.
     from numba.core import caching
 

@@ -12,8 +12,10 @@ from hamiltonia.hamiltonians import (
     RandomMassHamiltonian,
     SeparableShadowHamiltonian,
 )
-from hamiltonia.refresh.momentum import PartialRefresh
+from hamiltonia.refresh.momentum import MetropolisPartialRefresh, PartialRefresh
+from hamiltonia.structures.magnetic import FIELD_AUX
 from hamiltonia.targets.base import FunctionTarget
+from hamiltonia.testing import assert_paths_agree, energy_error_slope
 from hamiltonia.trajectories.no_u_turn import NoUTurn
 
 DENSE = np.array([[1.0, 0.3], [0.3, 0.8]])
@@ -136,14 +138,11 @@ def _slope(target, shadow, integrator, base, total_time=0.4):
     n = 8
     start = base.evaluate(rng.normal(size=(n, target.dim)) * 0.7, rng.normal(size=(n, target.dim)))
     # Half the chains with the field's sign reversed: the shadow follows the sign.
-    start.aux[hm.magnetic.FIELD_AUX] = (np.arange(n) % 2).astype(float)[:, None]
-    n_steps = np.array([16, 32, 64, 128])
-    errors = []
-    for k in n_steps:
-        eps = np.full(n, total_time / k)
-        end, _ = integrator.integrate(base, start, eps, int(k))
-        errors.append(np.sqrt(np.mean((shadow.energy(end, eps) - shadow.energy(start, eps)) ** 2)))
-    return np.polyfit(np.log(total_time / n_steps), np.log(errors), 1)[0]
+    start.aux[FIELD_AUX] = (np.arange(n) % 2).astype(float)[:, None]
+    return energy_error_slope(
+        integrator, base, energy=shadow.energy, start=start, total_time=total_time,
+        n_steps=(16, 32, 64, 128),
+    )  # fmt: skip
 
 
 @pytest.mark.parametrize("metric", ["identity", "diagonal"])
@@ -192,14 +191,9 @@ def test_the_target_hessian_and_finite_differences_agree_to_the_truncation_order
 def test_non_separable_shadow_samplers_give_the_same_draws_on_both_paths(sampler):
     """Energies with finite differences, the tested refresh, the weights and the gradient
     counts (the energies' included) agree between the NumPy path and the compiled one."""
-    kwargs = dict(chains=3, warmup=0, draws=10, seed=3, step_size=0.1, progress=False)
-    numpy_run, compiled_run = (hm.sample("banana", sampler, compiled=c, **kwargs)
-                               for c in (False, True))  # fmt: skip
-    assert compiled_run.attrs["compiled"] and not numpy_run.attrs["compiled"]
-    np.testing.assert_allclose(numpy_run.draws, compiled_run.draws, rtol=0, atol=1e-9)
-    np.testing.assert_allclose(numpy_run.log_weights, compiled_run.log_weights, atol=1e-9)
-    for name in ("n_grad", "accepted", "refresh_accepted"):
-        np.testing.assert_array_equal(numpy_run.stats[name], compiled_run.stats[name])
+    numpy_run, compiled_run = assert_paths_agree(
+        "banana", sampler, chains=3, warmup=0, draws=10, seed=3, step_size=0.1
+    )
     # L = 15 leapfrog gradients and two per energy: the refresh's two, the trajectory's two.
     whole = ~numpy_run.stats["diverging"]
     np.testing.assert_array_equal(numpy_run.stats["n_grad"][whole], 15 + 8)
@@ -235,5 +229,5 @@ def test_non_separable_shadow_compositions_are_checked():
             refresh=hm.PartialRefresh(0.5),
         )
     smhmc = hm.samplers.get("smhmc")(banana)
-    assert isinstance(smhmc.refresh, hm.momentum.MetropolisPartialRefresh)
+    assert isinstance(smhmc.refresh, MetropolisPartialRefresh)
     assert smhmc.refresh.rho == 0.7 and smhmc.hamiltonian.field is not None

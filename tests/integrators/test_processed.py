@@ -13,6 +13,7 @@ import hamiltonia as hm
 from hamiltonia.hamiltonians import EuclideanHamiltonian, SeparableShadowHamiltonian
 from hamiltonia.integrators import Leapfrog, ProcessedLeapfrog
 from hamiltonia.integrators.processed import post_process, pre_process
+from hamiltonia.testing import assert_paths_agree, energy_error_slope
 
 METRICS = {
     "identity": None,
@@ -46,15 +47,11 @@ def test_post_processing_inverts_pre_processing(metric):
 
 
 def _energy_error_slope(ham, integrator, energy, total_time=0.4):
-    start = _state(ham.base if hasattr(ham, "base") else ham, 8, seed=3)
     # Step sizes from 0.025 down: the asymptotic regime on both targets.
-    n_steps = np.array([16, 32, 64, 128])
-    errors = []
-    for n in n_steps:
-        eps = np.full(8, total_time / n)
-        end, _ = integrator.integrate(ham, start, eps, int(n))
-        errors.append(np.sqrt(np.mean((energy(end, eps) - energy(start, eps)) ** 2)))
-    return np.polyfit(np.log(total_time / n_steps), np.log(errors), 1)[0]
+    return energy_error_slope(
+        integrator, ham, energy=energy, start=_state(ham, 8, seed=3), total_time=total_time,
+        n_steps=(16, 32, 64, 128),
+    )  # fmt: skip
 
 
 @pytest.mark.parametrize("name", ["banana", "blr-heart"])
@@ -96,14 +93,9 @@ def test_a_fixed_point_that_does_not_converge_rejects_and_is_counted():
 def test_both_paths_give_the_same_draws_weights_and_fixed_point_counts(sampler):
     """Metropolis and no-U-turn trajectories of processed steps: equal on both paths,
     fixed-point counts included (the tree stops counting a chain whose subtree failed)."""
-    kwargs = dict(chains=3, warmup=0, draws=8, seed=3, step_size=0.1, progress=False)
-    runs = [hm.sample("banana", sampler, compiled=c, **kwargs) for c in (False, True)]
-    numpy_run, compiled_run = runs
-    assert compiled_run.attrs["compiled"] and not numpy_run.attrs["compiled"]
-    np.testing.assert_allclose(numpy_run.draws, compiled_run.draws, rtol=0, atol=1e-10)
-    np.testing.assert_allclose(numpy_run.log_weights, compiled_run.log_weights, rtol=1e-9, atol=0)
-    for name in ("fixed_point_iterations", "fixed_point_failures", "n_grad", "accepted"):
-        np.testing.assert_array_equal(numpy_run.stats[name], compiled_run.stats[name])
+    numpy_run, _ = assert_paths_agree(
+        "banana", sampler, chains=3, warmup=0, draws=8, seed=3, step_size=0.1
+    )
     if sampler == "as2hmc":
         return
     # Gradients: two per fixed-point iteration, one at q^, L = 15 steps, one at the end (a

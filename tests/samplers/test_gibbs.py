@@ -8,7 +8,7 @@ import hamiltonia as hm
 from hamiltonia.hamiltonians.conditional import ConditionalHamiltonian
 from hamiltonia.samplers.gibbs import GibbsWithin
 from hamiltonia.targets.base import ExactMoments
-from tests.statistical.moments import assert_moments_recovered
+from hamiltonia.testing import assert_moments_recovered
 
 
 class HierarchicalNormal(hm.Target):

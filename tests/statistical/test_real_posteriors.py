@@ -5,8 +5,7 @@ import pytest
 
 import hamiltonia as hm
 from hamiltonia.datasets import DatasetUnavailableError
-
-from .moments import MIN_ESS, Z_THRESHOLD
+from hamiltonia.testing import MIN_ESS, Z_THRESHOLD
 
 
 def _target(name):

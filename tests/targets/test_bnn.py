@@ -17,8 +17,8 @@ from hamiltonia.targets.bnn import (
     BayesianNeuralNetwork,
     normalised_weights,
 )
+from hamiltonia.testing import assert_paths_agree
 from tests.data import use_data
-from tests.paths import assert_paths_agree
 
 RTOL = 1e-8
 H = 5

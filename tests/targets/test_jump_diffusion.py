@@ -15,8 +15,8 @@ from scipy.special import gammaln
 
 import hamiltonia as hm
 from hamiltonia.targets.jump_diffusion import NAMES, MertonJumpDiffusion, default_priors
+from hamiltonia.testing import assert_paths_agree
 from tests.data import use_data
-from tests.paths import assert_paths_agree
 
 RTOL = 1e-8
 

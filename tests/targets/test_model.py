@@ -6,7 +6,7 @@ import pytest
 
 import hamiltonia as hm
 from hamiltonia.targets.base import RowByRowWarning
-from tests.statistical.moments import MIN_ESS, Z_THRESHOLD
+from hamiltonia.testing import MIN_ESS, Z_THRESHOLD
 
 Y = np.array([28.0, 8, -3, 7, -1, 1, 18, 12])
 SIGMA = np.array([15.0, 10, 16, 11, 9, 11, 10, 18])
@@ -300,7 +300,7 @@ def test_nuts_on_a_numba_model_recovers_every_constrained_block():
     gradients, under NUTS on the compiled path: the mean and variance of every reported
     value within Monte Carlo z-scores of the exact ones (the distributions of
     test_each_constraint_gives_the_intended_distribution)."""
-    from tests.statistical.moments import assert_moments_recovered
+    from hamiltonia.testing import assert_moments_recovered
 
     blocks = CONSTRAINED_BLOCKS
     model = hm.Model(_constrained_logp, blocks, backend="numba")

@@ -23,8 +23,8 @@ class JitteredLength(MetropolisTrajectory):
     generator (so a chain's draws do not depend on the others), then the trajectory is
     integrated and Metropolis-tested as in :class:`hamiltonia.StaticLength`. Jittering the
     length avoids the near-periodic trajectories a fixed length can fall into. It is a
-    :class:`~hamiltonia.trajectories.metropolis.MetropolisTrajectory` with ``min_steps=1``, so it runs
-    compiled with no kernel of its own.
+    :class:`~hamiltonia.trajectories.metropolis.MetropolisTrajectory` with ``min_steps=1``,
+    so it runs compiled with no kernel of its own.
 
     Parameters
     ----------

@@ -8,11 +8,28 @@ import scipy.integrate
 from hamiltonia import Target
 from hamiltonia.targets import ExactMoments
 
-__all__ = ["Ring", "ring"]
+__all__ = ["Ring", "ring", "ring_kernel"]
 
 #: Below this radius the Hessian-vector product clamps the radius (the Hessian is unbounded
 #: at the origin).
 _MIN_RADIUS = 1e-12
+
+
+def ring_kernel(q, grad, fdata, idata):
+    """The ring's log density and gradient for one point, compiled by numba for hamiltonia's
+    compiled path: ``fdata = (radius, width)``. The same maths as :meth:`Ring.log_prob_and_grad`
+    (at the origin the gradient is 0)."""
+    radius, width = fdata[0], fdata[1]
+    norm = 0.0
+    for i in range(q.shape[0]):
+        norm += q[i] * q[i]
+    norm = norm**0.5
+    factor = 0.0
+    if norm > 0.0:
+        factor = -(norm - radius) / (width * width * norm)
+    for i in range(q.shape[0]):
+        grad[i] = factor * q[i]
+    return -((norm - radius) ** 2) / (2.0 * width * width)
 
 
 class Ring(Target):
@@ -76,6 +93,13 @@ class Ring(Target):
         # H = -(u u^T + (1 - r/|x|) (I - u u^T)) / s^2
         tangential = (1.0 - self.radius / norm)[..., None] * (v - u * uv)
         return -(u * uv + tangential) / self.width**2
+
+    def numba_kernel(self):
+        """The compiled log density (:func:`ring_kernel`): the sampler's whole chain runs
+        compiled on this target."""
+        from hamiltonia.compiled import NumbaTarget
+
+        return NumbaTarget.build(ring_kernel, [self.radius, self.width])
 
     @property
     def exact_moments(self):

@@ -455,7 +455,7 @@ class Result:
         or the whole new one); returns the path. An existing file is kept unless
         ``overwrite=True``: nothing computed is replaced unasked."""
         from hamiltonia._validation import check_flag
-        from hamiltonia.runner.runfile import atomic_write_bytes, checked_file_path
+        from hamiltonia.results.runfile import atomic_write_bytes, checked_file_path
 
         check_flag(overwrite, "overwrite")
         path = checked_file_path(path, "path")
@@ -515,11 +515,11 @@ def _warmup_groups(tree, names, blocks) -> dict:
 def load(path) -> Result:
     """Read a run written by :meth:`Result.save` or :func:`hamiltonia.sample`; a run still
     going on or interrupted is read from its checkpoints (``path.partial``, see
-    :mod:`hamiltonia.runner.runfile`), with ``attrs["complete"]`` false. A file that is not a
-    readable run raises :class:`~hamiltonia.runner.runfile.RunFileError` naming it."""
+    :mod:`hamiltonia.results.runfile`), with ``attrs["complete"]`` false. A file that is not a
+    readable run raises :class:`~hamiltonia.results.runfile.RunFileError` naming it."""
     import xarray as xr
 
-    from hamiltonia.runner.runfile import RunFileError, partial_dir, read_partial
+    from hamiltonia.results.runfile import RunFileError, partial_dir, read_partial
 
     path = Path(path)
     if not path.exists():
@@ -574,7 +574,7 @@ def _check_declared_sizes(path: Path) -> None:
     import h5py
 
     from hamiltonia._system import physical_memory
-    from hamiltonia.runner.runfile import RunFileError
+    from hamiltonia.results.runfile import RunFileError
 
     memory = physical_memory()
     total = 0
