@@ -27,7 +27,7 @@ The arrays the density closes over (data) are not written into the source: they 
 ``fdata`` (floats) and ``idata`` (integers and booleans), so one compiled function serves
 every data set of the same shapes, and the numba cache keeps it across processes.
 
-Every rule is tested against autograd's own derivative (``tests/compiled/test_adjoint.py``),
+Every rule is tested against autograd's own derivative (``tests/modelling/test_adjoint.py``),
 and a model built on this path is checked against autograd at test points when it is built.
 """
 

@@ -18,7 +18,7 @@ takes) and ``jax.numpy``.
 
 No library in the core's dependency set provides these bijections (TensorFlow Probability's
 and NumPyro's live on their own array libraries), so they are written here, tested against
-finite-difference Jacobians (``tests/test_constraints.py``).
+finite-difference Jacobians (``tests/modelling/test_constraints.py``).
 
 Every function takes arrays with leading batch axes (chains): :math:`z` has shape
 ``batch + unconstrained_shape(shape)``.

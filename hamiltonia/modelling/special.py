@@ -5,7 +5,7 @@ vector math library), and on data-heavy targets such as logistic regression thos
 cost more than the matrix products (measured; see "Vectorisable exp and log1p" in
 ``docs/compiled.rst``). These versions use only arithmetic, ``floor`` and integer bit
 operations, so a loop over them vectorises; both are accurate to a few units in the last
-place over the range they serve (checked against NumPy in ``tests/compiled/test_special.py``).
+place over the range they serve (checked against NumPy in ``tests/modelling/test_special.py``).
 
 * :func:`exp_nonpositive` computes :math:`e^{a}` for :math:`a \\le 0` by Cody-Waite range
   reduction :math:`a = k \\ln 2 + r`, :math:`|r| \\le \\ln 2 / 2`, a degree-13 Taylor

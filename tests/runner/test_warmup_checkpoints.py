@@ -18,8 +18,7 @@ import hamiltonia as hm
 from hamiltonia.results.runfile import partial_dir
 from hamiltonia.runner.run import WarmupInterrupted
 from hamiltonia.tuners.adaptation import WindowedMetric, metric_windows
-
-from .interrupting import Killed, in_warmup_from, killed_at_checkpoint
+from tests.interrupting import Killed, in_warmup_from, killed_at_checkpoint
 
 # hmc with an adapted diagonal metric: dual averaging and the windowed metric both adapt.
 WARMUP = 300

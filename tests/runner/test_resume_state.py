@@ -11,8 +11,7 @@ import hamiltonia as hm
 from hamiltonia.cli import main
 from hamiltonia.results.runfile import RunFileError, partial_dir, seal_manifest
 from hamiltonia.runner import run as run_module
-
-from .interrupting import in_warmup_from, interrupted, killed_at_checkpoint
+from tests.interrupting import in_warmup_from, interrupted, killed_at_checkpoint
 
 
 @pytest.fixture

@@ -6,8 +6,7 @@ import pytest
 import hamiltonia as hm
 from hamiltonia.cli import main
 from hamiltonia.runner.thinning import kept, thin_statistics
-
-from .interrupting import interrupted
+from tests.interrupting import interrupted
 
 RUN = dict(chains=2, warmup=60, seed=3, progress=False, n_steps=5)
 

@@ -9,8 +9,7 @@ import pytest
 import hamiltonia as hm
 from hamiltonia.registry import UnknownNameError
 from hamiltonia.targets.banana import Banana
-
-from .interrupting import interrupted
+from tests.interrupting import interrupted
 
 SHORT = {"warmup": 100, "draws": 50, "progress": False}
 

@@ -388,7 +388,7 @@ def test_temporaries_of_a_dead_writer_are_removed_by_the_next_run(tmp_path, coun
 
 
 def _stopped_run(tmp_path, monkeypatch):
-    from .interrupting import interrupted
+    from tests.interrupting import interrupted
 
     path = tmp_path / "run.nc"
     with pytest.warns(hm.InterruptedRunWarning):
