@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import shutil
-import time
 import warnings
 from pathlib import Path
 
@@ -18,10 +17,12 @@ from hamiltonia.diagnostics import checks as diagnose
 from hamiltonia.results import Result
 from hamiltonia.results.runfile import RunFile, RunFileError, partial_dir
 from hamiltonia.runner import resume_state
-from hamiltonia.runner.loop import FallbackWarning, Recorder, choose_path, run_chains
-from hamiltonia.runner.thinning import kept, thin_statistics
+from hamiltonia.runner.checkpoints import RunOutput, continued_attrs, new_run_attrs
+from hamiltonia.runner.checkpoints import json_safe as _json_safe  # noqa: F401 (its old name)
+from hamiltonia.runner.loop import FallbackWarning, choose_path, run_chains
+from hamiltonia.runner.recording import Recorder, WarmupDraws
 from hamiltonia.samplers.base import Sampler
-from hamiltonia.state import _REJECT_ON, ChainState, ModelError, check_reject_on, rejecting
+from hamiltonia.state import ChainState, ModelError, check_reject_on, rejecting
 from hamiltonia.targets.base import Target
 
 __all__ = [
@@ -155,75 +156,6 @@ def _initial_state(sampler: Sampler, target: Target, initial, rngs) -> ChainStat
         f"could not find a finite initial point in {MAX_INIT_TRIES} tries of uniform(-2, 2); "
         "pass initial=..."
     )
-
-
-def _sample_on(executor, smp, target, state, rngs, rec, bar, compiled, thin, run_file,
-               checkpoint_seconds, warmup, fresh=True):  # fmt: skip
-    """The sampling iterations as tasks of one chain (one antithetic pair) on ``executor``,
-    from the state after warm-up; their draws go to ``rec``. Returns the tasks continued
-    from a checkpoint (a worker died), by index, with the draw they continued from, the
-    number of checkpoints the tasks wrote, and the folder of those checkpoints (to remove
-    once the run's own file is safe)."""
-    from hamiltonia.runner import executors
-
-    chains = rec.shape[0]
-    units = smp.reducer.pairing(chains) or [[c] for c in range(chains)]
-    info = resume_state.chain_state(state, rngs, smp)
-    output = None if run_file is None else run_file.path
-    folder = executors.task_folder(output, fresh)
-    try:
-        return _sample_in_folder(executor, smp, target, rec, bar, compiled, thin,
-                                 checkpoint_seconds, warmup, units, info, folder)  # fmt: skip
-    except BaseException:
-        if output is None:
-            # No run file names this temporary folder: nothing can resume from it.
-            shutil.rmtree(folder, ignore_errors=True)
-        raise
-
-
-def _sample_in_folder(executor, smp, target, rec, bar, compiled, thin, checkpoint_seconds,
-                      warmup, units, info, folder):  # fmt: skip
-    """:func:`_sample_on`'s tasks (the chains ``units``, from their state ``info`` after
-    warm-up), checkpointing in ``folder``; returns as it does."""
-    from hamiltonia.runner import executors
-
-    chains, draws = rec.shape
-    common = dict(target=target, sampler=smp, draws=draws, thin=thin, compiled=compiled,
-                  folder=folder, checkpoint_seconds=checkpoint_seconds,
-                  reject_on=_REJECT_ON.get(), backend=array_backend.get_backend())  # fmt: skip
-    tasks = [
-        executors.ChainTask(
-            index=k, chains=tuple(unit), state=resume_state.select_chains(info, unit), **common
-        )
-        for k, unit in enumerate(units)
-    ]
-    bar.set_description(f"{smp.name} sampling ({executor.name})")
-
-    def progress(done: list) -> None:
-        per_chain = sum(d * len(t.chains) for d, t in zip(done, tasks, strict=True)) / chains
-        bar.n = warmup + int(per_chain * thin)
-        bar.refresh()
-
-    results = executor.map(tasks, progress)
-    order = [c for unit in units for c in unit]
-    if order != list(range(chains)):
-        raise RuntimeError(f"tasks hold chains {order}, not 0..{chains - 1} in order")
-    joined = {key: [r[key] for r in results] for key in results[0]}
-    weights, grads = joined["log_weights"], joined["gradients"]
-    rec.record(
-        slice(0, draws),
-        np.concatenate(joined["draws"]),
-        {k: np.concatenate([s[k] for s in joined["stats"]]) for k in joined["stats"][0]},
-        None if weights[0] is None else np.concatenate(weights),
-        None,
-        None if grads[0] is None else np.concatenate(grads),
-    )
-    continued = {
-        t.index: r["continued_from"]
-        for t, r in zip(tasks, results, strict=True)
-        if r["continued_from"]
-    }
-    return continued, sum(r["checkpoints"] for r in results), folder
 
 
 def sample(
@@ -377,29 +309,6 @@ def _executor(executor, scheduler, workers):
         yield runner
 
 
-def _json_safe(value):
-    """``value`` with NumPy arrays and scalars as lists and numbers (floats written by
-    ``repr``, so read back exactly) and everything else JSON cannot hold as its ``str``."""
-    import json
-
-    def plain(obj):
-        if isinstance(obj, np.ndarray | np.generic):
-            return obj.tolist()
-        return str(obj)
-
-    return json.loads(json.dumps(value, default=plain))
-
-
-def _joined(before, after) -> tuple:
-    """Kept warm-up ``(draws, stats)`` of a checkpoint followed by those made since."""
-    if before is None or before[0].shape[1] == 0:
-        return after
-    if after[0].shape[1] == 0:
-        return before
-    draws = np.concatenate([before[0], after[0]], axis=1)
-    return draws, {k: np.concatenate([before[1][k], v], axis=1) for k, v in after[1].items()}
-
-
 def _check_memory(chains: int, draws: int, dim: int, n_stats: int) -> None:
     """Refuse, before any work, a run whose draws cannot fit in this machine's memory."""
     needed = 8 * chains * draws * (dim + n_stats + 1)
@@ -469,6 +378,24 @@ def _sample(target, sampler, *, chains, warmup, draws, seed, initial, progress, 
             run_file.close()
 
 
+def _start_warmup(smp, state, warmup, rngs, attrs, output) -> None:
+    """The tuners' start (the step-size search) of a new run, and its first warm-up
+    checkpoint."""
+    try:
+        for tuner in smp.tuners:
+            tuner.start(smp, state, warmup, rngs)
+    except ModelError as err:
+        raise err.during("in the step-size search before warm-up") from err.__cause__
+    # Where warm-up started from: diagnose() reports a step size that collapsed.
+    attrs["step_size_initial"] = np.broadcast_to(
+        np.asarray(state.step_size, dtype=float), (len(rngs),)
+    ).tolist()
+    if warmup:
+        # The first checkpoint: a run killed in warm-up loses at most the time between two
+        # checkpoints, not the step-size search and all before it.
+        output.warmup_checkpoint(state, 0)
+
+
 def _run(target, smp, path, rngs, seq, requested, options, run_file, *, chains, warmup, draws,
          thin, save_warmup, initial, progress, checkpoint_seconds, resume_from,
          executor=None):  # fmt: skip
@@ -481,40 +408,13 @@ def _run(target, smp, path, rngs, seq, requested, options, run_file, *, chains, 
     from tqdm.auto import tqdm
 
     plan, path_reason = path
-    rec = None
-    resumed_warmup = None  # the warm-up part of the state resumed from (a run stopped in it)
-    warm_from = 0  # warm-up iterations made before this call
+    previous, resumed_warmup = None, None  # the run continued, and where in warm-up it was
+    warm_from = start = 0  # warm-up iterations and kept draws made before this call
     if resume_from is None:
         state = _initial_state(smp, target, initial, rngs)
-        start = 0
-        attrs = {
-            "seed_entropy": str(seq.entropy),
-            **({"seed_spawn_key": str(list(seq.spawn_key))} if seq.spawn_key else {}),
-            "chains": chains,
-            "warmup": warmup,
-            # Sampling iterations; draws // thin of them are kept.
-            "draws": draws * thin,
-            "thin": thin,
-            "save_warmup": save_warmup,
-            "compiled": plan is not None,
-            "path_reason": path_reason,
-            "options": {
-                k: (v if np.isscalar(v) or v is None else repr(v)) for k, v in options.items()
-            },
-            "target_params": getattr(target, "registered_params", {}),
-            # The refresh's memory rho (0: a fresh momentum each iteration), which the
-            # E-BFMI check reads.
-            "momentum_memory": float(getattr(getattr(smp, "refresh", None), "rho", 0.0)),
-            # Chains 2k and 2k+1 are an antithetic pair (reducers.antithetic); [] if none.
-            "antithetic_pairs": smp.reducer.pairing(chains),
-        }
-        if target.blocks is not None:
-            # Named blocks with shapes and dims: the ArviZ variables of the draws.
-            attrs["blocks"] = target.blocks
-            attrs["coords"] = target.coords
-        order = getattr(smp.reducer, "order", None)
-        if smp.reducer.records_gradients and order is not None:
-            attrs["control_variates"] = order
+        attrs = new_run_attrs(target, smp, path_reason, plan is not None, seq, options,
+                              chains=chains, warmup=warmup, draws=draws, thin=thin,
+                              save_warmup=save_warmup)  # fmt: skip
     else:
         previous, info = resume_from
         state = resume_state.restore(smp, info, rngs)
@@ -524,244 +424,70 @@ def _run(target, smp, path, rngs, seq, requested, options, run_file, *, chains, 
             resume_state.restore_warmup(smp, resumed_warmup, rngs)
             warm_from = resumed_warmup["done"]
         start = previous.n_draws
-        attrs = {
-            k: v
-            for k, v in previous.attrs.items()
-            if k not in ("complete", "draws_done", "warmup_done")
-        }
-        # This part's own path and why (a resume may be told to take the other one).
-        attrs["compiled"] = plan is not None
-        attrs["path_reason"] = path_reason
-    times = {"t0": time.perf_counter(), "t1": None, "saved": time.perf_counter(), "resume": None,
-             "warmup_done": warm_from}  # fmt: skip
-    warm_rec = None
+        attrs = continued_attrs(previous, plan is not None, path_reason)
+    dim = len(target.reported_names)
+    warm = WarmupDraws.for_run(chains=chains, warmup=warmup, dim=dim, declared=smp.stats(),
+                               thin=thin, save_warmup=save_warmup, previous=previous,
+                               resumed=resumed_warmup)  # fmt: skip
+    rec = Recorder(chains, draws, dim, smp.stats(), None, smp.reducer.records_gradients,
+                   target.dim)  # fmt: skip
+    rebuild = None
+    if run_file is not None and resume_state.resumable(*requested, options):
+        rebuild = (requested[1], options)
+    output = RunOutput(target=target, smp=smp, rngs=rngs, attrs=attrs, rec=rec, warm=warm,
+                       run_file=run_file, checkpoint_seconds=checkpoint_seconds,
+                       rebuild=rebuild, previous=previous,
+                       resumed_in_warmup=resumed_warmup is not None, warmup=warmup,
+                       warm_from=warm_from)  # fmt: skip
+    if executor is None:  # the tasks of an executor checkpoint their own chains
+        rec.checkpoint = output.checkpoint
+    if previous is not None:
+        rec.prefill(previous)
     tasks_folder = None  # the checkpoints of an executor's tasks
-    # The kept warm-up draws: once warm-up is over ("draws", "stats"); those a warm-up
-    # checkpoint holds, before the iterations this call makes ("before").
-    warm = {"draws": None, "stats": None, "before": None}
-    if resume_from is not None and resumed_warmup is None:
-        warm.update(draws=previous.warmup_draws, stats=previous.warmup_stats)
-    elif save_warmup:
-        first = 0
-        if resumed_warmup is not None:
-            # The iterations of the unfinished thinning group are made again from its
-            # statistics (its draws are never kept), then the recorder goes on from there.
-            n_kept = resumed_warmup["kept"]
-            first = n_kept * thin
-            stats_before = previous.warmup_stats or {}
-            warm["before"] = (
-                previous.warmup_draws[:, :n_kept],
-                {k: v[:, :n_kept] for k, v in stats_before.items()},
-            )
-        warm_rec = Recorder(chains, warmup - first, len(target.reported_names), smp.stats(),
-                             first=first)  # fmt: skip
-        if resumed_warmup is not None:
-            warm_rec.prefill_statistics(resumed_warmup["tail"])
-
-    def kept_warmup() -> tuple:
-        """The kept warm-up draws and their statistics so far."""
-        q, stats = warm_rec.truncated()[:2]
-        return _joined(warm["before"], (kept(q, thin), thin_statistics(stats, thin)))
-
-    def warmup_tail() -> dict | None:
-        """The statistics of the warm-up iterations after the last kept one."""
-        if warm_rec is None:
-            return None
-        n = warm_rec.n_done
-        group = n // thin * thin
-        return {
-            name: warm_rec.stats[name][:, group:n] if name in warm_rec.stats
-            else np.empty((chains, 0), dtype=dtype)
-            for name, dtype in warm_rec.declared
-        }  # fmt: skip
-
-    def warmup_output() -> None:
-        """The kept warm-up draws, once warm-up is over."""
-        if warm_rec is not None and warm["draws"] is None:
-            warm["draws"], warm["stats"] = kept_warmup()
-
-    def build_result(complete: bool) -> Result:
-        in_warmup = times["t1"] is None and rec.n_done == 0
-        if not in_warmup:
-            warmup_output()
-        q, stats, weights, grads = rec.truncated()
-        now = time.perf_counter()
-        t1 = times["t1"] if times["t1"] is not None else now
-        warmup_seconds, sampling_seconds = t1 - times["t0"], now - t1
-        if resume_from is not None:
-            if resumed_warmup is not None:
-                warmup_seconds += resume_from[0].warmup_seconds
-            else:
-                warmup_seconds = resume_from[0].warmup_seconds
-            sampling_seconds += resume_from[0].sampling_seconds
-        return Result(
-            draws=q,
-            stats=stats,
-            names=target.reported_names,
-            log_weights=weights,
-            gradients=grads,
-            warmup_draws=warm["draws"],
-            warmup_stats=warm["stats"],
-            sampler=smp.name,
-            target=getattr(target, "registered_name", type(target).__name__),
-            warmup_seconds=warmup_seconds,
-            sampling_seconds=sampling_seconds,
-            attrs={
-                **attrs,
-                "complete": complete,
-                "draws_done": rec.n_done,
-                # A run stopped in warm-up says how far it went (hamiltonia.load reads it).
-                **({"warmup_done": times["warmup_done"]} if in_warmup else {}),
-                "resume": None if complete else times["resume"],
-            },
-            _target=target,
-        )
-
-    def persist() -> None:
-        """Append the draws made since the last checkpoint to the unfinished run (in
-        warm-up: the state reached and the kept warm-up draws so far)."""
-        partial = build_result(complete=False)
-        meta = {
-            "names": list(partial.names),
-            "sampler": partial.sampler,
-            "target": partial.target,
-            "warmup_seconds": partial.warmup_seconds,
-            "sampling_seconds": partial.sampling_seconds,
-            # Arrays (the tuners' states) become lists here, floats by repr: exact.
-            "attrs": _json_safe(partial.attrs),
-        }
-        warm_part = None
-        if "warmup_done" in partial.attrs and warm_rec is not None:
-            # Those of the iterations the saved state has made (an interrupted iteration or
-            # chunk may have recorded more).
-            n = times["warmup_done"] // thin
-            draws_so_far, stats_so_far = kept_warmup()
-            warm_part = (draws_so_far[:, :n], {k: v[:, :n] for k, v in stats_so_far.items()})
-        elif partial.warmup_draws is not None:
-            warm_part = (partial.warmup_draws, partial.warmup_stats)
-        run_file.append(
-            partial.draws, partial.stats, partial.log_weights, meta, partial.gradients,
-            warmup=warm_part,
-        )  # fmt: skip
-        times["saved"] = time.perf_counter()
-
-    # Whether the run can be rebuilt from its file (registered names, plain options): decided
-    # once, not at each of the iterations whose state is captured.
-    resumable = run_file is not None and resume_state.resumable(*requested, options)
-
-    def capture(current, warm_state=None) -> dict | None:
-        """The state from which resume() continues exactly, or None for a run it cannot
-        rebuild."""
-        if not resumable:
-            return None
-        return resume_state.capture(requested[1], options, current, rngs, smp, warm_state)
-
-    def warmup_checkpoint(current, done: int) -> None:
-        """After ``done`` warm-up iterations (0: after the step-size search), the state from
-        which resume() continues exactly: written at once for the first, then every
-        ``checkpoint_seconds`` as in sampling."""
-        if not resumable:  # no output, or a run resume() cannot rebuild
-            return
-        warm_state = resume_state.warmup_state(smp, done, warmup, warmup_tail())
-        if warm_state is None:  # a tuner that cannot be checkpointed
-            return
-        times["resume"] = capture(current, warm_state)
-        times["warmup_done"] = done
-        if done == 0 or time.perf_counter() - times["saved"] >= checkpoint_seconds:
-            persist()
-
-    def checkpoint(current):
-        if times["t1"] is None:
-            times["t1"] = time.perf_counter()
-            warmup_output()
-        if run_file is None:
-            return
-        # The state after the last stored iteration, from which resume() continues exactly.
-        times["resume"] = capture(current)
-        if time.perf_counter() - times["saved"] >= checkpoint_seconds:
-            persist()
-
-    rec = Recorder(
-        chains, draws, len(target.reported_names), smp.stats(),
-        # The tasks of an executor checkpoint their own chains.
-        checkpoint if executor is None else None,
-        smp.reducer.records_gradients, target.dim,
-    )  # fmt: skip
-    if resume_from is not None:
-        rec.prefill(resume_from[0])
     total = (warmup - warm_from) + (draws - start) * thin
     bar = tqdm(total=total, disable=not progress, desc=f"{smp.name} warmup", unit="it")
     try:
         if resume_from is None:
-            try:
-                for tuner in smp.tuners:
-                    tuner.start(smp, state, warmup, rngs)
-            except ModelError as err:
-                raise err.during("in the step-size search before warm-up") from err.__cause__
-            # Where warm-up started from: diagnose() reports a step size that collapsed.
-            attrs["step_size_initial"] = np.broadcast_to(
-                np.asarray(state.step_size, dtype=float), (chains,)
-            ).tolist()
-            if warmup:
-                # The first checkpoint: a run killed in warm-up loses at most the time
-                # between two checkpoints, not the step-size search and all before it.
-                warmup_checkpoint(state, 0)
-        # 0 for a run resumed after its warm-up (the caller passes warmup=0 then).
-        run_warmup = warmup
+            _start_warmup(smp, state, warmup, rngs, attrs, output)
+        # With an executor, warm-up only here: the tasks make the draws.
+        state, output.t1 = run_chains(plan, smp, target, state, rngs, warmup,
+                                      draws if executor is None else 0, rec, bar, start, thin,
+                                      warm.rec, warm_from, output.warmup_checkpoint)  # fmt: skip
         if executor is not None:
-            # Warm-up only: the tasks make the draws.
-            state, times["t1"] = run_chains(plan, smp, target, state, rngs, run_warmup, 0, rec,
-                                             bar, 0, thin, warm_rec, warm_from,
-                                             warmup_checkpoint)  # fmt: skip
-            warmup_output()
+            from hamiltonia.runner.tasks import sample_on
+
             attrs["executor"] = executor.name
-            if run_file is not None:
-                # The state after warm-up: a run whose calling process dies resumes from it.
-                times["resume"] = capture(state)
-                persist()
-            attrs["continued_tasks"], attrs["task_checkpoints"], tasks_folder = _sample_on(
+            output.warmup_over(state)
+            attrs["continued_tasks"], attrs["task_checkpoints"], tasks_folder = sample_on(
                 executor, smp, target, state, rngs, rec, bar, plan is not None, thin, run_file,
                 checkpoint_seconds, warmup,
                 # A run stopped in warm-up had no tasks yet: none to continue.
                 fresh=resume_from is None or resumed_warmup is not None,
             )  # fmt: skip
-        else:
-            state, times["t1"] = run_chains(plan, smp, target, state, rngs, run_warmup, draws,
-                                             rec, bar, start, thin, warm_rec, warm_from,
-                                             warmup_checkpoint)  # fmt: skip
     except KeyboardInterrupt:
         if rec.n_done == 0:
-            if run_file is not None and times["resume"] is not None:
-                # Stopped in warm-up, or while an executor's tasks ran (their draws come
-                # back at the end): no draws to return, but the state reached is kept.
-                persist()
-                done = times["warmup_done"] if times["t1"] is None else warmup
-                raise WarmupInterrupted(run_file.path, done, warmup) from None
+            # Stopped in warm-up, or while an executor's tasks ran (their draws come back
+            # at the end): no draws to return, but the state reached is kept.
+            if output.save_stopped_warmup():
+                raise WarmupInterrupted(run_file.path, output.warmup_reached(), warmup) from None
             raise
-        result = build_result(complete=False)
-        if run_file is not None:
-            persist()
-        output = None if run_file is None else run_file.path
+        result = output.stopped()
+        path = None if run_file is None else run_file.path
         warnings.warn(
             f"interrupted after {rec.n_done} of {draws} draws per chain; returning those"
-            + (f" (saved to {output}; continue with hamiltonia.resume)" if output else ""),
+            + (f" (saved to {path}; continue with hamiltonia.resume)" if path else ""),
             InterruptedRunWarning,
             stacklevel=4,
         )
         return result
     except BaseException:
-        # Whatever stopped the run, the draws (or the warm-up) made so far stay on disk.
-        if run_file is not None and (
-            rec.n_done > run_file.written
-            or (times["t1"] is None and times["resume"] is not None and rec.n_done == 0)
-        ):
-            persist()
+        output.save_on_error()
         raise
     finally:
         bar.close()
-    result = build_result(complete=True)
+    result = output.result(complete=True)
     if run_file is not None:
-        _write_final(run_file, result, persist)
+        output.write_final(result)
     if tasks_folder is not None:
         # Only now: until the run's own file is written, the tasks' draws live there.
         shutil.rmtree(tasks_folder, ignore_errors=True)
@@ -778,36 +504,6 @@ def _run(target, smp, path, rngs, seq, requested, options, run_file, *, chains, 
             stacklevel=4,
         )
     return result
-
-
-def _write_final(run_file, result, persist) -> None:
-    """Write the finished run to its output; a failed write (a full disk, a file-size limit)
-    raises :class:`~hamiltonia.results.runfile.OutputWriteError` holding the run, after bringing the
-    checkpoints up to date where space allows, so that :func:`resume` can finish it later."""
-    from hamiltonia.results.runfile import CheckpointWarning, OutputWriteError
-
-    try:
-        # Made in memory first: HDF5 never holds the file, and a full disk is an OSError.
-        run_file.finish(result.to_netcdf_bytes)
-    except OutputWriteError as err:
-        err.result = result  # first: nothing below may lose it
-        with warnings.catch_warnings():
-            # Where the disk is full this fails too; the error below says so already, and a
-            # user who turns warnings into errors must still get the run.
-            warnings.simplefilter("ignore", CheckpointWarning)
-            persist()
-        where = ""
-        if run_file.written == result.n_draws:  # persist() reached the disk
-            err.partial = run_file.folder
-            where = (
-                f"; the draws are also in {err.partial} (hamiltonia.resume("
-                f"{str(run_file.path)!r}) writes the file once there is space)"
-            )
-        err.args = (
-            f"{err.args[0]}. The run is not lost: it is err.result (save it elsewhere with "
-            f"err.result.save(path)){where}",
-        )
-        raise
 
 
 def resume(path, *, progress: bool = True, output=None,

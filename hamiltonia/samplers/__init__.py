@@ -1,5 +1,6 @@
-"""Samplers: the composed :class:`HamiltonianSampler`, random-walk Metropolis, and the
-registry of named recipes.
+"""Samplers: the composed :class:`HamiltonianSampler`, random-walk Metropolis, the registry
+of named recipes, and the helpers that compose a sampler from options
+(:mod:`hamiltonia.samplers.composition`, which recipes and plugins both use).
 
 >>> import hamiltonia as hm
 >>> sampler = hm.samplers.build("hmc", hm.targets.get("banana"), n_steps=15)
@@ -8,6 +9,7 @@ registry of named recipes.
 from __future__ import annotations
 
 from hamiltonia.registry import Registry
+from hamiltonia.samplers import composition
 from hamiltonia.samplers.base import STAT_NAMES, Sampler
 from hamiltonia.samplers.hamiltonian import HamiltonianSampler
 from hamiltonia.samplers.random_walk import RandomWalkMetropolis
@@ -18,6 +20,7 @@ __all__ = [
     "RandomWalkMetropolis",
     "Sampler",
     "build",
+    "composition",
     "describe",
     "get",
     "names",

@@ -9,8 +9,10 @@ heuristic and adapted by dual averaging during warm-up, then frozen. A number fi
 (no adaptation), unless ``adapt_step_size=True``, in which case it is the starting point of
 the adaptation.
 
-Parts are built through their registries (:mod:`hamiltonia.registry`), the path a plugin's
-part takes: ``integrator=NAME`` from ``hamiltonia.integrators``, ``field=NAME`` from
+Each recipe is a short composition of the public helpers of
+:mod:`hamiltonia.samplers.composition`, which a plugin's recipe uses too. They build the
+parts through their registries (:mod:`hamiltonia.registry`), the path a plugin's part takes:
+``integrator=NAME`` from ``hamiltonia.integrators``, ``field=NAME`` from
 ``hamiltonia.structures``, and the refresh, trajectory policy, tuners and reducers the
 options choose from the groups of their kinds.
 """
@@ -18,22 +20,14 @@ options choose from the groups of their kinds.
 from __future__ import annotations
 
 import inspect
-import math
 
-import numpy as np
+from hamiltonia.samplers import composition as make
 
-from hamiltonia import integrators, reducers, refresh, structures, trajectories, tuners
-from hamiltonia._validation import check_flag, check_int
-from hamiltonia.hamiltonians.euclidean import EuclideanHamiltonian
-from hamiltonia.hamiltonians.metrics import DenseMetric, DiagonalMetric
-from hamiltonia.hamiltonians.random_mass import RandomMassHamiltonian, check_mass_volatility
-from hamiltonia.hamiltonians.shadow import LeapfrogShadowHamiltonian, SeparableShadowHamiltonian
-from hamiltonia.integrators import Integrator, make_integrator
+# Kept importable from here, where they were first defined.
+from hamiltonia.samplers.composition import ADAPTED_METRICS as ADAPTED_METRICS
+from hamiltonia.samplers.composition import MAX_STEPS as MAX_STEPS
 from hamiltonia.samplers.hamiltonian import HamiltonianSampler
 from hamiltonia.samplers.random_walk import RandomWalkMetropolis
-from hamiltonia.structures.base import CanonicalStructure
-from hamiltonia.structures.magnetic import MagneticStructure, check_field
-from hamiltonia.trajectories.metropolis import MetropolisTrajectory
 from hamiltonia.trajectories.no_u_turn import DEFAULT_MAX_TREE_DEPTH
 
 __all__ = [
@@ -57,226 +51,6 @@ __all__ = [
     "shmc",
     "smhmc",
 ]
-
-
-ADAPTED_METRICS = ("diagonal", "dense")
-
-#: Most leapfrog steps per trajectory a recipe accepts: far beyond any useful trajectory
-#: (NUTS at its default depth 10 takes at most 1023), a guard against a typo that would hang.
-MAX_STEPS = 1_000_000
-
-
-def _windows(adapt_windows) -> dict:
-    """Stan's warm-up windows ``(initial buffer, first window, terminal buffer)``."""
-    if (
-        not isinstance(adapt_windows, tuple | list)
-        or len(adapt_windows) != 3
-        or any(isinstance(v, bool) or not isinstance(v, int | np.integer) for v in adapt_windows)
-    ):
-        raise ValueError(
-            "adapt_windows must be three integers (initial buffer, first window, terminal "
-            f"buffer), such as Stan's (75, 25, 50); got {adapt_windows!r:.80}"
-        )
-    first, window, last = (int(v) for v in adapt_windows)
-    if first < 0 or window < 1 or last < 0:
-        raise ValueError(
-            f"adapt_windows must be (>= 0, >= 1, >= 0) iterations, got {tuple(adapt_windows)}"
-        )
-    return {"initial_buffer": first, "window": window, "terminal_buffer": last}
-
-
-def _metric_and_tuner(metric, dim: int, adapt_windows=(75, 25, 50)):
-    """A metric option: 'identity' (or None), 'diagonal' / 'dense' (adapted during warm-up on
-    Stan's windows, starting from the identity written as a diagonal or dense metric, so
-    that the compiled composition does not change when the first window ends), or an
-    inverse-mass array (fixed)."""
-    if isinstance(metric, str) and metric not in ("identity", *ADAPTED_METRICS):
-        raise ValueError(
-            "metric must be 'identity', 'diagonal' or 'dense' (adapted in warm-up), an "
-            f"inverse-mass array or a Metric, got {metric!r}"
-        )
-    if isinstance(metric, str) and metric in ADAPTED_METRICS:
-        start = DiagonalMetric(np.ones(dim)) if metric == "diagonal" else DenseMetric(np.eye(dim))
-        return start, [tuners.get("windowed-metric", kind=metric, **_windows(adapt_windows))]
-    return metric, []
-
-
-def _refresh(rho, hamiltonian=None):
-    """``rho = 0``: a full refresh; ``0 < rho < 1``: partial (validated there); with a
-    test on the momentum for a non-separable Hamiltonian."""
-    if getattr(hamiltonian, "needs_momentum_test", False):
-        return refresh.get("metropolis-partial", rho=rho)
-    if isinstance(rho, int | float) and not isinstance(rho, bool) and rho == 0:
-        return refresh.get("full")
-    return refresh.get("partial", rho=rho)
-
-
-def _trajectory(n_steps, n_steps_jitter, step_size_jitter) -> MetropolisTrajectory:
-    """``n_steps`` steps, or with ``n_steps_jitter`` :math:`j \\in (0, 1]` a number drawn per
-    chain and iteration uniformly on :math:`\\{\\max(1, \\lceil (1 - j) L\\rceil), \\dots, L\\}`."""
-    longest = check_int(n_steps, "n_steps", minimum=1, maximum=MAX_STEPS)
-    if isinstance(n_steps_jitter, bool) or not isinstance(n_steps_jitter, int | float):
-        raise ValueError(f"n_steps_jitter must be a number in [0, 1], got {n_steps_jitter!r}")
-    if not 0.0 <= n_steps_jitter <= 1.0:
-        raise ValueError(f"n_steps_jitter must lie in [0, 1], got {n_steps_jitter!r}")
-    shortest = max(1, math.ceil((1.0 - n_steps_jitter) * longest - 1e-12))
-    return trajectories.get(
-        "metropolis", min_steps=shortest, max_steps=longest, step_size_jitter=step_size_jitter
-    )
-
-
-def _structure(target, field, g, field_seed):
-    """The Poisson structure of a ``field`` option: ``None`` (canonical), the name of a
-    registered structure (:mod:`hamiltonia.structures`: ``"research"``, the research's field
-    of strength ``g``; ``"random"``, a random field of entry scale ``g`` from ``field_seed``;
-    or a plugin's), given those of ``dim``, ``g`` and ``seed`` its factory takes, or an
-    antisymmetric matrix. ``g=None`` takes the target's research value."""
-    if field is None:
-        if g is not None:
-            raise ValueError("g is the strength of a magnetic field: give field='research' too")
-        return None
-    if isinstance(field, str):
-        return _named_structure(target, field, g, field_seed)
-    if g is not None:
-        raise ValueError("g applies to field='research' or 'random', not to a given matrix")
-    return MagneticStructure(check_field(field, target.dim))
-
-
-def _named_structure(target, name, g, field_seed):
-    known = structures.names()
-    if name not in known:
-        others = ", ".join(repr(n) for n in known if n not in ("research", "random"))
-        raise ValueError(
-            f"field must be None, 'research', 'random' (or another registered structure: "
-            f"{others}) or an antisymmetric (dim, dim) matrix, got {name!r}"
-        )
-    given = {"dim": target.dim, "g": target.research_field_strength if g is None else g}
-    given["seed"] = field_seed
-    accepted = {k: v for k, v in given.items() if structures.registry.accepts(name, k)}
-    if g is not None and "g" not in accepted:
-        raise ValueError(f"g applies to a field with a strength; field={name!r} takes none")
-    try:
-        structure = structures.get(name, **accepted)
-    except TypeError as err:
-        if structures.registry.accepts(name, "field"):
-            raise ValueError(
-                f"field={name!r} needs the field matrix: give it as field=G (antisymmetric)"
-            ) from None
-        raise ValueError(f"field={name!r}: {err}") from None
-    # The canonical structure by name is the canonical flow, as field=None.
-    return None if type(structure) is CanonicalStructure else structure
-
-
-def _integrator(integrator, structure):
-    if structure is None:
-        return make_integrator(integrator)
-    if isinstance(integrator, Integrator):
-        raise ValueError(
-            "give the magnetic field either through field= or inside the Integrator, not both"
-        )
-    return make_integrator(integrator, structure=structure)
-
-
-def _shadow(shadow, hamiltonian, integrator, structure, tolerance, max_iterations,
-            hessian="finite-difference", shadow_sign="corrected"):  # fmt: skip
-    """The Hamiltonian and integrator of a ``shadow`` option (``None``: unchanged)."""
-    if shadow != "leapfrog" and (shadow_sign != "corrected" or hessian != "finite-difference"):
-        raise ValueError("hessian and shadow_sign apply to shadow='leapfrog'")
-    if shadow is None:
-        return hamiltonian, integrator
-    if shadow not in ("separable", "leapfrog"):
-        raise ValueError(f"shadow must be None, 'separable' or 'leapfrog', got {shadow!r}")
-    if isinstance(hamiltonian, RandomMassHamiltonian):
-        raise ValueError(
-            f"shadow={shadow!r} needs a fixed mass (mass_volatility=0): its correction "
-            "depends on the mass"
-        )
-    if shadow == "leapfrog":
-        if integrator != "leapfrog":
-            raise ValueError(
-                "shadow='leapfrog' is the (magnetic) leapfrog's own shadow; got "
-                f"integrator={integrator!r}"
-            )
-        if structure is not None and not isinstance(structure, MagneticStructure):
-            raise ValueError(
-                f"shadow='leapfrog' has the magnetic term of a constant field only, not "
-                f"field={type(structure).__name__}"
-            )
-        field = None if structure is None else structure.field
-        return LeapfrogShadowHamiltonian(hamiltonian, hessian, field, shadow_sign), integrator
-    if structure is not None:
-        raise ValueError(
-            "shadow='separable' is the processed leapfrog's shadow of the canonical dynamics; "
-            "it does not apply to a magnetic field"
-        )
-    if integrator not in ("leapfrog", "processed-leapfrog"):
-        raise ValueError(
-            "shadow='separable' integrates with the processed leapfrog, whose shadow it is; "
-            f"got integrator={integrator!r}"
-        )
-    try:
-        processed = integrators.get(
-            "processed-leapfrog", tolerance=tolerance, max_iterations=max_iterations
-        )
-    except ValueError as err:
-        # The integrator names its own parameters; the user gave the recipe's.
-        message = str(err)
-        for own in ("tolerance", "max_iterations"):
-            if message.startswith(own):
-                message = "fixed_point_" + message
-        raise ValueError(message) from None
-    return SeparableShadowHamiltonian(hamiltonian), processed
-
-
-def _hamiltonian(target, metric, mass_volatility):
-    """Euclidean, or with ``mass_volatility`` > 0 a random mass (``None``: the target's
-    research value)."""
-    if mass_volatility is None:
-        mass_volatility = target.research_mass_volatility
-    beta = check_mass_volatility(mass_volatility)
-    if beta == 0:
-        return EuclideanHamiltonian(target, metric)
-    return RandomMassHamiltonian(target, beta, metric)
-
-
-def _reducer(antithetic, control_variates, hamiltonian):
-    """Control variates over antithetic pairs over the importance weights a shadow
-    Hamiltonian needs, as asked, or the sampler's default reducer (``None``)."""
-    from hamiltonia.hamiltonians.shadow import ShadowHamiltonian
-    from hamiltonia.targets.base import Target
-
-    antithetic = check_flag(antithetic, "antithetic")
-    if control_variates is False:
-        control_variates = 0
-    elif control_variates is True:
-        control_variates = 1
-    if isinstance(control_variates, bool | np.bool_) or control_variates not in (0, 1, 2):
-        raise ValueError(f"control_variates must be False, 1 or 2, got {control_variates!r}")
-    if not (antithetic or control_variates):
-        return None
-    target = hamiltonian.target
-    if control_variates and type(target).constrain is not Target.constrain:
-        raise ValueError(
-            f"control_variates: target {type(target).__name__} reports constrained draws, "
-            "and the control variates need the gradient in the coordinates of the draws"
-        )
-    shadow = isinstance(hamiltonian, ShadowHamiltonian)
-    reducer = reducers.get("importance-weights") if shadow else None
-    if antithetic:
-        reducer = reducers.get("antithetic", inner=reducer)
-    if control_variates:
-        reducer = reducers.get("control-variates", order=int(control_variates), inner=reducer)
-    return reducer
-
-
-def _step_size_tuners(step_size, adapt_step_size, target_accept):
-    adapt_step_size = check_flag(adapt_step_size, "adapt_step_size", allow_none=True)
-    adapt = step_size is None if adapt_step_size is None else adapt_step_size
-    if not adapt:
-        if step_size is None:
-            raise ValueError("step_size must be given when adapt_step_size=False")
-        return []
-    return [tuners.get("dual-averaging", target_accept=target_accept, initial_step_size=step_size)]
 
 
 def hmc(
@@ -398,26 +172,32 @@ def hmc(
         (:class:`~hamiltonia.reducers.control_variates.ControlVariates`;
         :meth:`hamiltonia.Result.control_variate_summary`); default ``False``.
     """
-    fixed_metric, metric_tuners = _metric_and_tuner(metric, target.dim, adapt_windows)
-    if n_steps is None:
-        n_steps = target.research_n_steps
-    hamiltonian = _hamiltonian(target, fixed_metric, mass_volatility)
-    structure = _structure(target, field, g, field_seed)
-    hamiltonian, integrator = _shadow(
-        shadow, hamiltonian, integrator, structure, fixed_point_tolerance,
-        fixed_point_max_iterations, hessian, shadow_sign,
+    adapt_metric = make.metric_tuners(metric, adapt_windows)
+    hamiltonian = make.hamiltonian(target, metric=metric, mass_volatility=mass_volatility)
+    structure = make.structure(target, field, g=g, field_seed=field_seed)
+    hamiltonian, integrator = make.with_shadow(
+        hamiltonian, shadow, integrator=integrator, structure=structure,
+        fixed_point_tolerance=fixed_point_tolerance,
+        fixed_point_max_iterations=fixed_point_max_iterations,
+        hessian=hessian, shadow_sign=shadow_sign,
     )  # fmt: skip
-    sampler = HamiltonianSampler(
-        hamiltonian=hamiltonian,
-        integrator=_integrator(integrator, structure),
-        trajectory=_trajectory(n_steps, n_steps_jitter, step_size_jitter),
-        refresh=_refresh(rho, hamiltonian),
-        tuners=_step_size_tuners(step_size, adapt_step_size, target_accept) + metric_tuners,
-        reducer=_reducer(antithetic, control_variates, hamiltonian),
+    return make.compose(
+        hamiltonian,
+        integrator=make.integrator(integrator, structure),
+        trajectory=make.metropolis_trajectory(
+            target.research_n_steps if n_steps is None else n_steps,
+            n_steps_jitter=n_steps_jitter,
+            step_size_jitter=step_size_jitter,
+        ),
+        refresh=make.momentum_refresh(rho, hamiltonian),
+        tuners=make.step_size_tuners(
+            step_size, adapt_step_size=adapt_step_size, target_accept=target_accept
+        )
+        + adapt_metric,
+        reducer=make.reducer(hamiltonian, antithetic=antithetic, control_variates=control_variates),
         step_size=step_size,
+        name="hmc",
     )
-    sampler.name = "hmc"
-    return sampler
 
 
 def nuts(
@@ -486,25 +266,26 @@ def nuts(
     Conceptual Introduction to Hamiltonian Monte Carlo*, arXiv:1701.02434;
     Mongwe (2022), thesis, §2.8.
     """
-    fixed_metric, metric_tuners = _metric_and_tuner(metric, target.dim, adapt_windows)
-    hamiltonian = _hamiltonian(target, fixed_metric, mass_volatility)
-    structure = _structure(target, field, g, field_seed)
-    hamiltonian, integrator = _shadow(
-        shadow, hamiltonian, integrator, structure, fixed_point_tolerance,
-        fixed_point_max_iterations,
+    adapt_metric = make.metric_tuners(metric, adapt_windows)
+    hamiltonian = make.hamiltonian(target, metric=metric, mass_volatility=mass_volatility)
+    structure = make.structure(target, field, g=g, field_seed=field_seed)
+    hamiltonian, integrator = make.with_shadow(
+        hamiltonian, shadow, integrator=integrator, structure=structure,
+        fixed_point_tolerance=fixed_point_tolerance,
+        fixed_point_max_iterations=fixed_point_max_iterations,
     )  # fmt: skip
-    sampler = HamiltonianSampler(
-        hamiltonian=hamiltonian,
-        integrator=_integrator(integrator, structure),
-        trajectory=trajectories.get(
-            "no-u-turn", max_tree_depth=max_tree_depth, criterion=criterion
-        ),
-        tuners=_step_size_tuners(step_size, adapt_step_size, target_accept) + metric_tuners,
-        reducer=_reducer(antithetic, control_variates, hamiltonian),
+    return make.compose(
+        hamiltonian,
+        integrator=make.integrator(integrator, structure),
+        trajectory=make.no_u_turn(max_tree_depth, criterion),
+        tuners=make.step_size_tuners(
+            step_size, adapt_step_size=adapt_step_size, target_accept=target_accept
+        )
+        + adapt_metric,
+        reducer=make.reducer(hamiltonian, antithetic=antithetic, control_variates=control_variates),
         step_size=step_size,
+        name="nuts",
     )
-    sampler.name = "nuts"
-    return sampler
 
 
 def mala(
@@ -565,7 +346,9 @@ def rwmh(
     sampler = RandomWalkMetropolis(
         target,
         step_size=step_size,
-        tuners=_step_size_tuners(step_size, adapt_step_size, target_accept),
+        tuners=make.step_size_tuners(
+            step_size, adapt_step_size=adapt_step_size, target_accept=target_accept
+        ),
     )
     return sampler
 

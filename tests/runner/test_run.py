@@ -482,9 +482,9 @@ def test_resume_is_bit_exact_with_momentum_kept(tmp_path, monkeypatch, compiled,
     each chain's generator: resume restores the whole chain state (momentum, log density,
     gradient, generators, and the auxiliary variables: the magnetic field's sign and the
     random mass) as the run left it, at any interruption point, on both paths."""
-    from hamiltonia.runner import loop
+    from hamiltonia.runner import paths
 
-    monkeypatch.setattr(loop, "Chunker", _fixed_chunks(loop.Chunker))
+    monkeypatch.setattr(paths, "Chunker", _fixed_chunks(paths.Chunker))
     kwargs = dict(
         chains=2, warmup=30, draws=120, seed=9, progress=False, compiled=compiled,
         rho=0.8, n_steps_jitter=1.0, n_steps=6, integrator="two-stage", **parts,

@@ -58,10 +58,10 @@ def _assert_same_run(resumed, full):
 def _seven_at_a_time(monkeypatch):
     """Compiled chunks of 7 iterations (so that a kill can fall inside a window); the
     uninterrupted run and the resumed one chunk as usual: chunking changes no draw."""
-    from hamiltonia.runner import loop
+    from hamiltonia.runner import paths
 
-    chunker = loop.Chunker
-    monkeypatch.setattr(loop, "Chunker", lambda **_: chunker(first=7, largest=7))
+    chunker = paths.Chunker
+    monkeypatch.setattr(paths, "Chunker", lambda **_: chunker(first=7, largest=7))
 
 
 @pytest.mark.parametrize("compiled", [False, True], ids=["numpy", "compiled"])

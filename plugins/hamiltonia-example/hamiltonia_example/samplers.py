@@ -4,13 +4,8 @@ from __future__ import annotations
 
 import numbers
 
-from hamiltonia import (
-    DualAveraging,
-    EuclideanHamiltonian,
-    FullRefresh,
-    HamiltonianSampler,
-    Leapfrog,
-)
+from hamiltonia import HamiltonianSampler
+from hamiltonia.samplers import composition as make
 from hamiltonia.trajectories.metropolis import MetropolisTrajectory
 
 __all__ = ["JitteredLength", "jittered_hmc"]
@@ -55,7 +50,8 @@ def jittered_hmc(
     """HMC with a number of leapfrog steps drawn uniformly from 1..max_steps each iteration.
 
     Full momentum refreshment, :class:`JitteredLength` trajectories integrated with the
-    leapfrog, and a Metropolis test on :math:`H`. With ``step_size=None`` (default) the step
+    leapfrog, and a Metropolis test on :math:`H`, composed with the helpers of
+    :mod:`hamiltonia.samplers.composition`. With ``step_size=None`` (default) the step
     size is adapted by dual averaging during warm-up towards ``target_accept``; a number fixes
     it.
 
@@ -69,13 +65,14 @@ def jittered_hmc(
     target_accept : float
         Target acceptance rate of dual averaging (default 0.8).
     """
-    return HamiltonianSampler(
-        hamiltonian=EuclideanHamiltonian(target),
+    # The built-in recipes' helpers build every part but the trajectory, the new one, so the
+    # options mean what they mean in ``hmc`` and are refused with the same messages.
+    hamiltonian = make.hamiltonian(target)
+    return make.compose(
+        hamiltonian,
         trajectory=JitteredLength(max_steps),
-        integrator=Leapfrog(),
-        refresh=FullRefresh(),
-        tuners=[DualAveraging(target_accept, initial_step_size=step_size)]
-        if step_size is None
-        else [],
+        integrator=make.integrator("leapfrog"),
+        refresh=make.momentum_refresh(0.0, hamiltonian),
+        tuners=make.step_size_tuners(step_size, target_accept=target_accept),
         step_size=step_size,
     )
