@@ -53,7 +53,7 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["PluginWarning", "Registry", "UnknownNameError"]
+__all__ = ["PluginWarning", "Registry", "UnknownNameError", "lookups"]
 
 _OWN_DISTRIBUTION = "hamiltonia"
 
@@ -270,3 +270,39 @@ class Registry:
         """Whether the factory of ``name`` takes the keyword ``option`` (or any keyword)."""
         parameters = inspect.signature(self.factory(name)).parameters.values()
         return any(p.kind is p.VAR_KEYWORD for p in parameters) or option in self.options(name)
+
+
+def lookups(registry: Registry, plural: str, example: str, factory: str = "factory(**options)"):
+    """``names, describe, options, get, register``: the functions a part package offers over
+    its ``registry`` (written once for the six part kinds). ``plural`` names the parts in
+    the docstrings, ``example`` shows options of ``get``, ``factory`` the factory's call."""
+    kind = registry.kind
+    made = registry.returns.__name__ if registry.returns is not None else "a part"
+
+    def names() -> list[str]:
+        return registry.names()
+
+    def describe() -> dict[str, str]:
+        return registry.describe()
+
+    def options(name: str) -> list[str]:
+        return registry.options(name)
+
+    def get(name: str, **options):
+        return registry.build(name, **options)
+
+    def register(name: str, factory, *, overwrite: bool = False) -> None:
+        registry.register(name, factory, overwrite=overwrite)
+
+    names.__doc__ = f"Names of the registered {plural}."
+    describe.__doc__ = f"Name to one-line description of every registered {kind}."
+    options.__doc__ = f"The keyword options the {kind} ``name`` takes."
+    get.__doc__ = (
+        f"The {kind} registered as ``name``, built with ``options`` (e.g. ``{example}``); "
+        f"an unknown name is an error listing the registered ones."
+    )
+    register.__doc__ = (
+        f"Register ``{factory} -> {made}`` under ``name`` in this process (the class "
+        f"{made} itself qualifies); ``overwrite=True`` replaces an existing name."
+    )
+    return names, describe, options, get, register

@@ -20,7 +20,7 @@ from hamiltonia.integrators.base import Integrator
 from hamiltonia.integrators.leapfrog import Leapfrog
 from hamiltonia.integrators.processed import ProcessedLeapfrog
 from hamiltonia.integrators.splitting import Splitting, ThreeStage, TwoStage
-from hamiltonia.registry import Registry
+from hamiltonia.registry import Registry, lookups
 
 __all__ = [
     "Integrator",
@@ -43,31 +43,9 @@ __all__ = [
 registry = Registry("hamiltonia.integrators", "integrator", returns=Integrator)
 
 
-def names() -> list[str]:
-    """Names of the registered integrators."""
-    return registry.names()
-
-
-def describe() -> dict[str, str]:
-    """Name to one-line description of every registered integrator."""
-    return registry.describe()
-
-
-def options(name: str) -> list[str]:
-    """The keyword options the integrator ``name`` takes (``structure`` among them)."""
-    return registry.options(name)
-
-
-def get(name: str, **options) -> Integrator:
-    """The integrator registered as ``name``, built with ``options`` (e.g.
-    ``structure=MagneticStructure(G)``, or ``tolerance=1e-8`` for the processed leapfrog)."""
-    return registry.build(name, **options)
-
-
-def register(name: str, factory, *, overwrite: bool = False) -> None:
-    """Register ``factory(structure=None, **options) -> Integrator`` under ``name`` in this
-    process (an integrator class qualifies)."""
-    registry.register(name, factory, overwrite=overwrite)
+names, describe, options, get, register = lookups(
+    registry, "integrators", "structure=MagneticStructure(G)", "factory(structure=None, **options)"
+)
 
 
 def make_integrator(integrator, structure=None) -> Integrator:

@@ -21,7 +21,7 @@ from hamiltonia.reducers.base import (
     weighted_mean,
 )
 from hamiltonia.reducers.control_variates import ControlVariates
-from hamiltonia.registry import Registry
+from hamiltonia.registry import Registry, lookups
 
 __all__ = [
     "AntitheticPairs",
@@ -44,27 +44,4 @@ __all__ = [
 registry = Registry("hamiltonia.reducers", "reducer", returns=VarianceReducer)
 
 
-def names() -> list[str]:
-    """Names of the registered variance reducers."""
-    return registry.names()
-
-
-def describe() -> dict[str, str]:
-    """Name to one-line description of every registered reducer."""
-    return registry.describe()
-
-
-def options(name: str) -> list[str]:
-    """The keyword options the reducer ``name`` takes."""
-    return registry.options(name)
-
-
-def get(name: str, **options) -> VarianceReducer:
-    """The reducer registered as ``name``, built with ``options`` (e.g. ``order=2``)."""
-    return registry.build(name, **options)
-
-
-def register(name: str, factory, *, overwrite: bool = False) -> None:
-    """Register ``factory(**options) -> VarianceReducer`` under ``name`` in this process (a
-    reducer class qualifies)."""
-    registry.register(name, factory, overwrite=overwrite)
+names, describe, options, get, register = lookups(registry, "variance reducers", "order=2")

@@ -18,7 +18,7 @@ from hamiltonia.refresh.momentum import (
     PartialRefresh,
     partial_mix,
 )
-from hamiltonia.registry import Registry
+from hamiltonia.registry import Registry, lookups
 
 __all__ = [
     "FullRefresh",
@@ -39,27 +39,4 @@ __all__ = [
 registry = Registry("hamiltonia.refreshes", "refresh", returns=MomentumRefresh)
 
 
-def names() -> list[str]:
-    """Names of the registered momentum refreshes."""
-    return registry.names()
-
-
-def describe() -> dict[str, str]:
-    """Name to one-line description of every registered refresh."""
-    return registry.describe()
-
-
-def options(name: str) -> list[str]:
-    """The keyword options the refresh ``name`` takes."""
-    return registry.options(name)
-
-
-def get(name: str, **options) -> MomentumRefresh:
-    """The refresh registered as ``name``, built with ``options`` (e.g. ``rho=0.9``)."""
-    return registry.build(name, **options)
-
-
-def register(name: str, factory, *, overwrite: bool = False) -> None:
-    """Register ``factory(**options) -> MomentumRefresh`` under ``name`` in this process (a
-    refresh class qualifies)."""
-    registry.register(name, factory, overwrite=overwrite)
+names, describe, options, get, register = lookups(registry, "momentum refreshes", "rho=0.9")

@@ -15,7 +15,7 @@ MagneticStructure(dim=3, rank=2)
 
 from __future__ import annotations
 
-from hamiltonia.registry import Registry
+from hamiltonia.registry import Registry, lookups
 from hamiltonia.structures.base import CanonicalStructure, PoissonStructure
 from hamiltonia.structures.magnetic import MagneticStructure, random_field, research_field
 
@@ -40,31 +40,7 @@ __all__ = [
 registry = Registry("hamiltonia.structures", "structure", returns=PoissonStructure)
 
 
-def names() -> list[str]:
-    """Names of the registered Poisson structures."""
-    return registry.names()
-
-
-def describe() -> dict[str, str]:
-    """Name to one-line description of every registered structure."""
-    return registry.describe()
-
-
-def options(name: str) -> list[str]:
-    """The keyword options the structure ``name`` takes."""
-    return registry.options(name)
-
-
-def get(name: str, **options) -> PoissonStructure:
-    """The structure registered as ``name``, built with ``options`` (e.g. ``dim=3, g=0.1``
-    for ``"research"``)."""
-    return registry.build(name, **options)
-
-
-def register(name: str, factory, *, overwrite: bool = False) -> None:
-    """Register ``factory(**options) -> PoissonStructure`` under ``name`` in this process (a
-    structure class qualifies)."""
-    registry.register(name, factory, overwrite=overwrite)
+names, describe, options, get, register = lookups(registry, "Poisson structures", "dim=3, g=0.1")
 
 
 def research_structure(dim: int, g: float) -> MagneticStructure:

@@ -13,7 +13,7 @@ StaticLength(10)
 
 from __future__ import annotations
 
-from hamiltonia.registry import Registry
+from hamiltonia.registry import Registry, lookups
 from hamiltonia.trajectories.metropolis import (
     MAX_ENERGY_ERROR,
     MetropolisTrajectory,
@@ -51,28 +51,4 @@ __all__ = [
 registry = Registry("hamiltonia.trajectories", "trajectory policy", returns=TrajectoryPolicy)
 
 
-def names() -> list[str]:
-    """Names of the registered trajectory policies."""
-    return registry.names()
-
-
-def describe() -> dict[str, str]:
-    """Name to one-line description of every registered trajectory policy."""
-    return registry.describe()
-
-
-def options(name: str) -> list[str]:
-    """The keyword options the trajectory policy ``name`` takes."""
-    return registry.options(name)
-
-
-def get(name: str, **options) -> TrajectoryPolicy:
-    """The trajectory policy registered as ``name``, built with ``options`` (e.g.
-    ``n_steps=10``)."""
-    return registry.build(name, **options)
-
-
-def register(name: str, factory, *, overwrite: bool = False) -> None:
-    """Register ``factory(**options) -> TrajectoryPolicy`` under ``name`` in this process (a
-    trajectory policy class qualifies)."""
-    registry.register(name, factory, overwrite=overwrite)
+names, describe, options, get, register = lookups(registry, "trajectory policies", "n_steps=10")

@@ -11,7 +11,7 @@ The recipes build ``"dual-averaging"`` (from ``target_accept`` and ``step_size``
 
 from __future__ import annotations
 
-from hamiltonia.registry import Registry
+from hamiltonia.registry import Registry, lookups
 from hamiltonia.tuners.adaptation import (
     DualAveraging,
     Tuner,
@@ -41,27 +41,4 @@ __all__ = [
 registry = Registry("hamiltonia.tuners", "tuner", returns=Tuner)
 
 
-def names() -> list[str]:
-    """Names of the registered tuners."""
-    return registry.names()
-
-
-def describe() -> dict[str, str]:
-    """Name to one-line description of every registered tuner."""
-    return registry.describe()
-
-
-def options(name: str) -> list[str]:
-    """The keyword options the tuner ``name`` takes."""
-    return registry.options(name)
-
-
-def get(name: str, **options) -> Tuner:
-    """The tuner registered as ``name``, built with ``options`` (e.g. ``target_accept=0.9``)."""
-    return registry.build(name, **options)
-
-
-def register(name: str, factory, *, overwrite: bool = False) -> None:
-    """Register ``factory(**options) -> Tuner`` under ``name`` in this process (a
-    tuner class qualifies)."""
-    registry.register(name, factory, overwrite=overwrite)
+names, describe, options, get, register = lookups(registry, "tuners", "target_accept=0.9")
