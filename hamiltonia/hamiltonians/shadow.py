@@ -18,11 +18,8 @@ Izaguirre and Hampton (2004), *Shadow hybrid Monte Carlo*; Sweet, Hampton, Skeel
 (2009), *A separable shadow Hamiltonian hybrid Monte Carlo method* (S2HMC); Mongwe, Mbuvha and
 Marwala (2021, 2022), PS2HMC and SMHMC.
 
-Two forms, as a measured optimisation (:doc:`/design`, "A part is written once"): the
-Python methods vectorise the chains, so that a target without a compiled kernel is
-evaluated for every chain in one call (3 to 12 times faster at 4 to 16 chains than calling
-it back from the compiled chain) and the NumPy path runs on CuPy; the kernels run the whole
-chain compiled. A new part needs only one of the two.
+Its parts keep both forms, Python methods and kernels, as a measured optimisation (the
+methods vectorise the chains); a new part needs one (:doc:`/design`, "written once").
 """
 
 from __future__ import annotations

@@ -49,11 +49,8 @@ Carlo method*, J. Chem. Phys. 131, 174106; Mongwe, Mbuvha and Marwala (2021), PS
 (eqs. 14-17 and Algorithm 1; tolerance and iteration cap from Mongwe 2022, thesis, §8.3 and
 §9.4).
 
-Two forms, as a measured optimisation (:doc:`/design`, "A part is written once"): the
-Python methods vectorise the chains, so that a target without a compiled kernel is
-evaluated for every chain in one call (3 to 12 times faster at 4 to 16 chains than calling
-it back from the compiled chain) and the NumPy path runs on CuPy; the kernels run the whole
-chain compiled. A new part needs only one of the two.
+Its parts keep both forms, Python methods and kernels, as a measured optimisation (the
+methods vectorise the chains); a new part needs one (:doc:`/design`, "written once").
 """
 
 from __future__ import annotations

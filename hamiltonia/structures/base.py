@@ -23,11 +23,8 @@ structure with an auxiliary variable (the sign of the magnetic field,
 :meth:`PoissonStructure.reverse`,
 which a rejected proposal calls together with the momentum negation.
 
-Two forms, as a measured optimisation (:doc:`/design`, "A part is written once"): the
-Python methods vectorise the chains, so that a target without a compiled kernel is
-evaluated for every chain in one call (3 to 12 times faster at 4 to 16 chains than calling
-it back from the compiled chain) and the NumPy path runs on CuPy; the kernels run the whole
-chain compiled. A new part needs only one of the two.
+Its parts keep both forms, Python methods and kernels, as a measured optimisation (the
+methods vectorise the chains); a new part needs one (:doc:`/design`, "written once").
 """
 
 from __future__ import annotations
