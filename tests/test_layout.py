@@ -109,3 +109,25 @@ def test_the_packages_are_layered():
 
 def test_the_checks_see_a_cycle():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+#: The layers of docs/design.rst's diagram, from the top; a package imports only packages
+#: below it (the private helpers ``_validation``, ``_system`` and ``_numba_cache`` are the
+#: bottom layer, and ``_numba_cache`` may read ``datasets``' cache folder).
+LAYERS = [
+    "cli", "plots", "bench", "testing", "runner", "results", "samplers", "reducers", "tuners",
+    "hamiltonians", "integrators", "refresh", "trajectories", "structures", "targets",
+    "modelling", "diagnostics", "compiled", "state", "backend", "registry", "_numba_cache",
+    "datasets", "_validation", "_system",
+]  # fmt: skip
+
+
+def test_imports_go_down_the_documented_layers():
+    graph = _graph(_package)
+    rank = {f"hamiltonia.{name}": i for i, name in enumerate(LAYERS)}
+    unlisted = sorted({p for p in graph} - set(rank))
+    assert unlisted == [], f"packages missing from the layers: {unlisted}"
+    upward = sorted(
+        f"{a} -> {b}" for a, targets in graph.items() for b in targets if rank[b] < rank[a]
+    )
+    assert upward == []
