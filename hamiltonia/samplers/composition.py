@@ -44,6 +44,8 @@ __all__ = [
     "metric_tuners",
     "metropolis_trajectory",
     "momentum_refresh",
+    "named_refresh",
+    "named_trajectory",
     "no_u_turn",
     "reducer",
     "step_size_tuners",
@@ -411,6 +413,68 @@ def momentum_refresh(rho: float = 0.0, hamiltonian=None):
     if isinstance(rho, int | float) and not isinstance(rho, bool) and rho == 0:
         return _refresh.get("full")
     return _refresh.get("partial", rho=rho)
+
+
+def _named(lookup, kind: str, name, given: dict, defaults: dict):
+    """The part ``name`` of a part registry ``lookup`` (a package's registry), built with
+    the recipe's options its factory takes; an option set away from its default that the
+    factory does not take is a ValueError naming both."""
+    if not isinstance(name, str):
+        raise ValueError(f"{kind} must be the name of a registered {kind}, got {name!r}")
+    registry = lookup.registry
+    registry.factory(name)  # an unknown name: the registry's error, with the names it has
+    options = {key: value for key, value in given.items() if registry.accepts(name, key)}
+    for key, value in given.items():
+        if key not in options and value != defaults.get(key):
+            raise ValueError(
+                f"{kind} {name!r} takes no option {key!r} (its options: "
+                f"{', '.join(registry.options(name)) or 'none'}); leave {key} at its default"
+            )
+    import inspect
+
+    required = [
+        p.name
+        for p in inspect.signature(registry.factory(name)).parameters.values()
+        if p.default is p.empty
+        and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+        and p.name not in options
+    ]
+    if required:
+        raise ValueError(
+            f"{kind} {name!r} needs {', '.join(required)}, which the recipe does not give: "
+            f"build it with hamiltonia.{lookup.__name__.rpartition('.')[2]}.get({name!r}, ...) "
+            "and compose the sampler (hamiltonia.samplers.composition.compose)"
+        )
+    return lookup.get(name, **options)
+
+
+def named_refresh(name: str, rho: float = 0.0):
+    """The momentum refresh registered as ``name`` (:mod:`hamiltonia.refresh`, a plugin's
+    among them), given ``rho`` where its factory takes it.
+
+    Returns
+    -------
+    MomentumRefresh
+        ``ValueError`` for a name no package registers (listing those that are) or a
+        ``rho`` the refresh does not take.
+    """
+    return _named(_refresh, "refresh", name, {"rho": rho}, {"rho": 0.0})
+
+
+def named_trajectory(name: str, n_steps: int, *, n_steps_jitter=0.0, step_size_jitter=0.0):
+    """The trajectory policy registered as ``name`` (:mod:`hamiltonia.trajectories`, a
+    plugin's among them), given ``n_steps`` and the jitters where its factory takes them.
+
+    Returns
+    -------
+    TrajectoryPolicy
+        ``ValueError`` for a name no package registers or a jitter the policy does not take.
+    """
+    given = {"n_steps": n_steps, "n_steps_jitter": n_steps_jitter,
+             "step_size_jitter": step_size_jitter}  # fmt: skip
+    # n_steps always has a value in a recipe: a policy without it simply does not get it.
+    defaults = {"n_steps": n_steps, "n_steps_jitter": 0.0, "step_size_jitter": 0.0}
+    return _named(_trajectories, "trajectory", name, given, defaults)
 
 
 def step_size_tuners(

@@ -53,6 +53,19 @@ __all__ = [
 ]
 
 
+def _trajectory(target, name, n_steps, n_steps_jitter, step_size_jitter):
+    """The Metropolis transition over ``n_steps`` (the target's research value for
+    ``None``), or the trajectory policy registered as ``name``."""
+    length = target.research_n_steps if n_steps is None else n_steps
+    if name is None:
+        return make.metropolis_trajectory(
+            length, n_steps_jitter=n_steps_jitter, step_size_jitter=step_size_jitter
+        )
+    return make.named_trajectory(
+        name, length, n_steps_jitter=n_steps_jitter, step_size_jitter=step_size_jitter
+    )
+
+
 def hmc(
     target,
     *,
@@ -77,6 +90,8 @@ def hmc(
     shadow_sign: str = "corrected",
     antithetic: bool = False,
     control_variates: int | bool = False,
+    refresh: str | None = None,
+    trajectory: str | None = None,
 ) -> HamiltonianSampler:
     """Hamiltonian Monte Carlo with a static number of leapfrog steps.
 
@@ -171,6 +186,13 @@ def hmc(
         variates of this polynomial order
         (:class:`~hamiltonia.reducers.control_variates.ControlVariates`;
         :meth:`hamiltonia.Result.control_variate_summary`); default ``False``.
+    refresh : str, optional
+        A registered momentum refresh by name (:func:`hamiltonia.refresh.names`, a plugin's
+        among them), given ``rho`` where it takes it; default: full, or partial with ``rho``.
+    trajectory : str, optional
+        A registered trajectory policy by name (:func:`hamiltonia.trajectories.names`, a
+        plugin's length policy among them), given ``n_steps`` and the jitters where it
+        takes them; default: the Metropolis transition over ``n_steps``.
     """
     adapt_metric = make.metric_tuners(metric, adapt_windows)
     hamiltonian = make.hamiltonian(target, metric=metric, mass_volatility=mass_volatility)
@@ -184,12 +206,10 @@ def hmc(
     return make.compose(
         hamiltonian,
         integrator=make.integrator(integrator, structure),
-        trajectory=make.metropolis_trajectory(
-            target.research_n_steps if n_steps is None else n_steps,
-            n_steps_jitter=n_steps_jitter,
-            step_size_jitter=step_size_jitter,
-        ),
-        refresh=make.momentum_refresh(rho, hamiltonian),
+        trajectory=_trajectory(target, trajectory, n_steps, n_steps_jitter, step_size_jitter),
+        refresh=make.momentum_refresh(rho, hamiltonian)
+        if refresh is None
+        else make.named_refresh(refresh, rho),
         tuners=make.step_size_tuners(
             step_size, adapt_step_size=adapt_step_size, target_accept=target_accept
         )
