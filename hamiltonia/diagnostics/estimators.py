@@ -25,6 +25,8 @@ __all__ = [
     "kish_ess",
     "mcse",
     "multivariate_ess",
+    "pair_correlation",
+    "pairs_of",
     "rhat",
     "weighted_mean",
 ]
@@ -209,3 +211,26 @@ def weighted_mean(values: np.ndarray, log_weights: np.ndarray | None) -> np.ndar
     w = np.exp(lw)
     w = w / w.sum()
     return np.tensordot(w, values, axes=([0, 1], [0, 1]))
+
+
+def pairs_of(chains: int) -> np.ndarray:
+    """The pairs ``[[0, 1], [2, 3], ...]`` of ``chains`` chains (an even number)."""
+    if chains < 2 or chains % 2:
+        raise ValueError(
+            f"chains must be an even number >= 2 for antithetic pairs, got chains={chains}"
+        )
+    return np.arange(chains).reshape(-1, 2)
+
+
+def pair_correlation(draws: np.ndarray) -> np.ndarray:
+    """Spearman rank correlation of each pair's chains, per parameter, averaged over pairs:
+    shape ``(dim,)``; the research's :math:`\\eta` is its maximum."""
+    from scipy.stats import spearmanr
+
+    draws = np.asarray(draws, dtype=float)
+    pairs = pairs_of(draws.shape[0])
+    eta = np.empty((len(pairs), draws.shape[2]))
+    for k, (x, y) in enumerate(pairs):
+        for i in range(draws.shape[2]):
+            eta[k, i] = spearmanr(draws[x, :, i], draws[y, :, i]).statistic
+    return eta.mean(axis=0)

@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from hamiltonia.diagnostics.estimators import pair_correlation, pairs_of
 from hamiltonia.reducers.base import (
     ReducerWrapper,
     VarianceReducer,
@@ -66,15 +67,6 @@ __all__ = [
 ]
 
 
-def pairs_of(chains: int) -> np.ndarray:
-    """The pairs ``[[0, 1], [2, 3], ...]`` of ``chains`` chains (an even number)."""
-    if chains < 2 or chains % 2:
-        raise ValueError(
-            f"chains must be an even number >= 2 for antithetic pairs, got chains={chains}"
-        )
-    return np.arange(chains).reshape(-1, 2)
-
-
 def pair_means(values: np.ndarray, log_weights: np.ndarray | None = None) -> np.ndarray:
     """The per-draw series whose mean is the pair estimator, shape ``(pairs, draws, ...)``.
 
@@ -88,20 +80,6 @@ def pair_means(values: np.ndarray, log_weights: np.ndarray | None = None) -> np.
     pairs = pairs_of(np.shape(values)[0])
     psi = linearised_values(values, log_weights, per_chain=True)
     return 0.5 * (psi[pairs[:, 0]] + psi[pairs[:, 1]])
-
-
-def pair_correlation(draws: np.ndarray) -> np.ndarray:
-    """Spearman rank correlation of each pair's chains, per parameter, averaged over pairs:
-    shape ``(dim,)``; the research's :math:`\\eta` is its maximum."""
-    from scipy.stats import spearmanr
-
-    draws = np.asarray(draws, dtype=float)
-    pairs = pairs_of(draws.shape[0])
-    eta = np.empty((len(pairs), draws.shape[2]))
-    for k, (x, y) in enumerate(pairs):
-        for i in range(draws.shape[2]):
-            eta[k, i] = spearmanr(draws[x, :, i], draws[y, :, i]).statistic
-    return eta.mean(axis=0)
 
 
 def pair_summary(result):

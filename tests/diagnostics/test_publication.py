@@ -1,0 +1,110 @@
+"""The research's estimators by name (issue 28): the author's per-chain mESS (batch means
+with offsets, the 'lESS' rule), averaged over chains; the fraction accepted; eq. 8.1."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hamiltonia.diagnostics import estimators, publication
+
+Z = 4.0  # z-score bound of these tests (about 6e-5 two-sided per check)
+
+
+def _ar1(rng, n, p, phi):
+    x = np.empty((n, p))
+    x[0] = rng.normal(size=p) / np.sqrt(1 - phi**2)
+    noise = rng.normal(size=(n, p))
+    for t in range(1, n):
+        x[t] = phi * x[t - 1] + noise[t]
+    return x
+
+
+def _log_sd(a: int, p: int) -> float:
+    """sd of log(mESS) from the batch covariance's sampling error: log|Sigma_hat| of a
+    Wishart with a - 1 degrees of freedom has variance about 2p/(a - 1), divided by p^2."""
+    return np.sqrt(2.0 / (p * (a - 1)))
+
+
+def test_independent_draws_give_about_n():
+    rng = np.random.default_rng(0)
+    n, p = 10_000, 3
+    mess = publication.chain_mess(rng.normal(size=(n, p)), "sqroot")
+    a = n // int(np.sqrt(n))
+    assert abs(np.log(mess / n)) < Z * _log_sd(a, p)
+
+
+def test_an_ar1_chain_gives_its_known_ess():
+    """n (1 - phi) / (1 + phi) for independent AR(1) coordinates."""
+    rng = np.random.default_rng(1)
+    n, p, phi = 40_000, 2, 0.6
+    mess = publication.chain_mess(_ar1(rng, n, p, phi), "sqroot")
+    a = n // int(np.sqrt(n))
+    assert abs(np.log(mess / (n * (1 - phi) / (1 + phi)))) < Z * _log_sd(a, p)
+
+
+def test_one_offset_is_the_plain_batch_means_estimate():
+    """With n a multiple of b the offsets collapse to one: the estimate is hamiltonia's own
+    batch-means mESS of that one chain."""
+    rng = np.random.default_rng(2)
+    chain = _ar1(rng, 2500, 3, 0.3)
+    ours = estimators.multivariate_ess(chain[None], "sqroot")
+    assert publication.chain_mess(chain, "sqroot") == pytest.approx(ours, rel=1e-10)
+
+
+def test_less_is_the_lowest_over_its_batch_sizes():
+    rng = np.random.default_rng(3)
+    chain = _ar1(rng, 3000, 2, 0.8)
+    sizes = publication.batch_sizes(3000, 2, "less")
+    assert 1 < len(sizes) <= 20 and sizes[0] == int(np.floor(3000**0.25))
+    each = [publication.chain_mess(chain, b) for b in sizes]
+    assert publication.chain_mess(chain, "less") == pytest.approx(min(each))
+
+
+def test_the_run_figure_is_the_mean_over_chains_not_the_pooled_one():
+    rng = np.random.default_rng(4)
+    draws = np.stack([_ar1(rng, 2000, 2, 0.5) for _ in range(4)])
+    per_chain = [publication.chain_mess(c, "less") for c in draws]
+    assert publication.published_mess(draws) == pytest.approx(np.mean(per_chain))
+    # hamiltonia's pooled mESS counts every chain's draws: about four times as many.
+    pooled = estimators.multivariate_ess(draws)
+    assert 2.5 < pooled / publication.published_mess(draws, "sqroot") < 6
+
+
+def test_weights_enter_through_kish_per_chain():
+    rng = np.random.default_rng(5)
+    draws = rng.normal(size=(2, 1000, 2))
+    lw = rng.normal(scale=0.5, size=(2, 1000))
+    expected = np.mean(
+        [estimators.kish_ess(w) / 1000 * publication.chain_mess(c, "less")
+         for c, w in zip(draws, lw, strict=True)]
+    )  # fmt: skip
+    assert publication.published_weighted_ess(draws, lw) == pytest.approx(expected)
+    assert publication.published_weighted_ess(draws, None) == publication.published_mess(draws)
+
+
+def test_fraction_accepted_counts_acceptances():
+    accepted = np.array([[True, False, True, True], [False, False, True, True]])
+    assert publication.fraction_accepted(accepted) == 5 / 8
+    with pytest.raises(ValueError, match="empty"):
+        publication.fraction_accepted([])
+
+
+def test_antithetic_ess_is_eq_8_1():
+    """2 ESS_X / (1 + eta), eta the largest Spearman correlation over the parameters."""
+    rng = np.random.default_rng(6)
+    x = rng.normal(size=(2, 1500, 2))
+    y = -0.6 * x + 0.8 * rng.normal(size=x.shape)  # negatively correlated partners
+    draws = np.stack([x[0], y[0], x[1], y[1]])
+    eta = estimators.pair_correlation(draws).max()
+    assert eta < -0.3
+    expected = 2 * publication.published_mess(draws[[0, 2]]) / (1 + eta)
+    assert publication.antithetic_ess(draws) == pytest.approx(expected)
+    with pytest.raises(ValueError, match="even number"):
+        publication.antithetic_ess(draws[:3])
+
+
+@pytest.mark.parametrize("bad", ["sqrt", 1, 5000, True, 2.5])
+def test_a_bad_batch_size_is_named(bad):
+    with pytest.raises(ValueError, match="batch_size"):
+        publication.chain_mess(np.zeros((1000, 2)) + np.arange(1000)[:, None], bad)
