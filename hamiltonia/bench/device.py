@@ -420,11 +420,11 @@ def _error(err: BaseException) -> str:
 
 
 def _write(report: dict, path) -> None:
-    """``report`` as JSON at ``path``, replaced whole (a stopped run leaves a readable file)."""
-    tmp = f"{path}.tmp"
-    with open(tmp, "w") as fh:
-        json.dump(report, fh, indent=1, default=str)
-    os.replace(tmp, path)
+    """``report`` as JSON at ``path``, replaced whole and atomically (a stopped run leaves a
+    readable file)."""
+    from hamiltonia.results.runfile import atomic_write_bytes
+
+    atomic_write_bytes(path, json.dumps(report, indent=1, default=str).encode())
 
 
 def _cells(opts, target, ported) -> list[str]:
@@ -570,7 +570,17 @@ def parse(argv=None) -> argparse.Namespace:
     p.add_argument("--n-steps", type=int, default=None, help="override every target's")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default=None, help="write the JSON report here")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
     opts = p.parse_args(argv)
+    if opts.out is not None:
+        from hamiltonia.results.runfile import RunFileError, checked_file_path
+
+        try:
+            opts.out = checked_file_path(opts.out, "--out")
+        except RunFileError as err:
+            p.error(str(err))
+        if opts.out.exists() and not opts.overwrite:
+            p.error(f"--out {opts.out} exists; pass --overwrite to replace it")
     if opts.bnn and "bnn-protein" not in opts.targets:
         opts.targets = (*opts.targets, "bnn-protein")
     unknown = set(opts.impls) - set(IMPLS)

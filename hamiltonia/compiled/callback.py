@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from hamiltonia.compiled.targets import NumbaTarget
+from hamiltonia.state import ModelError, _position_text, one_point
 
 __all__ = ["CallbackEntry", "python_target", "registered"]
 
@@ -57,8 +58,6 @@ def set_chain(chain: int) -> None:
 def call_target(handle: int, q: np.ndarray, grad: np.ndarray) -> float:
     """The log density of the target behind ``handle`` at ``q``, its gradient written into
     ``grad``; NaN for a rejected point or after an error (kept in the entry)."""
-    from hamiltonia.state import ModelError, _position_text, one_point
-
     entry = _ENTRIES[handle]
     if entry.error is not None:
         grad[:] = np.nan

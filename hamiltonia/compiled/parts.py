@@ -86,21 +86,21 @@ class PartKernels:
     scratch_rows: int = 0
 
 
+def _owner(mro, name):
+    return next((cls for cls in mro if name in vars(cls)), None)
+
+
 def overrides_without_kernel(part, numeric: tuple[str, ...]) -> str | None:
     """The first method among ``numeric`` that a subclass of the class providing
     ``compiled`` overrides without providing its own ``compiled`` (the kernel would then
     not do what the Python method does), or ``None``."""
     mro = type(part).__mro__
-    owner = next(cls for cls in mro if "compiled" in vars(cls))
+    owner = _owner(mro, "compiled")
     for cls in mro[: mro.index(owner)]:
         for name in numeric:
             if name in vars(cls):
                 return f"{cls.__name__}.{name}"
     return None
-
-
-def _owner(mro, name):
-    return next((cls for cls in mro if name in vars(cls)), None)
 
 
 def python_form_missing(part) -> str | None:

@@ -68,7 +68,10 @@ def batch_sizes(n: int, p: int, rule="sqroot", n_sizes: int = 20) -> list[int]:
 
 
 def _batch_covariance(chain: np.ndarray, theta: np.ndarray, b: int, n_offsets: int):
-    """:math:`\\hat\\Sigma` of the module's docstring for batch size ``b``."""
+    """:math:`\\hat\\Sigma` of the module's docstring for batch size ``b``. A second form of
+    the batch means of :func:`~hamiltonia.diagnostics.estimators.multivariate_ess`, kept for
+    the author's offsets (each centred on the whole chain's mean); with one offset the two
+    agree (``tests/diagnostics/test_publication.py``)."""
     n, p = chain.shape
     a = n // b
     offsets = sorted({int(o) for o in np.round(np.linspace(0, n - a * b, n_offsets))})

@@ -14,6 +14,7 @@ unless ``adapt_step_size=True``, in which case it is the starting point of the a
 
 from __future__ import annotations
 
+import inspect
 import math
 
 import numpy as np
@@ -430,8 +431,6 @@ def _named(lookup, kind: str, name, given: dict, defaults: dict):
                 f"{kind} {name!r} takes no option {key!r} (its options: "
                 f"{', '.join(registry.options(name)) or 'none'}); leave {key} at its default"
             )
-    import inspect
-
     required = [
         p.name
         for p in inspect.signature(registry.factory(name)).parameters.values()

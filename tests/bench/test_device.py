@@ -99,3 +99,18 @@ def test_ports_compute_the_targets_density_on_any_backend(kind):
     strict = pytest.importorskip("array_api_strict")
     _, grad = ported.log_prob_and_grad(strict.asarray(x))
     np.testing.assert_allclose(np.asarray(grad), target.log_prob_and_grad(x)[1], atol=1e-12)
+
+
+def test_the_report_path_is_checked_before_any_work(tmp_path):
+    """A folder, a FIFO or an existing file (without --overwrite) is refused at once."""
+    import os
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    existing = tmp_path / "old.json"
+    existing.write_text("{}")
+    for out in (tmp_path, fifo, existing):
+        with pytest.raises(SystemExit):
+            device.parse(["--out", str(out)])
+    assert existing.read_text() == "{}"
+    assert device.parse(["--out", str(existing), "--overwrite"]).out == existing
