@@ -158,6 +158,7 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     pp.add_argument("--output", "-o", required=True, help="the image file (.png, .pdf, .svg)")
     pp.add_argument("--overwrite", action="store_true", help="replace an existing image")
+    _reproduce_arguments(sub)
     # Everything after "bench" goes to hamiltonia.bench.main (its options start with "-",
     # which this subparser must not interpret: hence the prefix character it never sees).
     bp = sub.add_parser(
@@ -168,6 +169,103 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     bp.add_argument("bench_args", nargs="*")
     return parser
+
+
+def _reproduce_arguments(sub) -> None:
+    rp = sub.add_parser(
+        "reproduce",
+        help="rerun a published experiment: published beside reproduced (see --list)",
+    )
+    rp.add_argument("name", nargs="?", help="the experiment (see --list), or a .toml file")
+    rp.add_argument("--list", action="store_true", help="list the experiments and exit")
+    rp.add_argument(
+        "--scale",
+        default="small",
+        choices=("small", "full"),
+        help="small: minutes on two cores; full: the publication's protocol (default small)",
+    )
+    rp.add_argument("--chains", type=int, default=None, help="override the protocol's chains")
+    rp.add_argument(
+        "--only",
+        action="append",
+        metavar="TARGET/SAMPLER",
+        help="run only this cell, by the labels of the published table (repeatable)",
+    )
+    rp.add_argument(
+        "--output",
+        "-o",
+        default=None,
+        help="folder of the runs, report and figures (default reproduction/NAME-SCALE); "
+        "run again with the same folder to continue an interrupted reproduction",
+    )
+    rp.add_argument(
+        "--overwrite", action="store_true", help="replace a folder holding another reproduction"
+    )
+    rp.add_argument("--no-figures", action="store_true", help="write no figures")
+    rp.add_argument(
+        "--docs-page",
+        metavar="PATH",
+        default=None,
+        help="with folders of finished reproductions as arguments, write the documentation's "
+        "reStructuredText page from them instead of running anything",
+    )
+    rp.add_argument("folders", nargs="*", help=argparse.SUPPRESS)
+    _compiled_arguments(rp, "compiled where every part allows it")
+    _executor_arguments(rp)
+    rp.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+
+
+def _cmd_reproduce(args, out) -> int:
+    from hamiltonia import reproduce
+
+    if args.list:
+        for name in reproduce.experiment_names():
+            experiment = reproduce.load_experiment(name)
+            cells = len(experiment.cells())
+            print(f"{name:<16} {experiment.title} [{experiment.source}; {cells} cells]", file=out)
+        return 0
+    if args.docs_page is not None:
+        folders = ([args.name] if args.name else []) + list(args.folders)
+        if not folders:
+            raise _UsageError("--docs-page needs the folders of finished reproductions")
+        path = reproduce.write_docs_page(
+            [reproduce.load_reproduction(f) for f in folders],
+            args.docs_page,
+            overwrite=args.overwrite,
+        )
+        print(f"wrote {path}", file=out)
+        return 0
+    if not args.name:
+        raise _UsageError("give an experiment name (see 'hamiltonia reproduce --list')")
+    if args.folders:
+        raise _UsageError(f"unexpected arguments {args.folders}")
+    experiment = reproduce.load_experiment(args.name)
+    only = None
+    if args.only:
+        only = []
+        for item in args.only:
+            target, sep, sampler = item.partition("/")
+            if not sep or (target, sampler) not in {
+                (t.label, s.label) for t, s in experiment.cells()
+            }:
+                cells = ", ".join(f"{t.label}/{s.label}" for t, s in experiment.cells())
+                raise _UsageError(f"--only {item!r} is not a cell of {experiment.name}: {cells}")
+            only.append((target, sampler))
+    folder = args.output
+    if folder is None:
+        # The default folder's parent is made here; a folder the user names must have one.
+        os.makedirs("reproduction", exist_ok=True)
+        folder = os.path.join("reproduction", f"{experiment.name}-{args.scale}")
+    result = reproduce.run_experiment(
+        experiment, scale=args.scale, chains=args.chains, output=folder, overwrite=args.overwrite,
+        executor=args.executor, scheduler=args.scheduler, workers=args.workers,
+        compiled=args.compiled, progress=not args.no_progress, only=only,
+        log=lambda line: print(line, file=sys.stderr),
+    )  # fmt: skip
+    written = reproduce.write_report(result, figures=not args.no_figures)
+    print(reproduce.markdown(result), file=out)
+    print("wrote " + ", ".join(str(p) for p in written), file=out)
+    return 0
 
 
 def _cmd_list(out) -> int:
@@ -490,6 +588,8 @@ def main(argv=None) -> int:
             return _cmd_resume(args, sys.stdout)
         if args.command == "plot":
             return _cmd_plot(args, sys.stdout)
+        if args.command == "reproduce":
+            return _cmd_reproduce(args, sys.stdout)
         if args.command == "bench":
             from hamiltonia import bench
 

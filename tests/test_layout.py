@@ -115,10 +115,10 @@ def test_the_checks_see_a_cycle():
 #: below it (the private helpers ``_validation``, ``_system`` and ``_numba_cache`` are the
 #: bottom layer, and ``_numba_cache`` may read ``datasets``' cache folder).
 LAYERS = [
-    "cli", "plots", "bench", "testing", "runner", "results", "samplers", "reducers", "tuners",
-    "hamiltonians", "integrators", "refresh", "trajectories", "structures", "targets",
-    "modelling", "diagnostics", "compiled", "state", "backend", "registry", "_numba_cache",
-    "datasets", "_validation", "_system",
+    "cli", "reproduce", "plots", "bench", "testing", "runner", "results", "samplers",
+    "reducers", "tuners", "hamiltonians", "integrators", "refresh", "trajectories",
+    "structures", "targets", "modelling", "diagnostics", "compiled", "state", "backend",
+    "registry", "_numba_cache", "datasets", "_validation", "_system",
 ]  # fmt: skip
 
 

@@ -15,8 +15,17 @@ leaks into the model:
 (a column that is constant on the training rows keeps scale 1). The thesis does not say how
 it normalises; the public reference code uses min-max scaling on the audit data
 (WilsonMongwe/hybridtorch). Standardisation is used here because it puts the N(0, 10²) BLR
-prior on the same footing for every feature; pass ``standardize=False`` for raw features.
-Targets ``y`` are never transformed.
+prior on the same footing for every feature; pass ``standardize=False`` for raw features, or
+``scaling="minmax"`` for the reference code's min-max scaling, fitted on the training rows
+too (so the training rows span exactly [0, 1] and test rows may fall outside it):
+
+.. math::
+
+    \\tilde x_{ij} = \\frac{x_{ij} - \\min_{k \\in \\text{train}} x_{kj}}
+        {\\max_{k \\in \\text{train}} x_{kj} - \\min_{k \\in \\text{train}} x_{kj}}
+
+(scikit-learn's ``MinMaxScaler`` with its default range; a column constant on the training
+rows keeps range 1). Targets ``y`` are never transformed.
 
 Price series (JDP, thesis §3.2.8): daily log returns :math:`r_i = \\log(S_i / S_{i-1})`, split
 chronologically (the earliest returns form the training part), never standardised.
@@ -33,9 +42,11 @@ import numpy as np
 from hamiltonia.datasets import fetch, parse
 from hamiltonia.datasets.registry import DatasetInfo, get_info
 
-__all__ = ["Dataset", "load", "split_indices"]
+__all__ = ["SCALINGS", "Dataset", "load", "split_indices"]
 
 _SPLITS = ("random", "ordered")
+#: Feature scalings of :func:`load`, each fitted on the training rows only.
+SCALINGS = ("standard", "minmax", "none")
 
 
 @dataclass(frozen=True, eq=False)
@@ -49,8 +60,8 @@ class Dataset:
     kind : str
         ``"classification"``, ``"regression"`` or ``"prices"``.
     X_train, X_test : ndarray of shape (n, p) or None
-        Features (standardised with training statistics when ``standardize=True``); ``None``
-        for price series.
+        Features (scaled with training statistics as ``scaling`` says); ``None`` for price
+        series.
     y_train, y_test : ndarray of shape (n,) or None
         Targets (0/1 floats for classification); ``None`` for price series.
     feature_names : tuple of str
@@ -63,8 +74,12 @@ class Dataset:
     split : str
         ``"random"`` or ``"ordered"`` (first rows / earliest dates for training).
     mean_, scale_ : ndarray of shape (p,) or None
-        The training mean and standard deviation used to standardise ``X`` (``None`` when not
-        standardised). ``X_raw = X * scale_ + mean_``.
+        The shift and scale applied to ``X``: the training mean and standard deviation
+        (``scaling="standard"``) or the training minimum and range (``"minmax"``); ``None``
+        when not scaled. ``X_raw = X * scale_ + mean_``.
+    scaling : str or None
+        ``"standard"``, ``"minmax"`` or ``"none"`` (modelling sets); ``None`` for price
+        series.
     dates : ndarray of datetime64[D] or None
         Price series: the trading dates of ``close`` (``None`` otherwise).
     close : ndarray or None
@@ -90,6 +105,7 @@ class Dataset:
     split: str
     mean_: np.ndarray | None = None
     scale_: np.ndarray | None = None
+    scaling: str | None = None
     dates: np.ndarray | None = None
     close: np.ndarray | None = None
     returns_train: np.ndarray | None = None
@@ -142,6 +158,20 @@ def split_indices(
     return np.sort(order[:n_train]), np.sort(order[n_train:])
 
 
+def _check_scaling(scaling, standardize) -> str:
+    """The feature scaling asked for by ``scaling`` and ``standardize`` (see :func:`load`)."""
+    if scaling is None:
+        return "standard" if standardize else "none"
+    if not isinstance(scaling, str) or scaling not in SCALINGS:
+        raise ValueError(f"scaling must be one of {SCALINGS} or None, got {scaling!r}")
+    if not standardize and scaling != "none":
+        raise ValueError(
+            f"standardize=False asks for unscaled features but scaling={scaling!r} for scaled "
+            "ones: give one of them"
+        )
+    return scaling
+
+
 @functools.lru_cache(maxsize=32)
 def _table(path: str, digest: str, columns: tuple) -> tuple[dict[str, np.ndarray], int]:
     # Keyed by the file's sha256 too, so a changed file is read again.
@@ -166,6 +196,7 @@ def load(
     seed=0,
     standardize: bool = True,
     split: str | None = None,
+    scaling: str | None = None,
 ) -> Dataset:
     """Load a registered data set as a train/test :class:`Dataset`.
 
@@ -186,6 +217,13 @@ def load(
         ``split="ordered"`` reproduces the public code's chronological split, the first 1404 of
         the 1560 rows (WilsonMongwe/hybridtorch). Price series are always split by date
         (``"ordered"``); asking for ``"random"`` raises.
+    scaling : {"standard", "minmax", "none"}, optional
+        Modelling sets: how the features are scaled, with statistics of the training rows
+        (see the module's description). ``None`` (default) follows ``standardize``:
+        ``"standard"`` when it is true, ``"none"`` when false. ``"minmax"`` maps the training
+        rows onto [0, 1], as the public reference code does for the audit data (with
+        ``split="ordered"``, its chronological split). Given together with
+        ``standardize=False``, only ``"none"`` agrees. Ignored for price series.
 
     Returns
     -------
@@ -201,6 +239,7 @@ def load(
     test_fraction = _check_fraction(test_fraction)
     if split is not None and split not in _SPLITS:
         raise ValueError(f"split must be one of {_SPLITS} or None, got {split!r}")
+    scaling = _check_scaling(scaling, standardize)
     path, table, n = _read(info)
     if info.kind == "prices":
         if split == "random":
@@ -237,9 +276,15 @@ def load(
     train, test = split_indices(n, test_fraction, seed=seed, split=split)
     X_train, X_test = X[train], X[test]
     mean = scale = None
-    if standardize:
+    if scaling == "standard":
         mean = X_train.mean(axis=0)
         scale = X_train.std(axis=0)
+        scale = np.where(scale > 0, scale, 1.0)
+        X_train = (X_train - mean) / scale
+        X_test = (X_test - mean) / scale
+    elif scaling == "minmax":
+        mean = X_train.min(axis=0)
+        scale = X_train.max(axis=0) - mean
         scale = np.where(scale > 0, scale, 1.0)
         X_train = (X_train - mean) / scale
         X_test = (X_test - mean) / scale
@@ -257,5 +302,6 @@ def load(
         split=split,
         mean_=mean,
         scale_=scale,
+        scaling=scaling,
         path=path,
     )

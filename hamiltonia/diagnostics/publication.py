@@ -84,7 +84,10 @@ def _batch_covariance(chain: np.ndarray, theta: np.ndarray, b: int, n_offsets: i
 
 def chain_mess(chain, batch_size="sqroot", *, n_offsets: int = 10, n_sizes: int = 20) -> float:
     """The mESS of one chain ``(n, p)`` as the author's code computes it (module docstring):
-    with ``"less"``, the lowest over the batch sizes tried."""
+    with ``"less"``, the lowest over the batch sizes tried. A batch size that leaves no more
+    batches than parameters gives a singular batch-means covariance, where the mESS is not
+    defined: it is left out, and only a chain where every size is singular gets ``nan`` (a
+    short chain of many parameters; the published protocols never come near it)."""
     x = np.asarray(chain, dtype=float)
     if x.ndim == 1:
         x = x[:, None]
@@ -102,7 +105,8 @@ def chain_mess(chain, batch_size="sqroot", *, n_offsets: int = 10, n_sizes: int 
             values.append(np.nan)
         else:
             values.append(n * np.exp((logdet_l - logdet_s) / p))
-    return float(np.min(values))
+    values = [v for v in values if not np.isnan(v)]
+    return float(min(values)) if values else float("nan")
 
 
 def published_mess(draws, batch_size="less", **options) -> float:

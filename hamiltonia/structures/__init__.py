@@ -6,7 +6,9 @@ of ``dim`` (the target's dimension), ``g`` (the ``g`` option, or the target's re
 strength) and ``seed`` (the ``field_seed`` option) that its factory takes: ``"research"`` and
 ``"random"`` are the research's field and a random one; ``"canonical"`` is the canonical
 flow, as ``field=None``. ``"magnetic"`` takes the field matrix itself (``field=G`` in a
-recipe).
+recipe). ``"research-code"`` is not a magnetic flow: it is the map the research's published
+MHMC code computes with the research's field (:mod:`hamiltonia.structures.research_code`),
+for reproducing the published figures only.
 
 >>> import hamiltonia as hm
 >>> hm.structures.get("research", dim=3, g=0.1)
@@ -18,11 +20,16 @@ from __future__ import annotations
 from hamiltonia.registry import Registry, lookups
 from hamiltonia.structures.base import CanonicalStructure, PoissonStructure
 from hamiltonia.structures.magnetic import MagneticStructure, random_field, research_field
+from hamiltonia.structures.research_code import (
+    ResearchCodeMagneticStructure,
+    research_code_structure,
+)
 
 __all__ = [
     "CanonicalStructure",
     "MagneticStructure",
     "PoissonStructure",
+    "ResearchCodeMagneticStructure",
     "describe",
     "get",
     "names",
@@ -31,6 +38,7 @@ __all__ = [
     "random_structure",
     "register",
     "registry",
+    "research_code_structure",
     "research_field",
     "research_structure",
 ]

@@ -7,7 +7,7 @@ import scipy.integrate
 
 from hamiltonia._validation import check_int, check_positive
 from hamiltonia.backend import BACKENDS, namespace_of
-from hamiltonia.targets.base import ExactMoments, Target
+from hamiltonia.targets.base import ExactMoments, Target, check_setting, with_setting
 
 __all__ = ["MAX_OBSERVATIONS", "Banana", "banana"]
 
@@ -142,6 +142,20 @@ class Banana(Target):
         return ExactMoments(np.array([m_w1, m_w2]), np.array([v_w1, v_w2]))
 
 
-def banana(n_obs: int = 100, var_y: float = 4.0, var_w: float = 1.0, seed: int = 0) -> Banana:
-    """Banana-shaped 2-D posterior (Haario et al. 1999): N=100, sigma_y^2=4, sigma_w^2=1."""
-    return Banana(n_obs=n_obs, var_y=var_y, var_w=var_w, seed=seed)
+def banana(
+    n_obs: int = 100,
+    var_y: float = 4.0,
+    var_w: float = 1.0,
+    seed: int = 0,
+    setting: str = "default",
+) -> Banana:
+    """Banana-shaped 2-D posterior (Haario et al. 1999): N=100, sigma_y^2=4, sigma_w^2=1.
+
+    ``setting="paper"`` is the default, which already has the thesis's constants (Mongwe 2022,
+    §3.2.1, eqs. 3.1-3.2): :math:`N = 100` observations
+    :math:`y_k \\sim \\mathcal N(1, \\sigma_y^2)` (the printed
+    ":math:`w_1 + w_2^2 = 1`" read as the data-generating mean), :math:`\\sigma_y^2 = 4`,
+    :math:`\\sigma_w^2 = 1`. The thesis gives no seed for the data (GAP): ``seed`` (default 0)
+    in both settings."""
+    check_setting(setting)
+    return with_setting(Banana(n_obs=n_obs, var_y=var_y, var_w=var_w, seed=seed), setting)

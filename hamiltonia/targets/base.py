@@ -19,15 +19,24 @@ import numpy as np
 from hamiltonia._validation import MAX_TARGET_DIM, check_int, check_positions
 
 __all__ = [
+    "SETTINGS",
     "ExactMoments",
     "FunctionTarget",
     "RowByRowWarning",
     "Target",
     "accepts_batches",
     "autograd_functions",
+    "check_setting",
     "jax_functions",
     "numba_functions",
+    "with_setting",
 ]
+
+#: The settings every built-in target factory takes (``setting=``): ``"default"``,
+#: hamiltonia's own choices, and ``"paper"``, the model and data handling of the publication
+#: the target comes from (Mongwe 2022, thesis, ch. 3), with the gaps the publication leaves
+#: filled as each target's documentation says.
+SETTINGS = ("default", "paper")
 
 
 @dataclass(frozen=True)
@@ -74,6 +83,10 @@ class Target:
 
     #: One line shown by ``hamiltonia list``.
     description: str = ""
+
+    #: Which of :data:`SETTINGS` built the target (a factory's ``setting``); results record
+    #: it with the target's parameters, and a ``"paper"`` target says so in its description.
+    setting: str = "default"
 
     #: The research's settings for this kind of target (Mongwe 2022, thesis, §3.5 and
     #: Table 3.8; §4.3.1), used by the recipes of the magnetic and
@@ -302,6 +315,25 @@ class Target:
         return FunctionTarget(
             log_prob, log_prob_and_grad, dim=dim, names=names, hvp=hvp, vectorized=vectorized
         )
+
+
+def check_setting(setting) -> str:
+    """``setting`` if it is one of :data:`SETTINGS`, else ``ValueError`` naming the argument
+    and the valid values (checked by every built-in factory before any data are loaded)."""
+    if not isinstance(setting, str) or setting not in SETTINGS:
+        valid = ", ".join(repr(s) for s in SETTINGS)
+        raise ValueError(f"setting must be one of {valid}, got {setting!r}")
+    return setting
+
+
+def with_setting(target: Target, setting: str) -> Target:
+    """Record ``setting`` on ``target`` (its attribute :attr:`Target.setting`) and, for any
+    setting but ``"default"``, in its description (``"... [setting: paper]"``), so that a run
+    shows which variant it sampled. Returns ``target``."""
+    target.setting = check_setting(setting)
+    if setting != "default":
+        target.description = f"{target.description} [setting: {setting}]"
+    return target
 
 
 def check_dim(dim) -> int:

@@ -160,10 +160,11 @@ class ARDBayesianNeuralNetwork(RegressorTarget, Target):
         return f"ARDBayesianNeuralNetwork({self.network!r}, groups={self.n_groups})"
 
 
-def _ard_from_dataset(name, gibbs_every, gamma_shape, gamma_rate, thesis_shape, **network):
+def _ard_from_dataset(name, gibbs_every, gamma_shape, gamma_rate, thesis_shape, setting,
+                      **network):  # fmt: skip
     from hamiltonia.targets import bnn
 
-    net = getattr(bnn, f"bnn_{name}")(**network)
+    net = getattr(bnn, f"bnn_{name}")(setting=setting, **network)  # checks setting first
     target = ARDBayesianNeuralNetwork(
         net,
         gamma_shape=gamma_shape,
@@ -171,8 +172,21 @@ def _ard_from_dataset(name, gibbs_every, gamma_shape, gamma_rate, thesis_shape, 
         gibbs_every=gibbs_every,
         thesis_shape=thesis_shape,
     )
+    # The network's description already names a setting other than the default.
     target.description = "ARD " + net.description
+    target.setting = net.setting
     return target
+
+
+_SETTING_DOC = """
+
+    ``setting="paper"`` builds the network in its paper setting
+    (:func:`hamiltonia.targets.bnn.bnn_power` and the others); the ARD prior replaces the
+    network's own prior either way, so the posterior is the default's. The ARD research
+    (Mbuvha 2021, thesis, §4.2) gives no values of the Gamma hyperprior (GAP: shape 1, rate 1
+    in both settings) and prints the conjugate shape :math:`\\tau + N_c` (an erratum for
+    :math:`\\tau + N_c/2`; ``thesis_shape=True`` reproduces it).
+    """
 
 
 def _factory(name: str, what: str):
@@ -185,6 +199,7 @@ def _factory(name: str, what: str):
         prior_scale: float | None = None,
         test_fraction: float = 0.1,
         split_seed: int = 0,
+        setting: str = "default",
     ) -> ARDBayesianNeuralNetwork:
         network = {"test_fraction": test_fraction, "split_seed": split_seed}
         if noise_scale is not None:
@@ -192,11 +207,12 @@ def _factory(name: str, what: str):
         if prior_scale is not None:
             network["prior_scale"] = prior_scale
         return _ard_from_dataset(name, gibbs_every, gamma_shape, gamma_rate, thesis_shape,
-                                 **network)  # fmt: skip
+                                 setting, **network)  # fmt: skip
 
     factory.__name__ = f"bnn_ard_{name}"
     factory.__doc__ = (
         f"BNN with ARD precisions Gibbs-sampled every gibbs_every iterations, on {what}."
+        + _SETTING_DOC
     )
     return factory
 

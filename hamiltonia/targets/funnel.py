@@ -8,7 +8,7 @@ import numpy as np
 
 from hamiltonia._validation import MAX_TARGET_DIM, check_int, check_positive
 from hamiltonia.backend import BACKENDS, namespace_of
-from hamiltonia.targets.base import ExactMoments, Target
+from hamiltonia.targets.base import ExactMoments, Target, check_setting, with_setting
 
 __all__ = ["Funnel", "funnel", "funnel_d25"]
 
@@ -99,11 +99,25 @@ class Funnel(Target):
         return ExactMoments(np.zeros(self.dim), var)
 
 
-def funnel(n_x: int = 25, scale: float = 3.0) -> Funnel:
+_FUNNEL_PAPER = """
+
+    ``setting="paper"`` is the default, which has the thesis's density (Mongwe 2022, §3.2.3,
+    eq. 3.3): :math:`v \\sim \\mathcal N(0, 3^2)`, :math:`x_i \\mid v \\sim \\mathcal N(0, e^v)`
+    with :math:`e^v` the variance, and "D = 25" read as 25 x's plus v (the thesis is
+    ambiguous; GAP)."""
+
+
+def funnel(n_x: int = 25, scale: float = 3.0, setting: str = "default") -> Funnel:
     """Neal's funnel with n_x latent x's plus v (dim = n_x + 1), v ~ N(0, scale^2)."""
-    return Funnel(n_x=n_x, scale=scale)
+    check_setting(setting)
+    return with_setting(Funnel(n_x=n_x, scale=scale), setting)
 
 
-def funnel_d25() -> Funnel:
+def funnel_d25(setting: str = "default") -> Funnel:
     """Neal's funnel, 25 x's plus v (26 parameters), v ~ N(0, 9)."""
-    return Funnel(25)
+    check_setting(setting)
+    return with_setting(Funnel(25), setting)
+
+
+funnel.__doc__ = (funnel.__doc__ or "") + _FUNNEL_PAPER
+funnel_d25.__doc__ = (funnel_d25.__doc__ or "") + _FUNNEL_PAPER

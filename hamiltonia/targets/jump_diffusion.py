@@ -59,6 +59,16 @@ with the identity mass matrix (the thesis's :math:`M = I`) needs step sizes of a
 in the thesis's Table 3.8, and mixes slowly in the log-scale parameters. An adapted diagonal
 mass matrix (``hm.sample(..., metric="diagonal")``) removes most of that.
 
+Paper setting (``setting="paper"``, :class:`NaturalMertonJumpDiffusion`): the five parameters
+of eq. 3.5 sampled as they are, time in years (:math:`\\tau = 1/252`), flat priors on
+:math:`a, b, \\lambda` and :math:`\\mathcal N(0, 1)` on :math:`a_J, b_J` (the weakest choice
+that keeps the posterior proper; the thesis states no priors, transform or :math:`\\tau`).
+There the published step sizes (Table 3.8, :math:`M = I`, :math:`L = 15`) are of the right
+size: HMC accepts 92-94 % of proposals on the S&P 500 (thesis, Table 5.1: 92.7 %), 99.8 % on
+Bitcoin and 99.5 % on USD/ZAR (99.99 %), but a chain started where :math:`|b|` is tiny (0.04,
+a 4 % yearly volatility) meets gradients so steep there that it never moves on the S&P 500
+(measured with 4 chains from standard normal starts, 500 warm-up and 1000 draws, seed 1).
+
 The registered targets ``jdp-sp500``, ``jdp-btc`` and ``jdp-usdzar`` fit the training returns
 of :func:`hamiltonia.datasets.load` (the earliest 90 %, thesis §3.2.8) and keep the later 10 % for
 :meth:`MertonJumpDiffusion.predictive_log_density`.
@@ -72,13 +82,16 @@ from collections.abc import Mapping
 import numpy as np
 
 from hamiltonia._validation import check_int, check_positions, check_positive
-from hamiltonia.targets.base import Target
+from hamiltonia.targets.base import Target, check_setting, with_setting
 from hamiltonia.targets.bnn import normalised_weights
 
 __all__ = [
     "MAX_TERMS",
     "NAMES",
+    "PAPER_NAMES",
+    "PAPER_TAU",
     "MertonJumpDiffusion",
+    "NaturalMertonJumpDiffusion",
     "default_priors",
     "jdp_btc",
     "jdp_sp500",
@@ -87,6 +100,10 @@ __all__ = [
 
 #: Names of the sampled coordinates, in order.
 NAMES = ("a", "log_b", "log_lambda", "a_jump", "log_b_jump")
+#: Names of the sampled coordinates of the paper setting (:class:`NaturalMertonJumpDiffusion`).
+PAPER_NAMES = ("a", "b", "lambda", "a_jump", "b_jump")
+#: The paper setting's time step: one trading day in years.
+PAPER_TAU = 1.0 / 252.0
 _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 # Cap on the elements of one (draws, returns, terms) block in predictive_log_density.
 _PREDICT_BLOCK = 1 << 22
@@ -237,6 +254,9 @@ class MertonJumpDiffusion(Target):
 
     description = "Bayesian Merton jump-diffusion on daily log returns (10-term mixture, tau=1)"
 
+    #: Names of the sampled coordinates.
+    parameter_names: tuple[str, ...] = NAMES
+
     def __init__(
         self,
         returns,
@@ -278,7 +298,7 @@ class MertonJumpDiffusion(Target):
         self.returns_test = (
             None if returns_test is None else self._check_returns(returns_test, "returns_test")
         )
-        super().__init__(5, NAMES)
+        super().__init__(5, self.parameter_names)
 
     @staticmethod
     def _check_returns(returns, name: str) -> np.ndarray:
@@ -334,7 +354,7 @@ class MertonJumpDiffusion(Target):
         lp = self._prior_const - 0.5 * np.sum(z * z * self._prior_prec, axis=-1)
         return lp, -z * self._prior_prec
 
-    def pointwise_log_likelihood(self, x, returns=None) -> np.ndarray:
+    def return_log_likelihood(self, x, returns=None) -> np.ndarray:
         """:math:`\\log p(r_i \\mid \\theta)` (truncated mixture) for every return, shape
         ``(..., N)``; ``returns`` defaults to the training returns."""
         x = check_positions(x, self.dim)
@@ -344,7 +364,18 @@ class MertonJumpDiffusion(Target):
 
     def log_likelihood(self, x) -> np.ndarray:
         """The truncated log-likelihood :math:`\\sum_i \\log p(r_i\\mid\\theta)`."""
-        return np.sum(self.pointwise_log_likelihood(x), axis=-1)
+        return np.sum(self.return_log_likelihood(x), axis=-1)
+
+    def pointwise_log_likelihood(self, draws) -> dict:
+        """The log likelihood of each training return at each of ``draws`` (reported
+        values): ``{"returns": (..., N)}``, ArviZ's ``log_likelihood`` group
+        (:meth:`return_log_likelihood`)."""
+        return {"returns": self.return_log_likelihood(draws)}
+
+    @property
+    def observed_data(self) -> dict:
+        """The training returns (ArviZ's ``observed_data`` group)."""
+        return {"returns": self.returns}
 
     def log_prob(self, x):
         x = check_positions(x, self.dim)
@@ -366,13 +397,19 @@ class MertonJumpDiffusion(Target):
             )
         return g, e, prec, q, lse, w, b2t, bj2, lam_t
 
-    def log_prob_and_grad(self, x):
-        x = check_positions(x, self.dim)
+    def _likelihood_and_grad(self, x):
+        """The truncated log-likelihood and its gradient in the sampled coordinates
+        :math:`(a, \\log b, \\log\\lambda, a_J, \\log b_J)`, no prior."""
         g, _, _, _, lse, w, _, _, _ = self._per_term_grads(x)
-        lp_prior, g_prior = self._prior(x)
         with np.errstate(over="ignore", invalid="ignore"):
             grad = np.stack([np.sum(w * gk, axis=(-2, -1)) for gk in g], axis=-1)
-        return np.sum(lse, axis=-1) + lp_prior, grad + g_prior
+        return np.sum(lse, axis=-1), grad
+
+    def log_prob_and_grad(self, x):
+        x = check_positions(x, self.dim)
+        ll, grad = self._likelihood_and_grad(x)
+        lp_prior, g_prior = self._prior(x)
+        return ll + lp_prior, grad + g_prior
 
     def hvp(self, x, v):
         """Exact Hessian-vector product (see the class docs).
@@ -394,6 +431,11 @@ class MertonJumpDiffusion(Target):
         """
         x = check_positions(x, self.dim)
         u = check_positions(v, self.dim, "v")
+        return self._likelihood_hvp(x, u) - u * self._prior_prec
+
+    def _likelihood_hvp(self, x, u):
+        """The Hessian of the truncated log-likelihood (no prior) times ``u``, in the sampled
+        coordinates (see :meth:`hvp`)."""
         x, u = np.broadcast_arrays(x, u)
         g, e, prec, q, _, w, b2t, bj2, lam_t = self._per_term_grads(x)
         n = self._n
@@ -422,7 +464,7 @@ class MertonJumpDiffusion(Target):
                 ],
                 axis=-1,
             )
-        return out - u * self._prior_prec
+        return out
 
     def numba_kernel(self):
         from hamiltonia.compiled.targets import NumbaTarget
@@ -484,7 +526,7 @@ class MertonJumpDiffusion(Target):
         block = max(1, _PREDICT_BLOCK // (r.shape[0] * self.n_terms))
         parts = []
         for start in range(0, draws.shape[0], block):
-            ll = self.pointwise_log_likelihood(draws[start : start + block], r)  # (s, T)
+            ll = self.return_log_likelihood(draws[start : start + block], r)  # (s, T)
             parts.append(ll + log_w[start : start + block, None])
         stacked = np.concatenate(parts, axis=0)
         mx = np.max(stacked, axis=0)
@@ -502,50 +544,284 @@ class MertonJumpDiffusion(Target):
         return f"{type(self).__name__}(n_obs={self.n_obs}, tau={self.tau}, n_terms={self.n_terms})"
 
 
+# --------------------------------------------------------------------------- paper setting
+class NaturalMertonJumpDiffusion(MertonJumpDiffusion):
+    """The jump-diffusion posterior of the paper setting: the five parameters of eq. 3.5
+    sampled as they are, annualised time, flat priors where they keep the posterior proper.
+
+    The sampled vector is :math:`\\theta = (a, b, \\lambda, a_J, b_J)` (names ``a``, ``b``,
+    ``lambda``, ``a_jump``, ``b_jump``), with the truncated likelihood of
+    :class:`MertonJumpDiffusion` (eq. 3.5, terms :math:`n = 0, \\dots, K-1`) and the prior
+
+    .. math::
+
+        \\log\\pi(\\theta) = \\sum_i \\log\\sum_{n=0}^{K-1}
+            \\frac{e^{-\\lambda\\tau}(\\lambda\\tau)^n}{n!}\\,
+            \\mathcal N\\bigl(r_i;\\ a\\tau + n a_J,\\ b^2\\tau + n b_J^2\\bigr)
+            - \\frac{a_J^2 + b_J^2}{2 s^2} - 2\\log s - \\log 2\\pi,
+        \\qquad \\lambda > 0,
+
+    and :math:`-\\infty` for :math:`\\lambda \\le 0`: flat (improper) priors on :math:`a`,
+    :math:`b` and :math:`\\lambda`, and :math:`a_J, b_J \\sim \\mathcal N(0, s^2)` with
+    :math:`s = 1` (``jump_prior_scale``). Mongwe 2022 (thesis, §3.2.4 and §3.2.8; Table 3.8)
+    states neither priors, nor a transform of the positive parameters, nor :math:`\\tau`
+    (GAP); the choices, and why:
+
+    * **Coordinates as printed.** The thesis names the five parameters of eq. 3.5 as the
+      model's :math:`D = 5` and samples with :math:`M = I`, so the published step sizes
+      (Table 3.8) are steps in these coordinates. :math:`b` and :math:`b_J` enter only as
+      :math:`b^2` and :math:`b_J^2`: they are sampled on the whole line, where the density is
+      even in each, and reported as :math:`|b|`, :math:`|b_J|` (:meth:`constrain`), whose
+      posterior is the one on :math:`b, b_J > 0`. :math:`\\lambda` is a rate: its support is
+      :math:`\\lambda > 0`, and a trajectory that crosses 0 is rejected.
+    * **The weakest priors that keep the posterior proper.** A flat prior on all five makes
+      it improper: the likelihood is bounded below by the term in which every return comes
+      from the diffusion alone (:math:`n = 0`), which does not depend on :math:`a_J, b_J`, so
+      the integral over :math:`(a_J, b_J)` diverges (and likewise along the lines on which
+      every return comes from the same :math:`n \\ge 1`, where :math:`a\\tau + n a_J` is
+      fixed). A proper prior on :math:`a_J` and :math:`b_J` removes both. Flat priors on the
+      rest are then enough: in :math:`a` the likelihood decays like a Gaussian, in
+      :math:`|b| \\to \\infty` like :math:`|b|^{-N}`, in :math:`\\lambda \\to \\infty` like
+      :math:`e^{-N\\lambda\\tau}(\\lambda\\tau)^{N(K-1)}` (the truncated weights), and its
+      :math:`1/|b|` peak as :math:`b \\to 0` with :math:`a\\tau` on one return has
+      :math:`a`-width :math:`\\propto |b|`, so it integrates (no two returns coincide in
+      these data). :math:`s = 1` (jumps of 100 % in log price) is far wider than any jump
+      in the data (the largest daily log return of the three series is 0.46, Bitcoin's).
+    * **Annualised time**, :math:`\\tau = 1/252` (``tau``): :math:`a` and :math:`b` are the
+      yearly drift and volatility and :math:`\\lambda` the expected jumps per year, the
+      usual convention in finance for daily data (252 trading days a year; the thesis does
+      not state it). Bitcoin trades every calendar day, so there a "year" is 252 daily
+      steps.
+    * **Starts.** The research starts chains at standard normal draws (thesis §5 gives none;
+      the author's code uses ``torch.randn``); :meth:`unconstrain` reads a negative
+      :math:`\\lambda` in initial values as :math:`|\\lambda|`, so such starts are valid.
+
+    The gradient and the Hessian-vector product are those of :class:`MertonJumpDiffusion` in
+    its coordinates :math:`x = (a, \\log|b|, \\log\\lambda, a_J, \\log|b_J|)` carried over by
+    the chain rule: with :math:`J = \\operatorname{diag}(1, 1/b, 1/\\lambda, 1, 1/b_J)` and
+    :math:`c = (0, -1/b^2, -1/\\lambda^2, 0, -1/b_J^2)`,
+
+    .. math::
+
+        \\nabla_\\theta \\ell = J\\,\\nabla_x \\ell, \\qquad
+        \\nabla^2_\\theta \\ell\\, u = J\\,\\nabla^2_x \\ell\\,(J u)
+            + (\\nabla_x \\ell \\odot c) \\odot u,
+
+    plus the prior's :math:`-(0, 0, 0, a_J, b_J)/s^2` and :math:`-(0, 0, 0, u_{a_J},
+    u_{b_J})/s^2`. There is no compiled kernel: the compiled path calls this target back.
+
+    Parameters
+    ----------
+    returns : array of shape (N,)
+        Log returns of consecutive steps.
+    tau : float
+        Length of one step in years (default 1/252).
+    n_terms : int
+        Terms of the Poisson mixture (default 10, the thesis's).
+    jump_prior_scale : float
+        :math:`s`, the prior standard deviation of :math:`a_J` and :math:`b_J` (default 1).
+    returns_test : array, optional
+        Held-out returns for :meth:`predictive_log_density`.
+    """
+
+    description = (
+        "Bayesian Merton jump-diffusion, (a, b, lambda, a_J, b_J) as in eq. 3.5, tau = 1/252, "
+        "flat priors on a, b, lambda"
+    )
+    parameter_names = PAPER_NAMES
+
+    def __init__(
+        self,
+        returns,
+        *,
+        tau: float = PAPER_TAU,
+        n_terms: int = 10,
+        jump_prior_scale: float = 1.0,
+        returns_test=None,
+    ):
+        super().__init__(returns, tau=tau, n_terms=n_terms, returns_test=returns_test)
+        self.jump_prior_scale = check_positive(jump_prior_scale, "jump_prior_scale")
+        s = self.jump_prior_scale
+        #: ``name -> (mean, sd)`` of the proper priors; the others are flat (``None``).
+        self.priors = {"a": None, "b": None, "lambda": None, "a_jump": (0.0, s),
+                       "b_jump": (0.0, s)}  # fmt: skip
+        self._jump_prec = 1.0 / s**2
+        self._jump_const = -2.0 * math.log(s) - 2.0 * _HALF_LOG_2PI
+
+    # ------------------------------------------------------------------ coordinates
+    @staticmethod
+    def _to_log(theta):
+        """``(x, inverse Jacobian factors, valid)``: the coordinates of
+        :class:`MertonJumpDiffusion`, :math:`1/\\theta_k` for the positive ones (1 for
+        :math:`a, a_J`), and where :math:`\\lambda > 0`."""
+        valid = theta[..., 2] > 0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            x = theta.copy()
+            for k in (1, 2, 4):
+                x[..., k] = np.log(np.abs(theta[..., k]))
+            inv = np.ones_like(theta)
+            for k in (1, 2, 4):
+                inv[..., k] = 1.0 / theta[..., k]
+        return x, inv, valid
+
+    def _jump_prior(self, theta):
+        z = theta[..., 3:]
+        lp = self._jump_const - 0.5 * self._jump_prec * np.sum(z * z, axis=-1)
+        grad = np.zeros_like(theta)
+        grad[..., 3:] = -self._jump_prec * z
+        return lp, grad
+
+    def return_log_likelihood(self, x, returns=None) -> np.ndarray:
+        """:math:`\\log p(r_i \\mid \\theta)` for every return, shape ``(..., N)``
+        (:math:`-\\infty` where :math:`\\lambda \\le 0`)."""
+        theta = check_positions(x, self.dim)
+        r = self.returns if returns is None else self._check_returns(returns, "returns")
+        lx, _, valid = self._to_log(theta)
+        mean, var, const, *_ = self._terms(lx)
+        ll = self._mixture(r, mean, var, const)[2]
+        return np.where(valid[..., None], ll, -np.inf)
+
+    def log_prob(self, x):
+        theta = check_positions(x, self.dim)
+        return self.log_likelihood(theta) + self._jump_prior(theta)[0]
+
+    def log_prob_and_grad(self, x):
+        theta = check_positions(x, self.dim)
+        lx, inv, valid = self._to_log(theta)
+        ll, g = self._likelihood_and_grad(lx)
+        lp_prior, g_prior = self._jump_prior(theta)
+        with np.errstate(invalid="ignore"):
+            lp = np.where(valid, ll + lp_prior, -np.inf)
+            grad = np.where(valid[..., None], g * inv + g_prior, 0.0)
+        return lp, grad
+
+    def hvp(self, x, v):
+        """Exact Hessian-vector product by the chain rule (see the class docs)."""
+        theta = check_positions(x, self.dim)
+        u = check_positions(v, self.dim, "v")
+        theta, u = np.broadcast_arrays(theta, u)
+        lx, inv, _ = self._to_log(theta)
+        _, g = self._likelihood_and_grad(lx)
+        curv = inv * inv  # -c: the second derivative of log|theta_k| is -1/theta_k^2
+        curv[..., [0, 3]] = 0.0
+        with np.errstate(invalid="ignore", over="ignore"):
+            out = inv * self._likelihood_hvp(lx, inv * u) - g * curv * u
+        out[..., 3:] -= self._jump_prec * u[..., 3:]
+        return out
+
+    def numba_kernel(self):
+        return None
+
+    # ------------------------------------------------------------------ reporting
+    def constrain(self, x):
+        """The draws as reported: :math:`(a, |b|, \\lambda, a_J, |b_J|)`."""
+        out = np.array(x, dtype=float, copy=True)
+        out[..., 1] = np.abs(out[..., 1])
+        out[..., 4] = np.abs(out[..., 4])
+        return out
+
+    def unconstrain(self, values, chains: int = 1) -> np.ndarray:
+        """Initial positions from ``values`` (shape ``(5,)`` or ``(chains, 5)``), with a
+        negative :math:`\\lambda` read as :math:`|\\lambda|` (see the class docs); a zero
+        :math:`\\lambda` stays outside the support."""
+        q = super().unconstrain(values, chains)
+        q[..., 2] = np.abs(q[..., 2])
+        return q
+
+    def natural(self, draws) -> dict[str, np.ndarray]:
+        """The model parameters :math:`a, b, \\lambda, a_J, b_J` (with :math:`|b|, |b_J|`)."""
+        x = self.constrain(check_positions(draws, self.dim, "draws"))
+        return {name: x[..., k].copy() for k, name in enumerate(("a", "b", "lambda", "a_jump",
+                                                                   "b_jump"))}  # fmt: skip
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(n_obs={self.n_obs}, tau={self.tau:.6g}, "
+            f"n_terms={self.n_terms}, jump_prior_scale={self.jump_prior_scale})"
+        )
+
+
 # --------------------------------------------------------------------------- factories
-def _from_dataset(name: str, tau, n_terms, priors, test_fraction) -> MertonJumpDiffusion:
+def _from_dataset(name: str, tau, n_terms, priors, test_fraction, setting) -> MertonJumpDiffusion:
     from hamiltonia import datasets
 
     # Checked before the data are loaded (or downloaded).
+    check_setting(setting)
     check_int(n_terms, "n_terms", minimum=1, maximum=MAX_TERMS)
+    if setting == "paper" and priors is not None:
+        raise ValueError(
+            "priors sets normal priors on the default setting's log-scale coordinates; the "
+            "paper setting has flat priors on a, b, lambda and N(0, 1) on a_jump, b_jump"
+        )
     data = datasets.load(name, test_fraction=test_fraction)
-    target = MertonJumpDiffusion(
-        data.returns_train,
-        tau=tau,
-        n_terms=n_terms,
-        priors=priors,
-        returns_test=data.returns_test if len(data.returns_test) else None,
-    )
+    returns_test = data.returns_test if len(data.returns_test) else None
+    if setting == "paper":
+        target = NaturalMertonJumpDiffusion(
+            data.returns_train,
+            tau=PAPER_TAU if tau is None else tau,
+            n_terms=n_terms,
+            returns_test=returns_test,
+        )
+    else:
+        target = MertonJumpDiffusion(
+            data.returns_train,
+            tau=1.0 if tau is None else tau,
+            n_terms=n_terms,
+            priors=priors,
+            returns_test=returns_test,
+        )
     target.dataset = data
     target.description = f"Bayesian Merton jump-diffusion on {datasets.describe()[name]}"
-    return target
+    return with_setting(target, setting)
 
 
-def jdp_sp500(
-    tau: float = 1.0,
-    n_terms: int = 10,
-    priors: Mapping[str, tuple[float, float]] | None = None,
-    test_fraction: float = 0.1,
-) -> MertonJumpDiffusion:
-    """Merton JDP on S&P 500 daily log returns 2017-2020 (D = 5), earliest 90% for training."""
-    return _from_dataset("sp500", tau, n_terms, priors, test_fraction)
+_FACTORY_DOC = """
+
+    Parameters
+    ----------
+    tau : float, optional
+        Length of one step: default 1 (a trading day) for ``setting="default"``, 1/252 (a
+        day in years) for ``setting="paper"``.
+    n_terms : int
+        Terms of the Poisson mixture (default 10, the thesis's).
+    priors : mapping, optional
+        Default setting only: ``name -> (mean, sd)`` of the normal priors on the log-scale
+        coordinates (:func:`~hamiltonia.targets.jump_diffusion.default_priors`).
+    test_fraction : float
+        Latest fraction of the returns held out (default 0.1).
+    setting : {"default", "paper"}
+        ``"default"``: :class:`~hamiltonia.targets.jump_diffusion.MertonJumpDiffusion`
+        (log-scale coordinates, weakly informative priors, :math:`\\tau = 1`). ``"paper"``:
+        :class:`~hamiltonia.targets.jump_diffusion.NaturalMertonJumpDiffusion`, the
+        parameters of eq. 3.5 as printed, :math:`\\tau = 1/252`, flat priors where they
+        keep the posterior proper (Mongwe 2022, thesis, §3.2.4; the publication's gaps are
+        filled as that class says).
+    """
 
 
-def jdp_btc(
-    tau: float = 1.0,
-    n_terms: int = 10,
-    priors: Mapping[str, tuple[float, float]] | None = None,
-    test_fraction: float = 0.1,
-) -> MertonJumpDiffusion:
-    """Merton JDP on Bitcoin (USD) daily log returns 2017-2020 (D = 5), earliest 90% training."""
-    return _from_dataset("btc", tau, n_terms, priors, test_fraction)
+def _factory(name: str, doc: str):
+    def factory(
+        tau: float | None = None,
+        n_terms: int = 10,
+        priors: Mapping[str, tuple[float, float]] | None = None,
+        test_fraction: float = 0.1,
+        setting: str = "default",
+    ) -> MertonJumpDiffusion:
+        return _from_dataset(name, tau, n_terms, priors, test_fraction, setting)
+
+    factory.__name__ = factory.__qualname__ = f"jdp_{name}"
+    factory.__doc__ = doc + _FACTORY_DOC
+    return factory
 
 
-def jdp_usdzar(
-    tau: float = 1.0,
-    n_terms: int = 10,
-    priors: Mapping[str, tuple[float, float]] | None = None,
-    test_fraction: float = 0.1,
-) -> MertonJumpDiffusion:
-    """Merton JDP on USD/ZAR daily log returns 2017-2020 (D = 5), earliest 90% for training."""
-    return _from_dataset("usdzar", tau, n_terms, priors, test_fraction)
+jdp_sp500 = _factory(
+    "sp500",
+    "Merton JDP on S&P 500 daily log returns 2017-2020 (D = 5), earliest 90% for training.",
+)
+jdp_btc = _factory(
+    "btc", "Merton JDP on Bitcoin (USD) daily log returns 2017-2020 (D = 5), earliest 90% training."
+)
+jdp_usdzar = _factory(
+    "usdzar",
+    "Merton JDP on USD/ZAR daily log returns 2017-2020 (D = 5), earliest 90% for training.",
+)

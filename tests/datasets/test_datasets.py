@@ -167,6 +167,29 @@ def test_standardisation_uses_training_statistics_only(data_dir):
     np.testing.assert_array_equal(std.y_test, raw.y_test)
 
 
+def test_minmax_scaling_uses_the_training_range_only(data_dir):
+    raw = datasets.load("audit", split="ordered", standardize=False)
+    mm = datasets.load("audit", split="ordered", scaling="minmax")
+    assert (raw.scaling, mm.scaling, datasets.load("heart").scaling) == (
+        "none",
+        "minmax",
+        "standard",
+    )
+    lo, hi = raw.X_train.min(axis=0), raw.X_train.max(axis=0)
+    np.testing.assert_array_equal(mm.mean_, lo)
+    np.testing.assert_array_equal(mm.scale_, hi - lo)
+    np.testing.assert_array_equal(mm.X_train.min(axis=0), np.zeros(13))
+    np.testing.assert_allclose(mm.X_train.max(axis=0), np.ones(13), rtol=0, atol=1e-15)
+    np.testing.assert_allclose(mm.X_test, (raw.X_test - lo) / (hi - lo), rtol=1e-13)
+    back = mm.X_train * mm.scale_ + mm.mean_  # exact up to rounding on each column's range
+    assert np.all(np.abs(back - raw.X_train) <= 1e-12 * (hi - lo))
+    assert np.any((mm.X_test < 0) | (mm.X_test > 1))  # test rows are not refitted
+    np.testing.assert_array_equal(mm.y_test, raw.y_test)
+    explicit = datasets.load("heart", seed=1, scaling="standard")
+    np.testing.assert_array_equal(explicit.X_train, datasets.load("heart", seed=1).X_train)
+    assert datasets.load("heart", scaling="none").mean_ is None
+
+
 def test_audit_ordered_split_is_the_public_codes(data_dir):
     data = datasets.load("audit", split="ordered")
     np.testing.assert_array_equal(data.train_index, np.arange(1404))
@@ -193,6 +216,10 @@ def test_load_rejects_bad_arguments(data_dir):
         datasets.load("pima", test_fraction=1.0)
     with pytest.raises(ValueError, match="split"):
         datasets.load("pima", split="shuffled")
+    with pytest.raises(ValueError, match="scaling must be one of"):
+        datasets.load("pima", scaling="zscore")
+    with pytest.raises(ValueError, match="standardize=False"):
+        datasets.load("pima", standardize=False, scaling="minmax")
     data = datasets.load("pima", test_fraction=0)
     assert data.X_test.shape == (0, 7) and data.X_train.shape == (532, 7)
 

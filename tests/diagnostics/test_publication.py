@@ -108,3 +108,19 @@ def test_antithetic_ess_is_eq_8_1():
 def test_a_bad_batch_size_is_named(bad):
     with pytest.raises(ValueError, match="batch_size"):
         publication.chain_mess(np.zeros((1000, 2)) + np.arange(1000)[:, None], bad)
+
+
+def test_batch_sizes_with_no_more_batches_than_parameters_are_left_out():
+    # 400 draws of 25 parameters: "less" tries batches up to 20 long, and 20 batches of 20
+    # cannot estimate a 25 x 25 covariance; the sizes that can still give the mESS.
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((400, 25))
+    sizes = publication.batch_sizes(400, 25, "less")
+    assert max(sizes) == 20 and min(sizes) < 16
+    value = publication.chain_mess(x, "less")
+    assert np.isfinite(value)
+    valid = [b for b in sizes if 400 // b > 25]
+    expected = min(publication.chain_mess(x, b) for b in valid)
+    assert value == pytest.approx(expected)
+    # A chain where no size is valid has no mESS.
+    assert np.isnan(publication.chain_mess(rng.standard_normal((30, 25)), 2))

@@ -208,3 +208,34 @@ def test_blr_ard_audit_samples(with_data):
     assert result.draws.shape == (2, 30, 28) and np.all(np.isfinite(result.draws))
     ranked = feature_relevance(result)
     assert len(ranked) == 13 and ranked[0][1] >= ranked[-1][1]
+
+
+def test_blr_ard_audit_paper_setting(with_data):
+    """The public code's processing: rows in file (time) order, the first 1404 train and the
+    last 156 test, every ratio min-max scaled with the training rows' range."""
+    from hamiltonia import datasets
+
+    target = hm.targets.get("blr-ard-audit", setting="paper")
+    assert target.setting == "paper" and target.description.endswith("[setting: paper]")
+    data = target.dataset
+    assert (data.split, data.scaling) == ("ordered", "minmax")
+    np.testing.assert_array_equal(data.train_index, np.arange(1404))
+    np.testing.assert_array_equal(data.test_index, np.arange(1404, 1560))
+    assert target.X.shape == (1404, 13) and target.X_test.shape == (156, 13)
+    np.testing.assert_array_equal(target.X.min(axis=0), np.zeros(13))
+    np.testing.assert_allclose(target.X.max(axis=0), np.ones(13), rtol=0, atol=1e-15)
+    raw = datasets.load("audit", split="ordered", standardize=False)
+    lo, hi = raw.X_train.min(axis=0), raw.X_train.max(axis=0)
+    np.testing.assert_allclose(target.X_test, (raw.X_test - lo) / (hi - lo), rtol=1e-12)
+    np.testing.assert_array_equal(target.y, raw.y_train)
+    # The model is the thesis's in both settings: 28 parameters, no jitter.
+    assert target.dim == 28 and target.jitter == 0.0
+    # Options still apply, and the default setting is unchanged.
+    assert hm.targets.get("blr-ard-audit", setting="paper", split="random").dataset.split == (
+        "random"
+    )
+    default = hm.targets.get("blr-ard-audit")
+    assert default.setting == "default" and default.dataset.scaling == "standard"
+    assert default.dataset.split == "random"
+    with pytest.raises(ValueError, match=r"setting must be one of 'default', 'paper'"):
+        hm.targets.get("blr-ard-audit", setting="thesis")

@@ -66,3 +66,26 @@ def test_wrong_shape_names_x():
 def test_not_callable():
     with pytest.raises(TypeError, match="logp"):
         hm.Target.from_logp("not a function", dim=2)
+
+
+def test_check_setting_names_the_argument_and_the_values():
+    from hamiltonia.targets.base import SETTINGS, check_setting
+
+    assert SETTINGS == ("default", "paper")
+    assert check_setting("paper") == "paper"
+    for bad in ("bogus", "", None, 1):
+        with pytest.raises(ValueError, match=r"setting must be one of 'default', 'paper', got"):
+            check_setting(bad)
+
+
+def test_with_setting_records_the_setting():
+    from hamiltonia.targets.base import with_setting
+
+    t = hm.Target.from_logp(lambda x: -0.5 * anp.sum(x**2, axis=-1), 2, vectorized=True)
+    assert t.setting == "default"
+    t.description = "a model"
+    assert with_setting(t, "default") is t and t.description == "a model"
+    with_setting(t, "paper")
+    assert t.setting == "paper" and t.description == "a model [setting: paper]"
+    with pytest.raises(ValueError, match="setting"):
+        with_setting(t, "other")

@@ -373,3 +373,27 @@ def test_metrics_agree_with_the_scikit_learn_ones():
     expected = regression_metrics(y[40:], target.predict(draws))
     for key, value in target.metrics(draws).items():
         np.testing.assert_allclose(value, expected[key], rtol=1e-12)
+
+
+def test_paper_setting_prior_and_likelihood(with_data):
+    """Paper: the thesis's sum-of-squared-errors likelihood (sigma^2 = 1/2) and the prior
+    N(0, 10^2) (the thesis's only stated prior, GAP for networks); the data as in the
+    default."""
+    from hamiltonia.targets.bnn import DEFAULT_NOISE_SCALE, PAPER_PRIOR_SCALE
+
+    paper = hm.targets.get("bnn-concrete", setting="paper")
+    default = hm.targets.get("bnn-concrete")
+    assert PAPER_PRIOR_SCALE == 10.0
+    assert (paper.prior_scale, paper.noise_scale) == (10.0, DEFAULT_NOISE_SCALE)
+    assert (default.prior_scale, default.noise_scale) == (1.0, DEFAULT_NOISE_SCALE)
+    assert paper.setting == "paper" and paper.description.endswith("[setting: paper]")
+    np.testing.assert_array_equal(paper.X, default.X)
+    np.testing.assert_array_equal(paper.y, default.y)
+    theta = np.random.default_rng(13).normal(size=paper.dim)
+    sse = -paper.log_likelihood(theta)  # the sum of squared errors, standardised y
+    np.testing.assert_allclose(
+        paper.log_prob(theta), -sse - np.sum(theta**2) / (2 * 10.0**2), rtol=1e-12
+    )
+    assert hm.targets.get("bnn-concrete", setting="paper", prior_scale=3.0).prior_scale == 3.0
+    with pytest.raises(ValueError, match=r"setting must be one of 'default', 'paper'"):
+        hm.targets.get("bnn-concrete", setting="bogus")

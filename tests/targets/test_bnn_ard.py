@@ -84,3 +84,18 @@ def test_samples_with_hmc_inside_gibbs(target):
     assert sorted(n for n, _ in ranking) == ["x1", "x2", "x3"]
     metrics = run.test_metrics()
     assert set(metrics) == {"mse", "rmse", "mae", "r2"}
+
+
+def test_paper_setting_builds_the_paper_network(monkeypatch):
+    from tests.data import use_data
+
+    use_data(monkeypatch, "concrete")
+    paper = hm.targets.get("bnn-ard-concrete", setting="paper", gibbs_every=10)
+    default = hm.targets.get("bnn-ard-concrete", gibbs_every=10)
+    assert paper.setting == "paper" and paper.network.setting == "paper"
+    assert paper.description == "ARD " + paper.network.description
+    assert paper.description.endswith("[setting: paper]")
+    assert default.setting == "default" and "setting" not in default.description
+    # The ARD prior replaces the network's own: the same posterior (to rounding).
+    x = np.random.default_rng(3).normal(size=(2, paper.dim)) * 0.5
+    np.testing.assert_allclose(paper.log_prob(x), default.log_prob(x), rtol=1e-12)

@@ -180,7 +180,7 @@ def test_batches_match_single_points(model):
     h0 = np.stack([[target.hvp(x[i, j], u[0, 0]) for j in range(3)] for i in range(2)])
     np.testing.assert_allclose(target.hvp(x, u[0, 0]), h0, rtol=1e-12, atol=1e-9)
     assert target.has_hvp
-    assert target.pointwise_log_likelihood(x).shape == (2, 3, target.n_obs)
+    assert target.return_log_likelihood(x).shape == (2, 3, target.n_obs)
 
 
 def test_names_dimension_and_natural_parameters(model):
@@ -202,7 +202,7 @@ def test_truncated_mixture_mass_and_terms():
     grid = np.linspace(-1.5, 1.5, 300001)
     theta = np.array([0.001, math.log(0.01), math.log(1.5), -0.01, math.log(0.05)])
     target = MertonJumpDiffusion(grid)
-    density = np.exp(target.pointwise_log_likelihood(theta))
+    density = np.exp(target.return_log_likelihood(theta))
     mass = np.sum(density) * (grid[1] - grid[0])
     lam = 1.5
     expected = sum(math.exp(-lam) * lam**n / math.factorial(n) for n in range(10))
@@ -231,7 +231,7 @@ def test_predictive_log_density(model):
     draws = _points(target, 6, seed=11).reshape(2, 3, 5)
     flat = draws.reshape(-1, 5)
     test = target.returns_test
-    dens = np.exp(target.pointwise_log_likelihood(flat, test))  # (6, T)
+    dens = np.exp(target.return_log_likelihood(flat, test))  # (6, T)
     expected = np.mean(np.log(dens.mean(axis=0)))
     np.testing.assert_allclose(target.predictive_log_density(draws), expected, rtol=1e-12)
     np.testing.assert_allclose(target.predictive_log_density(draws, test), expected, rtol=1e-12)
@@ -326,3 +326,157 @@ def test_jdp_sp500_samples(with_data):
     lpd = result.test_metrics()["lpd"]
     assert lpd == hm.targets.get("jdp-sp500").predictive_log_density(result.draws)
     assert 2.0 < lpd < 4.0  # daily returns of about 1 %: log density near log(1/0.01)
+
+
+# ----------------------------------------------------------------------------- paper setting
+#: A point of the paper setting's coordinates (a, b, lambda, a_J, b_J), yearly units.
+PAPER_POINT = np.array([0.12, 0.15, 9.0, -0.03, 0.05])
+
+
+def _eq_3_5_densities(returns, theta, tau, n_terms=10):
+    """Eq. 3.5 truncated to ``n_terms`` terms at each return, with scipy's Poisson and
+    normal densities."""
+    from scipy.stats import norm, poisson
+
+    a, b, lam, aj, bj = theta
+    n = np.arange(n_terms)
+    weights = poisson.pmf(n, lam * tau)
+    sd = np.sqrt(b**2 * tau + n * bj**2)
+    return norm.pdf(np.asarray(returns)[:, None], loc=a * tau + n * aj, scale=sd) @ weights
+
+
+def _eq_3_5_log_density(returns, theta, tau):
+    """The paper setting's log density written independently: eq. 3.5 summed over the
+    returns, plus N(0, 1) priors on a_J and b_J (flat on the rest)."""
+    from scipy.stats import norm
+
+    prior = norm.logpdf(theta[3]) + norm.logpdf(theta[4])
+    return float(np.sum(np.log(_eq_3_5_densities(returns, theta, tau))) + prior)
+
+
+@pytest.fixture
+def paper_model():
+    from hamiltonia.targets.jump_diffusion import PAPER_TAU, NaturalMertonJumpDiffusion
+
+    r = 0.0005 + 0.01 * np.random.default_rng(20).standard_t(4, size=60)
+    return NaturalMertonJumpDiffusion(r, returns_test=r[:10]), r, PAPER_TAU
+
+
+def test_paper_log_density_is_eq_3_5_with_annual_time(paper_model):
+    target, r, tau = paper_model
+    assert tau == 1 / 252 and target.tau == tau and target.n_terms == 10
+    assert target.names == ("a", "b", "lambda", "a_jump", "b_jump")
+    for theta in (PAPER_POINT, np.array([-0.3, 0.4, 0.5, 0.02, 0.2])):
+        np.testing.assert_allclose(target.log_prob(theta), _eq_3_5_log_density(r, theta, tau),
+                                   rtol=1e-11)  # fmt: skip
+    # b and b_J enter as squares; lambda <= 0 is outside the support.
+    mirrored = PAPER_POINT * np.array([1, -1, 1, 1, -1])
+    np.testing.assert_allclose(target.log_prob(mirrored), target.log_prob(PAPER_POINT), rtol=1e-13)
+    assert target.log_prob(PAPER_POINT * np.array([1, 1, -1, 1, 1])) == -np.inf
+    lp, grad = target.log_prob_and_grad(np.array([0.1, 0.2, 0.0, 0.0, 0.1]))
+    assert lp == -np.inf and np.all(grad == 0)
+
+
+def test_paper_priors_flat_on_a_b_lambda(paper_model):
+    target, _, _ = paper_model
+    assert target.priors["a"] is None and target.priors["lambda"] is None
+    assert target.priors["a_jump"] == (0.0, 1.0) == target.priors["b_jump"]
+    # The log density moves with a, b, lambda by the likelihood alone.
+    for k, step in ((0, 0.2), (1, 0.05), (2, 3.0)):
+        moved = PAPER_POINT.copy()
+        moved[k] += step
+        np.testing.assert_allclose(
+            target.log_prob(moved) - target.log_prob(PAPER_POINT),
+            target.log_likelihood(moved) - target.log_likelihood(PAPER_POINT),
+            rtol=1e-12,
+        )
+
+
+def test_paper_gradient_and_hvp_match_finite_differences(paper_model):
+    target, _, _ = paper_model
+    rng = np.random.default_rng(21)
+    x = np.stack([PAPER_POINT, PAPER_POINT * np.array([1, -1.3, 0.4, 2, -0.8])])
+    lp, g = target.log_prob_and_grad(x)
+    np.testing.assert_allclose(lp, target.log_prob(x), rtol=1e-14)
+    h = 1e-6 * np.maximum(np.abs(x), 1e-2)
+    fd = np.stack(
+        [(target.log_prob(x + h * e) - target.log_prob(x - h * e)) / (2 * h[:, k])
+         for k, e in enumerate(np.eye(5))], axis=-1,
+    )  # fmt: skip
+    np.testing.assert_allclose(g, fd, rtol=1e-6, atol=1e-6 * np.abs(g).max())
+    u = rng.normal(size=x.shape)
+    eps = 1e-7
+    fd_h = (target.grad_log_prob(x + eps * u) - target.grad_log_prob(x - eps * u)) / (2 * eps)
+    hv = target.hvp(x, u)
+    np.testing.assert_allclose(hv, fd_h, rtol=1e-5, atol=1e-5 * np.abs(hv).max())
+    assert target.numba_kernel() is None
+
+
+def test_paper_reports_positive_scales_and_reads_starts(paper_model):
+    target, r, _ = paper_model
+    draws = np.array([[0.1, -0.2, 3.0, 0.01, -0.05]])
+    np.testing.assert_array_equal(target.constrain(draws), [[0.1, 0.2, 3.0, 0.01, 0.05]])
+    nat = target.natural(draws)
+    assert nat["b"][0] == 0.2 and nat["b_jump"][0] == 0.05 and nat["lambda"][0] == 3.0
+    q = target.unconstrain(np.array([[0.3, -0.5, -1.2, 0.1, 0.4], [0.0, 1.0, 2.0, 0.0, 1.0]]), 2)
+    np.testing.assert_array_equal(q[:, 2], [1.2, 2.0])  # a negative lambda start is mirrored
+    np.testing.assert_array_equal(q[0, [0, 1, 3, 4]], [0.3, -0.5, 0.1, 0.4])
+    # One draw: the mean log density of the test returns, in the paper's coordinates.
+    expected = np.mean(np.log(_eq_3_5_densities(r[:10], [0.1, 0.2, 3.0, 0.01, 0.05], 1 / 252)))
+    np.testing.assert_allclose(target.predictive_log_density(draws), expected, rtol=1e-11)
+
+
+@pytest.mark.parametrize("name", ["jdp-sp500", "jdp-btc", "jdp-usdzar"])
+def test_registered_paper_targets(with_data, name):
+    from hamiltonia.targets.jump_diffusion import NaturalMertonJumpDiffusion
+
+    default = hm.targets.get(name)
+    paper = hm.targets.get(name, setting="paper")
+    assert isinstance(paper, NaturalMertonJumpDiffusion)
+    assert paper.setting == "paper" and default.setting == "default"
+    assert paper.description.endswith("[setting: paper]")
+    assert "setting" not in default.description
+    assert paper.tau == 1 / 252 and default.tau == 1.0
+    np.testing.assert_array_equal(paper.returns, default.returns)
+    np.testing.assert_allclose(
+        paper.log_prob(PAPER_POINT), _eq_3_5_log_density(paper.returns, PAPER_POINT, 1 / 252),
+        rtol=1e-11,
+    )  # fmt: skip
+    assert hm.targets.get(name, setting="paper", tau=1 / 365).tau == 1 / 365
+    with pytest.raises(ValueError, match="priors"):
+        hm.targets.get(name, setting="paper", priors={"a": (0.0, 1.0)})
+    with pytest.raises(ValueError, match=r"setting must be one of 'default', 'paper'"):
+        hm.targets.get(name, setting="bogus")
+
+
+def test_paper_setting_accepts_at_the_published_step_size(with_data):
+    """HMC at Table 3.8's S&P 500 step size (0.0028, L = 15, M = I) from standard normal
+    starts accepts most proposals (the thesis's Table 5.1: 92.7 %; the default setting's
+    log-scale coordinates accept none at this step). The acceptances are taken as
+    Bernoulli trials: the estimate less four binomial standard errors must exceed 1/2."""
+    target = hm.targets.get("jdp-sp500", setting="paper")
+    start = np.random.default_rng(1).standard_normal((2, 5))
+    result = hm.sample(target, "hmc", step_size=0.0028, n_steps=15, adapt_step_size=False,
+                       metric="identity", chains=2, warmup=0, draws=100, initial=start, seed=1,
+                       compiled=False, progress=False)  # fmt: skip
+    accepted = np.asarray(result.stats["accepted"], dtype=float)
+    rate, n = accepted.mean(), accepted.size
+    se = math.sqrt(rate * (1 - rate) / n)
+    assert rate - 4 * se > 0.5, (rate, se)
+
+
+@pytest.mark.parametrize("setting", ["default", "paper"])
+def test_a_run_with_an_output_file_keeps_the_pointwise_log_likelihood(tmp_path, setting):
+    # The run file's log_likelihood group is by observed variable, as for every target (a
+    # per-return array here once made the final write of every JDP run fail).
+    target = hm.targets.get("jdp-sp500", setting=setting)
+    result = hm.sample(
+        target, "hmc", chains=2, warmup=5, draws=5, seed=1, progress=False, compiled=False,
+        step_size=1e-4, n_steps=2, output=tmp_path / "run.nc",
+    )  # fmt: skip
+    loaded = hm.load(tmp_path / "run.nc")
+    ll = loaded.log_likelihood()
+    assert set(ll) == {"returns"} and ll["returns"].shape == (2, 5, target.n_obs)
+    np.testing.assert_allclose(
+        ll["returns"], target.return_log_likelihood(result.draws), rtol=1e-12
+    )

@@ -191,3 +191,22 @@ def test_blr_pima_samples(with_data):
     assert np.all(np.isfinite(result.draws))
     p = hm.targets.get("blr-pima").predict(result.draws)
     assert p.shape == (53,) and np.all((p > 0) & (p < 1))
+
+
+@pytest.mark.parametrize("name", ["blr-pima", "blr-heart", "blr-australian", "blr-german"])
+def test_paper_setting_is_the_default_model(with_data, name):
+    """The thesis's BLR (intercept, N(0, 10^2), random 90/10, features normalised: read as
+    Girolami and Calderhead's standardisation) is the default target."""
+    default = hm.targets.get(name)
+    paper = hm.targets.get(name, setting="paper")
+    assert paper.setting == "paper" and default.setting == "default"
+    assert paper.description == default.description + " [setting: paper]"
+    assert paper.prior_scale == 10.0 and paper.dataset.scaling == "standard"
+    np.testing.assert_array_equal(paper.X, default.X)
+    np.testing.assert_array_equal(paper.X_test, default.X_test)
+    w = np.random.default_rng(5).normal(size=paper.dim)
+    assert paper.log_prob(w) == default.log_prob(w)
+    minmax = hm.targets.get(name, scaling="minmax")
+    np.testing.assert_array_equal(minmax.X.min(axis=0), np.zeros(minmax.X.shape[1]))
+    with pytest.raises(ValueError, match=r"setting must be one of 'default', 'paper'"):
+        hm.targets.get(name, setting="Paper")

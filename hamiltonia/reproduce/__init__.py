@@ -1,0 +1,51 @@
+"""Reproduce the research: every published experiment rerun, published beside reproduced.
+
+``hamiltonia reproduce --list`` lists the experiments (one per published table, data files in
+:mod:`hamiltonia.reproduce.experiments`); ``hamiltonia reproduce NAME --scale small`` reruns
+one in minutes on two cores, ``--scale full`` with the publication's protocol (on a Dask
+cluster with ``--executor dask --scheduler ADDRESS``). Each run writes, in its output folder,
+the report (``NAME.md``: the published figure, the reproduced one with its spread over chains,
+their ratio; each published claim with holds / does not hold and the explanation found), the
+figures (ESS, acceptance, log-density traces) and every run, so nothing computed is lost.
+
+>>> from hamiltonia import reproduce
+>>> experiment = reproduce.load_experiment("ch5-blr")
+>>> result = reproduce.run_experiment(experiment, scale="small")   # doctest: +SKIP
+>>> print(reproduce.markdown(result))                              # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from hamiltonia.reproduce.execute import Reproduction, load_reproduction, run_experiment
+from hamiltonia.reproduce.experiment import (
+    Experiment,
+    ExperimentError,
+    experiment_names,
+    load_experiment,
+)
+from hamiltonia.reproduce.report import (
+    check_claims,
+    docs_page,
+    errata,
+    markdown,
+    restructured_text,
+    write_docs_page,
+    write_report,
+)
+
+__all__ = [
+    "Experiment",
+    "ExperimentError",
+    "Reproduction",
+    "check_claims",
+    "docs_page",
+    "errata",
+    "experiment_names",
+    "load_experiment",
+    "load_reproduction",
+    "markdown",
+    "restructured_text",
+    "run_experiment",
+    "write_docs_page",
+    "write_report",
+]
