@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from hamiltonia.reproduce.experiment import Experiment, Protocol
-from hamiltonia.reproduce.metrics import cell_metrics
+from hamiltonia.reproduce.metrics import VERSION, cell_metrics
 
 __all__ = ["CellOutcome", "Reproduction", "cell_name", "load_reproduction", "run_experiment"]
 
@@ -200,7 +200,7 @@ def run_experiment(
         name = cell_name(tspec.label, sspec.label)
         fingerprint = _fingerprint(experiment, protocol, tspec, sspec)
         if folder is not None:
-            done = _read_cell(folder / "cells" / f"{name}.json", fingerprint, overwrite)
+            done = _read_cell(folder / "cells" / f"{name}.json", fingerprint, overwrite, experiment)
             if done is not None:
                 cells[(tspec.label, sspec.label)] = done
                 if log:
@@ -266,6 +266,7 @@ def run_experiment(
 
             payload = {
                 "fingerprint": fingerprint,
+                "metrics_version": VERSION,
                 "timing": timing,
                 "cell": dataclasses.asdict(outcome),
             }
@@ -296,7 +297,7 @@ def _headlines(caught) -> list[str]:
     return sorted(lines)
 
 
-def _read_cell(path: Path, fingerprint: str, overwrite: bool):
+def _read_cell(path: Path, fingerprint: str, overwrite: bool, experiment: Experiment):
     if overwrite or not path.exists():
         return None
     try:
@@ -305,7 +306,20 @@ def _read_cell(path: Path, fingerprint: str, overwrite: bool):
         return None
     if payload.get("fingerprint") != fingerprint:
         return None
-    return CellOutcome(**payload["cell"])
+    return _outcome(payload, experiment)
+
+
+def _outcome(payload: dict, experiment: Experiment) -> CellOutcome:
+    """A written cell; one written under other definitions of the figures has them computed
+    again from its run file."""
+    cell = CellOutcome(**payload["cell"])
+    if payload.get("metrics_version") != VERSION and Path(cell.run_file).is_file():
+        from hamiltonia.results import load
+
+        spec = experiment.sampler(cell.sampler)
+        rank = "rank" in experiment.metrics
+        cell.metrics = cell_metrics(load(cell.run_file), cell.seconds, spec.ess, rank)
+    return cell
 
 
 def load_reproduction(folder) -> Reproduction:
@@ -326,7 +340,7 @@ def load_reproduction(folder) -> Reproduction:
     timing = "cpu"
     for path in sorted((folder / "cells").glob("*.json")):
         payload = json.loads(path.read_text())
-        cell = CellOutcome(**payload["cell"])
+        cell = _outcome(payload, experiment)
         timing = payload.get("timing", timing)
         cells[(cell.target, cell.sampler)] = cell
     order = {(t.label, s.label): i for i, (t, s) in enumerate(experiment.cells())}

@@ -10,7 +10,8 @@ name       figure
 acceptance percentage of proposals accepted (the ``accepted`` statistic; thesis §3.4)
 ess        mESS of each chain with the author's batch-size rule, averaged (eq. 3.10);
            times Kish's factor of the chain's importance weights for a shadow sampler
-           (eq. 3.12); for an antithetic sampler the ESS of the pairs (eq. 8.1)
+           (eq. 3.12); for an antithetic sampler the ESS of the pairs (eq. 8.1); 0 for a
+           chain that never moved
 t          seconds of processor time per chain, burn-in included (the thesis's t is a
            run's time; machines and libraries differ, so only ratios between samplers of one
            experiment compare)
@@ -31,7 +32,11 @@ import numpy as np
 
 from hamiltonia.diagnostics import publication
 
-__all__ = ["HIGHER_IS_BETTER", "LABELS", "cell_metrics", "feature_ranking"]
+__all__ = ["HIGHER_IS_BETTER", "LABELS", "VERSION", "cell_metrics", "feature_ranking"]
+
+#: Version of these definitions: a reproduction's cells written under another are computed
+#: again from their run files when read (:func:`hamiltonia.reproduce.load_reproduction`).
+VERSION = 2
 
 #: Column headings of the metrics.
 LABELS = {
@@ -57,13 +62,22 @@ HIGHER_IS_BETTER = {
 }
 
 
+def _stuck(chains: np.ndarray) -> np.ndarray:
+    """Chains ``(chains, draws, dim)`` that never moved: no information, an ESS of 0 (their
+    batch-means covariance is singular, so the formula itself would give nan)."""
+    return np.all(np.ptp(chains, axis=1) == 0, axis=-1)
+
+
 def _per_chain_ess(result, kind: str) -> np.ndarray:
     draws = result.draws
     if kind == "antithetic":
         pairs = draws.shape[0] // 2
+        stuck = _stuck(draws)
         return np.array(
             [
-                publication.antithetic_ess(
+                0.0
+                if stuck[2 * k] and stuck[2 * k + 1]
+                else publication.antithetic_ess(
                     draws[2 * k : 2 * k + 2],
                     None if result.log_weights is None else result.log_weights[2 * k : 2 * k + 2],
                 )
@@ -71,9 +85,12 @@ def _per_chain_ess(result, kind: str) -> np.ndarray:
             ]
         )
     weights = result.log_weights
+    stuck = _stuck(draws)
     return np.array(
         [
-            publication.published_weighted_ess(
+            0.0
+            if stuck[c]
+            else publication.published_weighted_ess(
                 draws[c : c + 1], None if weights is None else weights[c : c + 1]
             )
             for c in range(draws.shape[0])

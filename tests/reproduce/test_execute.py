@@ -93,3 +93,15 @@ def test_antithetic_cells_report_the_ess_of_pairs(tmp_path, tiny_file):
     rep = reproduce.run_experiment(load_experiment(path), scale="small", only=[("Gauss", "PHMC")])
     cell = rep.cells[("Gauss", "PHMC")]
     assert len(cell.metrics["ess"]["per_chain"]) == 1  # one pair of two chains
+
+
+def test_cells_written_under_older_figures_are_computed_again_from_their_runs(tiny, tmp_path):
+    out = tmp_path / "out"
+    first = reproduce.run_experiment(tiny, scale="small", output=out, only=[("Banana", "HMC")])
+    (path,) = (out / "cells").glob("*.json")
+    payload = json.loads(path.read_text())
+    payload["metrics_version"] = 0
+    payload["cell"]["metrics"]["ess"]["value"] = -1.0
+    path.write_text(json.dumps(payload))
+    again = reproduce.load_reproduction(out)
+    assert again.cells[("Banana", "HMC")].metrics == first.cells[("Banana", "HMC")].metrics

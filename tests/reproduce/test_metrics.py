@@ -1,0 +1,50 @@
+"""The publications' figures of a run, computed as the research computes them."""
+
+import numpy as np
+import pytest
+
+from hamiltonia.diagnostics import publication
+from hamiltonia.reproduce.metrics import cell_metrics
+from hamiltonia.results import Result
+
+
+def _result(draws, accepted):
+    chains, n, _ = draws.shape
+    stats = {
+        "accepted": accepted,
+        "acceptance_rate": accepted.astype(float),
+        "n_steps": np.full((chains, n), 5),
+        "step_size": np.full((chains, n), 0.1),
+        "energy": np.zeros((chains, n)),
+        "diverging": np.zeros((chains, n), dtype=bool),
+        "n_grad": np.full((chains, n), 5),
+        "lp": np.zeros((chains, n)),
+    }
+    names = tuple(f"x{i}" for i in range(draws.shape[2]))
+    return Result(draws=draws, stats=stats, names=names)
+
+
+def test_each_figure_is_the_research_s():
+    rng = np.random.default_rng(2)
+    draws = rng.standard_normal((3, 400, 2))
+    accepted = rng.random((3, 400)) < 0.7
+    figures = cell_metrics(_result(draws, accepted), seconds=6.0)
+    assert figures["acceptance"]["value"] == pytest.approx(100 * accepted.mean())
+    per_chain = [publication.chain_mess(c, "less") for c in draws]
+    assert figures["ess"]["per_chain"] == pytest.approx(per_chain)
+    assert figures["ess"]["sd"] == pytest.approx(np.std(per_chain, ddof=1))
+    assert figures["t"]["value"] == pytest.approx(2.0)  # seconds per chain
+    assert figures["ess_per_t"]["value"] == pytest.approx(np.mean(per_chain) / 2.0)
+    assert figures["avg_l"]["value"] == 5
+    assert figures["step_size"]["value"] == pytest.approx(0.1)
+
+
+def test_a_chain_that_never_moved_has_an_ess_of_zero():
+    rng = np.random.default_rng(3)
+    draws = rng.standard_normal((2, 300, 3))
+    draws[1] = draws[1, 0]  # stuck at its start
+    accepted = np.ones((2, 300), dtype=bool)
+    accepted[1] = False
+    figures = cell_metrics(_result(draws, accepted), seconds=1.0)
+    assert figures["ess"]["per_chain"][1] == 0.0
+    assert np.isfinite(figures["ess"]["value"])
