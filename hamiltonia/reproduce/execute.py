@@ -16,7 +16,6 @@ import dataclasses
 import hashlib
 import json
 import os
-import resource
 import time
 import warnings
 from pathlib import Path
@@ -36,7 +35,7 @@ class CellOutcome:
     target: str
     sampler: str
     metrics: dict
-    seconds: float
+    seconds: float  # wall-clock seconds of the whole cell: set-up, checks and writing too
     run_file: str
     compiled: bool
     n_divergent: int
@@ -52,7 +51,6 @@ class Reproduction:
     protocol: Protocol
     cells: dict
     output: str | None = None
-    timing: str = "cpu"
 
     def value(self, target: str, sampler: str, metric: str):
         """The reproduced figure of a cell, or ``None`` where the cell did not run."""
@@ -67,7 +65,6 @@ class Reproduction:
             "experiment": self.experiment.name,
             "scale": self.scale,
             "protocol": dataclasses.asdict(self.protocol),
-            "timing": self.timing,
             "cells": [dataclasses.asdict(c) for c in self.cells.values()],
         }
 
@@ -127,12 +124,6 @@ def _initial(protocol: Protocol, dim: int, index: int):
     return rng.standard_normal((protocol.chains, dim))
 
 
-def _processor_seconds() -> float:
-    own = resource.getrusage(resource.RUSAGE_SELF)
-    children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
-
-
 def run_experiment(
     experiment: Experiment,
     *,
@@ -164,9 +155,7 @@ def run_experiment(
     overwrite : bool
         Replace a folder that holds another reproduction.
     executor, scheduler, workers
-        As :func:`hamiltonia.sample` (``"dask"`` and a scheduler address for a cluster);
-        with a Dask executor, ``t`` is wall-clock time (the workers' processor time is not
-        seen here).
+        As :func:`hamiltonia.sample` (``"dask"`` and a scheduler address for a cluster).
     compiled : bool, optional
         As :func:`hamiltonia.sample`.
     only : iterable of (target label, sampler label), optional
@@ -190,7 +179,6 @@ def run_experiment(
 
         record = {**_record(experiment, scale, protocol), "file": experiment.source_file}
         atomic_write_bytes(folder / "experiment.json", json.dumps(record).encode())
-    timing = "wall" if (executor == "dask" or scheduler is not None) else "cpu"
     wanted = None if only is None else set(only)
     targets = {}
     cells = {}
@@ -225,7 +213,7 @@ def run_experiment(
                 ), **options,
             ).summary()  # fmt: skip
         path = None if folder is None else folder / "runs" / f"{name}.nc"
-        start_cpu, start_wall = _processor_seconds(), time.perf_counter()
+        start = time.perf_counter()
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             result = hm.sample(
@@ -245,15 +233,16 @@ def run_experiment(
                 workers=workers,
                 **options,
             )
-        seconds = (
-            time.perf_counter() - start_wall
-            if timing == "wall"
-            else _processor_seconds() - start_cpu
-        )
+        seconds = time.perf_counter() - start
         outcome = CellOutcome(
             target=tspec.label,
             sampler=sspec.label,
-            metrics=cell_metrics(result, seconds, sspec.ess, "rank" in experiment.metrics),
+            metrics=cell_metrics(
+                result,
+                _concurrency(result, here.chains, executor, workers),
+                sspec.ess,
+                "rank" in experiment.metrics,
+            ),
             seconds=seconds,
             run_file="" if path is None else str(path),
             compiled=bool(result.attrs.get("compiled", False)),
@@ -267,7 +256,6 @@ def run_experiment(
             payload = {
                 "fingerprint": fingerprint,
                 "metrics_version": VERSION,
-                "timing": timing,
                 "cell": dataclasses.asdict(outcome),
             }
             atomic_write_bytes(
@@ -280,9 +268,16 @@ def run_experiment(
                 f"ESS {m['ess']['value']:.0f}  t {m['t']['value']:.2f}s"
                 + "".join(f"\n  warning: {w}" for w in outcome.warnings)
             )
-    return Reproduction(
-        experiment, scale, protocol, cells, None if folder is None else str(folder), timing
-    )
+    return Reproduction(experiment, scale, protocol, cells, None if folder is None else str(folder))
+
+
+def _concurrency(result, chains: int, executor, workers) -> int:
+    """How many chains ran at once: one per worker process with a pool, one per core on
+    the compiled path (its threads), all together in one thread on the NumPy path."""
+    cores = os.cpu_count() or 1
+    if executor in ("processes", "dask"):
+        return min(chains, workers or (cores if executor == "processes" else 2))
+    return min(chains, cores) if result.attrs.get("compiled") else 1
 
 
 def _headlines(caught) -> list[str]:
@@ -318,7 +313,9 @@ def _outcome(payload: dict, experiment: Experiment) -> CellOutcome:
 
         spec = experiment.sampler(cell.sampler)
         rank = "rank" in experiment.metrics
-        cell.metrics = cell_metrics(load(cell.run_file), cell.seconds, spec.ess, rank)
+        result = load(cell.run_file)
+        concurrency = _concurrency(result, result.n_chains, None, None)
+        cell.metrics = cell_metrics(result, concurrency, spec.ess, rank)
     return cell
 
 
@@ -337,12 +334,10 @@ def load_reproduction(folder) -> Reproduction:
     experiment = load_experiment(record["experiment"] if shipped else record.get("file", ""))
     protocol = Protocol(**record["protocol"])
     cells = {}
-    timing = "cpu"
     for path in sorted((folder / "cells").glob("*.json")):
         payload = json.loads(path.read_text())
         cell = _outcome(payload, experiment)
-        timing = payload.get("timing", timing)
         cells[(cell.target, cell.sampler)] = cell
     order = {(t.label, s.label): i for i, (t, s) in enumerate(experiment.cells())}
     cells = dict(sorted(cells.items(), key=lambda kv: order.get(kv[0], len(order))))
-    return Reproduction(experiment, record["scale"], protocol, cells, str(folder), timing)
+    return Reproduction(experiment, record["scale"], protocol, cells, str(folder))

@@ -12,9 +12,11 @@ ess        mESS of each chain with the author's batch-size rule, averaged (eq. 3
            times Kish's factor of the chain's importance weights for a shadow sampler
            (eq. 3.12); for an antithetic sampler the ESS of the pairs (eq. 8.1); 0 for a
            chain that never moved
-t          seconds of processor time per chain, burn-in included (the thesis's t is a
-           run's time; machines and libraries differ, so only ratios between samplers of one
-           experiment compare)
+t          seconds per chain of the retained iterations, burn-in excluded, as the author's
+           code times a run: the run's own clock of its sampling iterations (no set-up,
+           checks or file writing) times the chains it ran at once, over the chains (two
+           chains for an antithetic pair); machines and libraries differ, so only ratios
+           between the samplers of one experiment compare
 ess_per_t  ess / t
 rhat       the largest rank-normalised split :math:`\\hat R` over the parameters
 avg_l      mean number of integration steps per retained iteration
@@ -36,7 +38,7 @@ __all__ = ["HIGHER_IS_BETTER", "LABELS", "VERSION", "cell_metrics", "feature_ran
 
 #: Version of these definitions: a reproduction's cells written under another are computed
 #: again from their run files when read (:func:`hamiltonia.reproduce.load_reproduction`).
-VERSION = 2
+VERSION = 3
 
 #: Column headings of the metrics.
 LABELS = {
@@ -108,7 +110,7 @@ def feature_ranking(result) -> list[int]:
     return [order.index(label) + 1 for label, _ in feature_relevance(result)]
 
 
-def cell_metrics(result, seconds: float, ess: str = "auto", rank: bool = False) -> dict:
+def cell_metrics(result, concurrency: int = 1, ess: str = "auto", rank: bool = False) -> dict:
     """The figures of one cell: ``{metric: {"value": mean, "sd": spread over chains or
     None, "per_chain": list or None}}``.
 
@@ -116,8 +118,9 @@ def cell_metrics(result, seconds: float, ess: str = "auto", rank: bool = False) 
     ----------
     result : Result
         The cell's run.
-    seconds : float
-        Processor seconds the whole run took (warm-up included), all chains together.
+    concurrency : int
+        How many of the chains ran at once (the compiled path runs one per core; the NumPy
+        path advances all chains together in one thread: 1).
     ess : {"auto", "antithetic"}
         Which ESS the publication reports for this sampler.
     rank : bool
@@ -127,7 +130,7 @@ def cell_metrics(result, seconds: float, ess: str = "auto", rank: bool = False) 
     accepted = np.asarray(result.stats["accepted"], dtype=float)
     acceptance = 100.0 * accepted.mean(axis=1)
     per_chain_ess = _per_chain_ess(result, ess)
-    t_chain = seconds / chains
+    t_chain = result.sampling_seconds * concurrency / chains
     # An antithetic pair is one "run" of the research: it costs two chains.
     t_unit = t_chain * (2 if ess == "antithetic" else 1)
     rhat = float(np.nanmax(result.summary()["r_hat"].to_numpy())) if chains > 1 else np.nan

@@ -195,15 +195,11 @@ def _verdict(value) -> str:
 def _protocol_text(reproduction) -> str:
     p = reproduction.protocol
     start = "standard normal draws" if p.init == "normal" else "uniform(-2, 2) draws"
-    timing = (
-        "processor seconds per chain (burn-in included)"
-        if reproduction.timing == "cpu"
-        else "wall-clock seconds per chain"
-    )
     return (
         f"scale {reproduction.scale}: {p.chains} chains × {p.draws} retained draws after "
         f"{p.warmup} burn-in, started at {start}, seed {p.seed}; reproduced figures are the "
-        f"mean ± sd over chains; t is {timing}."
+        f"mean ± sd over chains; t is the sampling time per chain after burn-in (see "
+        "hamiltonia.reproduce.metrics)."
     )
 
 
