@@ -156,6 +156,10 @@ def _check(claim, experiment, reproduction, published: bool):
                 key=lambda v: v if higher else -v,
             )
             winner = max(values, key=lambda k: values[k] if higher else -values[k])
+            if len(set(values.values())) == 1:
+                # Every sampler equal (all rejecting, say): nobody is best.
+                outcomes.append((target, f"{target}: all equal", False))
+                continue
             # A tie for first place is first place.
             first = not better(rival, values[claim.sampler])
             outcomes.append((target, f"{target}: {winner} best", first))

@@ -78,7 +78,8 @@ sampler = "HMC"
     rep.cells[("Gauss", "PHMC")].metrics["t"] = _figure(1.0)
     _, best, fastest = check_claims(rep)
     assert best.reproduced is True  # Banana only, and one is enough
-    assert fastest.reproduced is False and fastest.failures == ("Gauss: PHMC best",)
+    assert fastest.reproduced is False
+    assert fastest.failures == ("Banana: all equal", "Gauss: PHMC best")
 
 
 def test_rows_hold_published_reproduced_and_their_ratio(tiny):
@@ -102,3 +103,24 @@ def test_the_docs_page_lists_the_errata():
     page = docs_page([])
     assert "Errata applied" in page
     assert all(e["corrected"] in page for e in entries)
+
+
+def test_when_every_sampler_is_equal_nobody_is_best(tiny_file, tmp_path):
+    text = (
+        tiny_file.read_text()
+        + """
+[[claims]]
+text = "PHMC accepts the most"
+rule = "best"
+metric = "acceptance"
+sampler = "PHMC"
+targets = ["Banana"]
+"""
+    )
+    path = tmp_path / "tie.toml"
+    path.write_text(text)
+    experiment = load_experiment(path)
+    rep = _reproduction(experiment, {("Banana", "HMC"): 1, ("Banana", "PHMC"): 2})
+    check = check_claims(rep)[-1]
+    assert check.reproduced is False and check.failures == ("Banana: all equal",)
+    assert check.published is False  # the published 90.0 and 90.0 tie too
