@@ -23,6 +23,13 @@ def _pyplot():
     return plt
 
 
+def _panels(plt, n: int):
+    """A figure with one panel per target, four to a row."""
+    cols = min(n, 4)
+    rows = -(-n // cols)
+    return plt.subplots(rows, cols, figsize=(3.6 * cols, 2.9 * rows), squeeze=False)
+
+
 def bars(reproduction, metric: str):
     """One panel per target: for each sampler, the reproduced figure (mean ± sd over chains)
     beside the published one."""
@@ -31,9 +38,7 @@ def bars(reproduction, metric: str):
 
     experiment = reproduction.experiment
     n = len(experiment.targets)
-    cols = min(n, 4)
-    rows = -(-n // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 2.9 * rows), squeeze=False)
+    fig, axes = _panels(plt, n)
     for ax, target in zip(axes.flat, experiment.targets, strict=False):
         samplers = [s.label for s in experiment.samplers if s.runs_on(target.label)]
         x = np.arange(len(samplers))
@@ -72,9 +77,7 @@ def traces(reproduction):
 
     experiment = reproduction.experiment
     n = len(experiment.targets)
-    cols = min(n, 4)
-    rows = -(-n // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 2.9 * rows), squeeze=False)
+    fig, axes = _panels(plt, n)
     for ax, target in zip(axes.flat, experiment.targets, strict=False):
         for s in experiment.samplers:
             cell = reproduction.cells.get((target.label, s.label))

@@ -258,11 +258,19 @@ def markdown(reproduction) -> str:
     return "\n".join(lines)
 
 
+def _rst_cell(text: str) -> str:
+    """A cell's text with reStructuredText's inline markup characters escaped (an
+    explanation's ``|grad U|`` is not a substitution)."""
+    for char in ("\\", "|", "*", "`"):
+        text = text.replace(char, "\\" + char)
+    return text
+
+
 def _rst_table(rows: list[list[str]]) -> list[str]:
     out = [".. list-table::", "   :header-rows: 1", ""]
     for row in rows:
-        out.append(f"   * - {row[0] or ' '}")
-        out += [f"     - {cell}" for cell in row[1:]]
+        out.append(f"   * - {_rst_cell(row[0]) or ' '}")
+        out += [f"     - {_rst_cell(cell)}" for cell in row[1:]]
     return [*out, ""]
 
 
@@ -282,7 +290,8 @@ def restructured_text(reproduction, level: str = "-") -> list[str]:
     for target in experiment.targets:
         lines += [f"**{target.label}** (``{target.name}``)", ""]
         lines += _rst_table(comparison_rows(reproduction, target.label))
-        lines += [line for line in _warning_lines(reproduction, target.label) if line] + [""]
+        said = [_rst_cell(line) for line in _warning_lines(reproduction, target.label) if line]
+        lines += [*said, ""]
     checks = check_claims(reproduction)
     if checks:
         rows = [["claim", "published", "reproduced", "where not", "why"]]
@@ -298,7 +307,7 @@ def restructured_text(reproduction, level: str = "-") -> list[str]:
         ]
         lines += ["**Claims**", "", *_rst_table(rows)]
     if experiment.notes:
-        lines += ["**Notes**", ""] + [f"- {n}" for n in experiment.notes] + [""]
+        lines += ["**Notes**", ""] + [f"- {_rst_cell(n)}" for n in experiment.notes] + [""]
     return lines
 
 
