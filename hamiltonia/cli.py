@@ -228,11 +228,10 @@ def _cmd_reproduce(args, out) -> int:
         folders = ([args.name] if args.name else []) + list(args.folders)
         if not folders:
             raise _UsageError("--docs-page needs the folders of finished reproductions")
-        path = reproduce.write_docs_page(
-            [reproduce.load_reproduction(f) for f in folders],
-            args.docs_page,
-            overwrite=args.overwrite,
-        )
+        # The page is checked before any folder is read.
+        reproduce.check_docs_page(args.docs_page, overwrite=args.overwrite)
+        reproductions = [reproduce.load_reproduction(f) for f in folders]
+        path = reproduce.write_docs_page(reproductions, args.docs_page, overwrite=args.overwrite)
         print(f"wrote {path}", file=out)
         return 0
     if not args.name:

@@ -25,6 +25,7 @@ from hamiltonia.reproduce.experiment import (
 )
 from hamiltonia.reproduce.report import (
     check_claims,
+    check_docs_page,
     docs_page,
     errata,
     markdown,
@@ -38,6 +39,7 @@ __all__ = [
     "ExperimentError",
     "Reproduction",
     "check_claims",
+    "check_docs_page",
     "docs_page",
     "errata",
     "experiment_names",

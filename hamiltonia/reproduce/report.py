@@ -16,6 +16,7 @@ from hamiltonia.reproduce.metrics import HIGHER_IS_BETTER, LABELS
 __all__ = [
     "ClaimCheck",
     "check_claims",
+    "check_docs_page",
     "comparison_rows",
     "docs_page",
     "errata",
@@ -366,13 +367,22 @@ def docs_page(reproductions, title: str = "Reproduction: results") -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_docs_page(reproductions, path, overwrite: bool = False):
-    """Write :func:`docs_page` to ``path`` (an existing file only with ``overwrite``)."""
+def check_docs_page(path, overwrite: bool = False):
+    """``path`` as a ``Path`` a docs page may be written to: a folder, device or pipe is
+    refused whatever ``overwrite`` says (:class:`~hamiltonia.results.runfile.RunFileError`),
+    an existing file unless ``overwrite``."""
     from pathlib import Path
 
-    from hamiltonia.results.runfile import atomic_write_bytes
+    from hamiltonia.results.runfile import checked_file_path
 
-    path = Path(path)
+    path = checked_file_path(Path(path), "docs page")
     if path.exists() and not overwrite:
         raise ValueError(f"{path} exists; pass overwrite=True (--overwrite) to replace it")
-    return atomic_write_bytes(path, docs_page(reproductions).encode())
+    return path
+
+
+def write_docs_page(reproductions, path, overwrite: bool = False):
+    """Write :func:`docs_page` to ``path`` (checked by :func:`check_docs_page`)."""
+    from hamiltonia.results.runfile import atomic_write_bytes
+
+    return atomic_write_bytes(check_docs_page(path, overwrite), docs_page(reproductions).encode())

@@ -53,6 +53,19 @@ __all__ = [
 ]
 
 
+def _dynamics(target, metric, adapt_windows, mass_volatility, field, g, field_seed, shadow,
+              integrator, **shadow_options):  # fmt: skip
+    """What :func:`hmc` and :func:`nuts` build alike: the metric's warm-up tuners, the
+    Hamiltonian (shadowed if ``shadow`` asks) and the integrator over the field's structure."""
+    adapt_metric = make.metric_tuners(metric, adapt_windows)
+    hamiltonian = make.hamiltonian(target, metric=metric, mass_volatility=mass_volatility)
+    structure = make.structure(target, field, g=g, field_seed=field_seed)
+    hamiltonian, integrator = make.with_shadow(
+        hamiltonian, shadow, integrator=integrator, structure=structure, **shadow_options
+    )
+    return adapt_metric, hamiltonian, make.integrator(integrator, structure)
+
+
 def _trajectory(target, name, n_steps, n_steps_jitter, step_size_jitter):
     """The Metropolis transition over ``n_steps`` (the target's research value for
     ``None``), or the trajectory policy registered as ``name``."""
@@ -194,18 +207,15 @@ def hmc(
         plugin's length policy among them), given ``n_steps`` and the jitters where it
         takes them; default: the Metropolis transition over ``n_steps``.
     """
-    adapt_metric = make.metric_tuners(metric, adapt_windows)
-    hamiltonian = make.hamiltonian(target, metric=metric, mass_volatility=mass_volatility)
-    structure = make.structure(target, field, g=g, field_seed=field_seed)
-    hamiltonian, integrator = make.with_shadow(
-        hamiltonian, shadow, integrator=integrator, structure=structure,
-        fixed_point_tolerance=fixed_point_tolerance,
+    adapt_metric, hamiltonian, integrator = _dynamics(
+        target, metric, adapt_windows, mass_volatility, field, g, field_seed, shadow,
+        integrator, fixed_point_tolerance=fixed_point_tolerance,
         fixed_point_max_iterations=fixed_point_max_iterations,
         hessian=hessian, shadow_sign=shadow_sign,
     )  # fmt: skip
     return make.compose(
         hamiltonian,
-        integrator=make.integrator(integrator, structure),
+        integrator=integrator,
         trajectory=_trajectory(target, trajectory, n_steps, n_steps_jitter, step_size_jitter),
         refresh=make.momentum_refresh(rho, hamiltonian)
         if refresh is None
@@ -286,17 +296,14 @@ def nuts(
     Conceptual Introduction to Hamiltonian Monte Carlo*, arXiv:1701.02434;
     Mongwe (2022), thesis, §2.8.
     """
-    adapt_metric = make.metric_tuners(metric, adapt_windows)
-    hamiltonian = make.hamiltonian(target, metric=metric, mass_volatility=mass_volatility)
-    structure = make.structure(target, field, g=g, field_seed=field_seed)
-    hamiltonian, integrator = make.with_shadow(
-        hamiltonian, shadow, integrator=integrator, structure=structure,
-        fixed_point_tolerance=fixed_point_tolerance,
+    adapt_metric, hamiltonian, integrator = _dynamics(
+        target, metric, adapt_windows, mass_volatility, field, g, field_seed, shadow,
+        integrator, fixed_point_tolerance=fixed_point_tolerance,
         fixed_point_max_iterations=fixed_point_max_iterations,
     )  # fmt: skip
     return make.compose(
         hamiltonian,
-        integrator=make.integrator(integrator, structure),
+        integrator=integrator,
         trajectory=make.no_u_turn(max_tree_depth, criterion),
         tuners=make.step_size_tuners(
             step_size, adapt_step_size=adapt_step_size, target_accept=target_accept

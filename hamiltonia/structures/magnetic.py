@@ -74,6 +74,7 @@ from hamiltonia.structures.base import PoissonStructure, canonical_kick_kernel
 
 __all__ = [
     "FIELD_AUX",
+    "ConstantFieldStructure",
     "MagneticStructure",
     "antisymmetric_blocks",
     "check_field",
@@ -408,7 +409,56 @@ def _rank_pairs(G: np.ndarray) -> int:
     return int(np.sum(eigenvalues > RANK_TOLERANCE * largest))
 
 
-class MagneticStructure(PoissonStructure):
+class ConstantFieldStructure(PoissonStructure):
+    """What the structures of a constant field share: the field :math:`G` (``field``), the
+    canonical kick, the field's sign as the chain's auxiliary variable :data:`FIELD_AUX`,
+    negated by :meth:`reverse` (a Metropolis rejection does so together with the momentum),
+    and the generator
+
+    .. math::
+
+        \\begin{pmatrix} 0 & I \\\\ -I & B \\end{pmatrix}
+
+    of the drift's matrix :math:`B` (:attr:`block`: :math:`G` itself for the magnetic flow).
+    Subclasses give the drift.
+    """
+
+    numeric_methods = ("kick", "drift", "vector_field", "reverse")
+
+    @property
+    def dim(self) -> int:
+        return self.field.shape[0]
+
+    @property
+    def block(self) -> np.ndarray:
+        """The drift's matrix :math:`B` (default: the field :math:`G`)."""
+        return self.field
+
+    def _check_dim(self, hamiltonian) -> None:
+        if hamiltonian.dim != self.dim:
+            raise ValueError(
+                f"the magnetic field has shape {self.field.shape}, the target has dim "
+                f"{hamiltonian.dim}"
+            )
+
+    def matrix(self, dim):
+        eye = np.eye(dim)
+        return np.block([[np.zeros((dim, dim)), eye], [-eye, self.block]])
+
+    def vector_field(self, dH_dq, dH_dp):
+        return dH_dp, -dH_dq + dH_dp @ self.block.T
+
+    def kick(self, hamiltonian, q, p, grad, h, aux=None):
+        return q, p + h * grad
+
+    def reverse(self, state):
+        n = state.q.shape[0]
+        flag = np.reshape(backend.to_numpy(state.aux.get(FIELD_AUX, np.zeros(n))), (n, 1))
+        aux = {**state.aux, FIELD_AUX: backend.asarray(1.0 - flag)}
+        return type(state)(state.q, state.p, state.log_prob, state.grad, aux)
+
+
+class MagneticStructure(ConstantFieldStructure):
     """The magnetic structure :math:`J_G` with a constant antisymmetric field :math:`G`.
 
     See the module documentation for the flow and how it is computed. The kick is the
@@ -423,25 +473,15 @@ class MagneticStructure(PoissonStructure):
         any); checked by :func:`check_field`.
     """
 
-    numeric_methods = ("kick", "drift", "vector_field", "reverse")
-
     def __init__(self, field):
         self.field = check_field(field)
         self._pairs = _rank_pairs(self.field)
         self._U, self._lam0 = antisymmetric_blocks(self.field, self._pairs)
         self._bases: dict = {}
 
-    @property
-    def dim(self) -> int:
-        return self.field.shape[0]
-
     def check(self, hamiltonian) -> None:
         """Refuse a Hamiltonian this structure cannot integrate, naming why."""
-        if hamiltonian.dim != self.dim:
-            raise ValueError(
-                f"the magnetic field has shape {self.field.shape}, the target has dim "
-                f"{hamiltonian.dim}"
-            )
+        self._check_dim(hamiltonian)
         # A shadow Hamiltonian integrates its base's flow.
         hamiltonian = getattr(hamiltonian, "base", hamiltonian)
         # A Gaussian kinetic energy is a Hamiltonian with a metric (hamiltonians import the
@@ -451,16 +491,6 @@ class MagneticStructure(PoissonStructure):
                 "MagneticStructure needs a Hamiltonian with a Gaussian kinetic energy "
                 f"(EuclideanHamiltonian or RandomMassHamiltonian), got {type(hamiltonian).__name__}"
             )
-
-    def matrix(self, dim):
-        eye = np.eye(dim)
-        return np.block([[np.zeros((dim, dim)), eye], [-eye, self.field]])
-
-    def vector_field(self, dH_dq, dH_dp):
-        return dH_dp, -dH_dq + dH_dp @ self.field.T
-
-    def kick(self, hamiltonian, q, p, grad, h, aux=None):
-        return q, p + h * grad
 
     # -- the normal form
 
@@ -542,12 +572,6 @@ class MagneticStructure(PoissonStructure):
             q_new + xp.einsum("cr,cdr->cd", dq, A),
             p + xp.einsum("cr,cdr->cd", dp, B),
         )
-
-    def reverse(self, state):
-        n = state.q.shape[0]
-        flag = np.reshape(backend.to_numpy(state.aux.get(FIELD_AUX, np.zeros(n))), (n, 1))
-        aux = {**state.aux, FIELD_AUX: backend.asarray(1.0 - flag)}
-        return type(state)(state.q, state.p, state.log_prob, state.grad, aux)
 
     def compiled(self, dim, hamiltonian=None):
         if hamiltonian is None:

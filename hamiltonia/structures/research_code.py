@@ -87,9 +87,10 @@ import numpy as np
 from hamiltonia import backend
 from hamiltonia.compiled.parts import PartKernels
 from hamiltonia.compiled.roles import offset, own, position_flow
-from hamiltonia.structures.base import PoissonStructure, canonical_kick_kernel
+from hamiltonia.structures.base import canonical_kick_kernel
 from hamiltonia.structures.magnetic import (
     FIELD_AUX,
+    ConstantFieldStructure,
     check_field,
     field_sign,
     magnetic_reverse_kernel,
@@ -198,7 +199,7 @@ def research_code_drift_kernel(q, p, v, h, aux, PF, PI):
     return check
 
 
-class ResearchCodeMagneticStructure(PoissonStructure):
+class ResearchCodeMagneticStructure(ConstantFieldStructure):
     """The map of the research's published MHMC code: :math:`p \\leftarrow e^{hsS}p`,
     :math:`q \\leftarrow q + \\int_0^h e^{\\sigma sS} d\\sigma\\, p`, with the symmetric
     :math:`S` of :math:`G`'s upper triangle. Not the magnetic flow; for reproduction only.
@@ -227,8 +228,6 @@ class ResearchCodeMagneticStructure(PoissonStructure):
     https://github.com/WilsonMongwe/hybridtorch (``utilities/utils.py``).
     """
 
-    numeric_methods = ("kick", "drift", "vector_field", "reverse")
-
     def __init__(self, field):
         self.field = check_field(field)
         self.symmetric = symmetric_from_upper(self.field)
@@ -240,10 +239,6 @@ class ResearchCodeMagneticStructure(PoissonStructure):
         self._coefficients: dict[tuple[float, float], tuple[np.ndarray, np.ndarray]] = {}
 
     @property
-    def dim(self) -> int:
-        return self.field.shape[0]
-
-    @property
     def rank(self) -> int:
         """The rank :math:`r` of :math:`S` (two for the research's field, zero for
         :math:`g = 0`)."""
@@ -252,11 +247,7 @@ class ResearchCodeMagneticStructure(PoissonStructure):
     def check(self, hamiltonian) -> None:
         """Refuse a Hamiltonian the research code's map is not defined for, naming why: the
         code uses :math:`M = I`, a fixed mass, and :math:`H` itself in the accept test."""
-        if hamiltonian.dim != self.dim:
-            raise ValueError(
-                f"the magnetic field has shape {self.field.shape}, the target has dim "
-                f"{hamiltonian.dim}"
-            )
+        self._check_dim(hamiltonian)
         if hasattr(hamiltonian, "log_weight"):
             raise ValueError(
                 "field='research-code' has no shadow Hamiltonian: the magnetic term of "
@@ -276,19 +267,13 @@ class ResearchCodeMagneticStructure(PoissonStructure):
                 f"M = I: metric must be 'identity', got {type(metric).__name__}"
             )
 
-    def matrix(self, dim):
-        """:math:`\\bigl(\\begin{smallmatrix} 0 & I \\\\ -I & S \\end{smallmatrix}\\bigr)`:
-        the generator of the map with the canonical kick. Not antisymmetric, so not a
-        Poisson structure: the flow keeps volume (:math:`\\operatorname{tr} S = 0`), not
-        :math:`H`."""
-        eye = np.eye(dim)
-        return np.block([[np.zeros((dim, dim)), eye], [-eye, self.symmetric]])
-
-    def vector_field(self, dH_dq, dH_dp):
-        return dH_dp, -dH_dq + dH_dp @ self.symmetric.T
-
-    def kick(self, hamiltonian, q, p, grad, h, aux=None):
-        return q, p + h * grad
+    @property
+    def block(self) -> np.ndarray:
+        """:math:`S`: the generator :math:`\\bigl(\\begin{smallmatrix} 0 & I \\\\ -I & S
+        \\end{smallmatrix}\\bigr)` of the map with the canonical kick is not antisymmetric,
+        so not a Poisson structure: the flow keeps volume (:math:`\\operatorname{tr} S =
+        0`), not :math:`H`."""
+        return self.symmetric
 
     def _chain_coefficients(self, h: np.ndarray, sign: np.ndarray):
         """``(e - 1, f - h)`` of shape ``(n, r)`` for per-chain times ``h`` and signs
@@ -329,12 +314,6 @@ class ResearchCodeMagneticStructure(PoissonStructure):
             q_new + xp.einsum("cr,dr->cd", f_minus_h * y, U),
             p + xp.einsum("cr,dr->cd", e_minus_one * y, U),
         )
-
-    def reverse(self, state):
-        n = state.q.shape[0]
-        flag = np.reshape(backend.to_numpy(state.aux.get(FIELD_AUX, np.zeros(n))), (n, 1))
-        aux = {**state.aux, FIELD_AUX: backend.asarray(1.0 - flag)}
-        return type(state)(state.q, state.p, state.log_prob, state.grad, aux)
 
     def compiled(self, dim, hamiltonian=None):
         if hamiltonian is None:

@@ -46,3 +46,9 @@ def test_a_run_prints_the_table_and_writes_the_report(capsys, tiny_file, tmp_pat
 def test_errors_a_user_can_fix(capsys, argv, says):
     assert main(argv) == 2
     assert says in capsys.readouterr().err
+
+
+def test_the_docs_page_must_be_a_regular_file(capsys, tmp_path):
+    # A folder (or device or pipe) is refused before anything is read, overwrite or not.
+    assert main(["reproduce", "--docs-page", str(tmp_path), "--overwrite", str(tmp_path)]) == 2
+    assert "folder" in capsys.readouterr().err
