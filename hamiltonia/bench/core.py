@@ -780,7 +780,8 @@ def main(argv=None) -> int:
     """``python -m hamiltonia.bench`` / ``hamiltonia bench``: run, print, optionally write.
     ``hamiltonia bench checkpoint ...`` runs :mod:`hamiltonia.bench.checkpoint` instead, and
     ``hamiltonia bench family ...`` :mod:`hamiltonia.bench.family`, ``hamiltonia bench scale
-    ...`` :mod:`hamiltonia.bench.scale`."""
+    ...`` :mod:`hamiltonia.bench.scale`, ``hamiltonia bench split ...``
+    :mod:`hamiltonia.bench.split`."""
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["checkpoint"]:
         from hamiltonia.bench import checkpoint
@@ -794,6 +795,10 @@ def main(argv=None) -> int:
         from hamiltonia.bench import family
 
         return family.main(argv[1:])
+    if argv[:1] == ["split"]:
+        from hamiltonia.bench import split
+
+        return split.main(argv[1:])
     parser = _build_parser()
     args = parser.parse_args(argv)
     if args.baseline:

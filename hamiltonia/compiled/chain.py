@@ -18,6 +18,7 @@ from hamiltonia.compiled.borrow import borrowed, keep_alive
 from hamiltonia.compiled.roles import (
     energy,
     prepare,
+    randomise,
     refresh,
     reverse_structure,
     transition,
@@ -55,6 +56,10 @@ def no_prepare_kernel(q, aux, PF, PI):
     """The ``prepare`` role of a structure that derives nothing from the chain's state."""
 
 
+def no_randomise_kernel(rng, aux, PF, PI):
+    """The ``randomise`` role of an integrator with no random choices of its own."""
+
+
 def no_reverse_kernel(aux, PF, PI):
     """The ``reverse_structure`` role of a structure with no auxiliary variables."""
 
@@ -78,6 +83,7 @@ def no_op_kernels() -> dict:
         "tune": no_tuning_kernel,
         "update_auxiliary": no_auxiliary_update_kernel,
         "prepare": no_prepare_kernel,
+        "randomise": no_randomise_kernel,
         "reverse_structure": no_reverse_kernel,
         "weigh": no_weight_kernel,
     }
@@ -95,10 +101,9 @@ def run_chain(
     idata, out_q, out_stats, out_grad, n_scratch,
 ):  # fmt: skip
     """Run ``n_iter`` iterations of one chain in place (each: the Hamiltonian's auxiliary
-    update, the structure's preparation, the refresh, the transition, the weight of the
-    retained state, the tuner): ``q``,
-    ``p``, ``grad`` (dim,), ``lp`` and ``eps`` (1,) and ``aux`` hold the chain's state and
-    are updated; draw ``i``
+    update, the structure's preparation, the integrator's random choices, the refresh, the
+    transition, the weight of the retained state, the tuner): ``q``, ``p``, ``grad`` (dim,),
+    ``lp`` and ``eps`` (1,) and ``aux`` hold the chain's state and are updated; draw ``i``
     goes to ``out_q[i]``, its statistics to ``out_stats[i]`` and, unless ``out_grad`` has
     no rows, the gradient of the log density there to ``out_grad[i]``; the transition gets
     ``n_scratch`` rows of scratch space (the most any part declared). With ``mirror`` (the
@@ -124,6 +129,7 @@ def run_chain(
             row[j] = 0.0
         update_auxiliary(rng, q, p, aux, PF, PI)
         prepare(q, aux, PF, PI)
+        randomise(rng, aux, PF, PI)
         if mirror:
             _reverse(p, aux, PF, PI)
         refresh(rng, q, p, grad, lp[0], eps[0], aux, row, PF, PI, logp, fdata, idata)

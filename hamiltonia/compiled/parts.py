@@ -76,6 +76,11 @@ class PartKernels:
     scratch_rows : int
         Rows of the ``scratch`` array the part's ``transition`` kernel needs (at least
         :data:`~hamiltonia.compiled.chain.SCRATCH_ROWS` are always there).
+    target_components : int
+        The number of components the part's kernels evaluate through the target's kernel
+        (a split integrator's subsets; 0: none, the kernels call the whole density only). The
+        plan refuses a target whose kernel does not have as many
+        (:attr:`~hamiltonia.compiled.NumbaTarget.components`).
     """
 
     functions: dict[str, Callable] = field(default_factory=dict)
@@ -84,6 +89,7 @@ class PartKernels:
     aux: tuple[tuple, ...] = ()
     workspace: tuple[tuple[str, int], ...] = ()
     scratch_rows: int = 0
+    target_components: int = 0
 
 
 def _owner(mro, name):

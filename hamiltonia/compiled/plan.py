@@ -177,6 +177,7 @@ def plan_for(sampler, python_target: bool = False, reject_on=()) -> CompiledPlan
         raise NotCompilable(f"target {type(sampler.target).__name__} has no numba kernel")
     if not isinstance(kernel, NumbaTarget):
         raise NotCompilable("numba_kernel() must return a hamiltonia.compiled.NumbaTarget")
+    _check_components(sampler, kernel)
     plan = CompiledPlan(sampler, kernel)
     # Composes now, so that a kernel that cannot be composed is reported (and a name a kernel
     # reads that no part declares is an error naming the part and the field).
@@ -188,6 +189,20 @@ def plan_for(sampler, python_target: bool = False, reject_on=()) -> CompiledPlan
             "'weigh' kernel)"
         )
     return plan
+
+
+def _check_components(sampler, kernel: NumbaTarget) -> None:
+    """Refuse a target kernel with fewer components than a part evaluates (a Python target
+    called back evaluates its whole density only)."""
+    parts, kernels = _counterparts(sampler)
+    for slot, k in kernels.items():
+        if k.target_components and k.target_components != kernel.components:
+            described = f"{parts[slot][1]} {type(parts[slot][0]).__name__}"
+            has = f"{kernel.components} components" if kernel.components else "no components"
+            raise NotCompilable(
+                f"{described} evaluates {k.target_components} components of the target, whose "
+                f"compiled kernel has {has}"
+            )
 
 
 _COMPOSED: dict = {}

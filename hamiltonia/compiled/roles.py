@@ -66,6 +66,11 @@ Signatures (one chain; ``q``, ``p``, ``grad``, ``v`` of shape ``(dim,)``):
     0.0 when what it read or wrote is finite (the gradient for ``kick``, the new position for
     ``drift``) and nan otherwise: ``x - x`` summed along the update costs nothing, where a
     separate pass over the state would. [Poisson structure]
+``randomise(rng, aux, PF, PI)``
+    Draw the integrator's random choices for this iteration's trajectory into its
+    auxiliary variables (the subset order of the randomised split,
+    :class:`~hamiltonia.integrators.data_split.RandomisedSplit`), at the start of every
+    iteration after ``prepare``; a no-op by default. [integrator]
 ``integrate(q, p, grad, lp, eps, n_steps, v, aux, stats, PF, PI, logp, fdata, idata)``
     ``n_steps`` steps in place; returns ``(lp, n_grad)``, ``lp`` nan when the trajectory
     stopped being finite. An integrator that declares statistics adds to its columns of
@@ -135,6 +140,7 @@ __all__ = [
     "part",
     "position_flow",
     "prepare",
+    "randomise",
     "refresh",
     "reverse_structure",
     "target_energy",
@@ -167,6 +173,7 @@ ROLE_SLOTS = {
     "prepare": STRUCTURE,
     "reverse_structure": STRUCTURE,
     "integrate": INTEGRATOR,
+    "randomise": INTEGRATOR,
     "refresh": REFRESH,
     "transition": TRAJECTORY,
     "trajectory_length": TRAJECTORY,
@@ -207,6 +214,7 @@ weigh = Role("weigh")
 prepare = Role("prepare")
 reverse_structure = Role("reverse_structure")
 integrate = Role("integrate")
+randomise = Role("randomise")
 refresh = Role("refresh")
 transition = Role("transition")
 trajectory_length = Role("trajectory_length")

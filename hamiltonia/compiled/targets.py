@@ -76,11 +76,18 @@ class NumbaTarget:
         Flat, contiguous float data.
     idata : ndarray of int64
         Flat, contiguous integer data (sizes).
+    components : int
+        0 for a plain density. A target split into components (:mod:`hamiltonia.targets.split`)
+        sets the number :math:`M`: its kernel then reads ``idata[0]`` as the component to
+        evaluate (:math:`0..M-1`: :math:`-U_m` and its gradient; ``-1``: the whole density,
+        which ``idata`` as given selects). A split integrator's kernel calls it with a private
+        copy of ``idata`` whose first entry it sets.
     """
 
     function: object
     fdata: np.ndarray
     idata: np.ndarray
+    components: int = 0
 
     def evaluate(self, q) -> tuple[float, np.ndarray]:
         """``(log_prob, grad)`` at ``q`` of shape ``(dim,)``, computed by the *compiled*
@@ -92,13 +99,26 @@ class NumbaTarget:
         return lp, grad
 
     @classmethod
-    def build(cls, py_func: Callable, fdata, idata=()) -> NumbaTarget:
+    def build(cls, py_func: Callable, fdata, idata=(), components: int = 0) -> NumbaTarget:
         """Compile ``py_func`` and normalise the data arrays."""
         return cls(
             compile_log_prob(py_func),
             np.ascontiguousarray(np.asarray(fdata, dtype=np.float64).ravel()),
             np.ascontiguousarray(np.asarray(idata, dtype=np.int64).ravel()),
+            int(components),
         )
+
+    def evaluate_component(self, q, m: int) -> tuple[float, np.ndarray]:
+        """``(log_prob, grad)`` of component ``m`` (``-1``: the whole density) of a split
+        target's kernel, computed by the compiled function."""
+        if not self.components:
+            raise ValueError("this kernel has no components")
+        q = np.ascontiguousarray(q, dtype=np.float64)
+        grad = np.empty_like(q)
+        idata = self.idata.copy()
+        idata[0] = m
+        lp = _trampoline()(self.function, q, grad, self.fdata, idata)
+        return lp, grad
 
 
 _TRAMPOLINE = []

@@ -50,6 +50,13 @@ class Integrator:
       collects ``counted()`` after it, and a compiled ``integrate`` adds to its columns.
     * ``compiled(dim)`` returns the compiled counterpart (the ``integrate`` role), or
       ``None``: the run then uses the NumPy path.
+    * ``randomise(state, rngs)`` draws the integrator's random choices for the coming
+      trajectory into ``state.aux`` (chain ``c`` from ``rngs[c]``; the ``randomise`` role on
+      the compiled path); ``reverse(state)`` maps those choices to the ones that integrate
+      the reversed trajectory, so that integrating, reversing (momentum, structure and
+      integrator) and integrating again returns to the start. Both do nothing by default.
+    * ``check(hamiltonian)`` refuses a Hamiltonian the integrator cannot integrate (a split
+      integrator needs a target split into as many components), naming both.
 
     A subclass written in plain Python works with every sampler; the default ``integrate``
     loops over ``step``.
@@ -95,6 +102,19 @@ class Integrator:
             n_grad += self.n_grad_per_step * running
             finite &= backend.to_numpy(state.finite)
         return state, n_grad
+
+    def randomise(self, state: PhaseState, rngs) -> PhaseState:
+        """``state`` with this iteration's random choices of the integrator (none by
+        default)."""
+        return state
+
+    def reverse(self, state: PhaseState) -> PhaseState:
+        """``state`` with the integrator's choices reversed (unchanged by default)."""
+        return state
+
+    def check(self, hamiltonian) -> None:
+        """Raise if ``hamiltonian`` cannot be integrated by this integrator (any can, by
+        default)."""
 
     def stats(self) -> tuple[tuple[str, str], ...]:
         """The per-iteration statistics the integrator records (none by default)."""

@@ -76,7 +76,7 @@ def _load(text: str):
 
 
 def _rebuild(text: str, fdata, idata, seconds: float) -> CompiledDensity:
-    return CompiledDensity(_load(text)[1], fdata, idata, text, seconds)
+    return CompiledDensity(_load(text)[1], fdata, idata, source=text, seconds=seconds)
 
 
 _ROWS: list = []
@@ -130,8 +130,8 @@ def compile_log_density(
         function,
         np.ascontiguousarray(source.fdata, dtype=np.float64),
         np.ascontiguousarray(source.idata, dtype=np.int64),
-        text,
-        0.0,
+        source=text,
+        seconds=0.0,
     )
     reference = autograd.value_and_grad(fn)
     for point in points:

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from hamiltonia.reproduce.experiment import Experiment, Protocol
-from hamiltonia.reproduce.metrics import VERSION, cell_metrics
+from hamiltonia.reproduce.metrics import DEFAULT_METRICS, VERSION, cell_metrics
 
 __all__ = ["CellOutcome", "Reproduction", "cell_name", "load_reproduction", "run_experiment"]
 
@@ -241,7 +241,7 @@ def run_experiment(
                 result,
                 _concurrency(result, here.chains, executor, workers),
                 sspec.ess,
-                "rank" in experiment.metrics,
+                _computed(experiment),
             ),
             seconds=seconds,
             run_file="" if path is None else str(path),
@@ -263,12 +263,21 @@ def run_experiment(
             )
         if log:
             m = outcome.metrics
+            shown = [
+                f"{label} {m[key]['value']:{fmt}}{unit}"
+                for key, label, fmt, unit in _LOGGED
+                if key in m
+            ]
             log(
-                f"{tspec.label} / {sspec.label}: AR {m['acceptance']['value']:.1f}%  "
-                f"ESS {m['ess']['value']:.0f}  t {m['t']['value']:.2f}s"
+                f"{tspec.label} / {sspec.label}: {'  '.join(shown)}"
                 + "".join(f"\n  warning: {w}" for w in outcome.warnings)
             )
     return Reproduction(experiment, scale, protocol, cells, None if folder is None else str(folder))
+
+
+#: The figures a finished cell's log line shows, where computed: (metric, label, format, unit).
+_LOGGED = (("acceptance", "AR", ".1f", "%"), ("ess", "ESS", ".0f", ""),
+           ("mean_ess", "mean ESS", ".2f", ""), ("t", "t", ".2f", "s"))  # fmt: skip
 
 
 def _concurrency(result, chains: int, executor, workers) -> int:
@@ -304,6 +313,16 @@ def _read_cell(path: Path, fingerprint: str, overwrite: bool, experiment: Experi
     return _outcome(payload, experiment)
 
 
+def _computed(experiment: Experiment) -> tuple[str, ...]:
+    """The figures computed for the experiment's cells: the usual ones and what it asks for;
+    an experiment that shows no ESS does not get the mESS computed (a network's chain has
+    fewer draws than parameters)."""
+    asked = set(experiment.metrics)
+    usual = set(DEFAULT_METRICS) if asked & {"ess", "ess_per_t"} else set(DEFAULT_METRICS) - {
+        "ess", "ess_per_t"}  # fmt: skip
+    return tuple(sorted(usual | asked))
+
+
 def _outcome(payload: dict, experiment: Experiment) -> CellOutcome:
     """A written cell; one written under other definitions of the figures has them computed
     again from its run file."""
@@ -312,10 +331,9 @@ def _outcome(payload: dict, experiment: Experiment) -> CellOutcome:
         from hamiltonia.results import load
 
         spec = experiment.sampler(cell.sampler)
-        rank = "rank" in experiment.metrics
         result = load(cell.run_file)
         concurrency = _concurrency(result, result.n_chains, None, None)
-        cell.metrics = cell_metrics(result, concurrency, spec.ess, rank)
+        cell.metrics = cell_metrics(result, concurrency, spec.ess, _computed(experiment))
     return cell
 
 

@@ -49,7 +49,8 @@ __all__ = [
 ]
 
 #: Metrics an experiment may publish; :mod:`hamiltonia.reproduce.metrics` computes each.
-METRIC_NAMES = ("acceptance", "ess", "t", "ess_per_t", "rhat", "avg_l", "step_size", "rank")
+METRIC_NAMES = ("acceptance", "ess", "t", "ess_per_t", "rhat", "avg_l", "step_size", "rank",
+                "mean_ess")  # fmt: skip
 
 SCALES = ("small", "full")
 
@@ -68,7 +69,8 @@ class Protocol:
         Chains, retained draws per chain and burn-in iterations per chain (discarded).
     init : str
         ``"normal"``: each chain starts at a standard normal draw, as the author's code does;
-        ``"default"``: hamiltonia's uniform(-2, 2) start.
+        ``"default"``: hamiltonia's default start (uniform(-2, 2), or the target's own
+        initial point, :meth:`~hamiltonia.Target.initial_point`).
     seed : int
         Seed of the run; cell ``k`` uses ``SeedSequence([seed, k])``.
     """

@@ -21,6 +21,10 @@ ess_per_t  ess / t
 rhat       the largest rank-normalised split :math:`\\hat R` over the parameters
 avg_l      mean number of integration steps per retained iteration
 step_size  mean step size of the retained iterations (the adapted one where adapted)
+mean_ess   the mean over the parameters of the ESS of all chains together, computed without
+           splitting the chains or rank-normalising the draws (Pyro's
+           ``effective_sample_size``, which Cobb and Jalaian 2021 average over a network's
+           parameters, Tables 1-3); one figure per run
 rank       an ARD target's features (numbered from 1 in the data's order, the intercept left
            out) from the most to the least relevant, by the posterior mean of their scale
            over all chains (thesis §9.3, Table 9.1;
@@ -50,6 +54,7 @@ LABELS = {
     "avg_l": "avg L",
     "step_size": "ε",
     "rank": "rank",
+    "mean_ess": "mean ESS",
 }
 
 #: Whether a larger figure is better (claims of "best" read this).
@@ -61,6 +66,7 @@ HIGHER_IS_BETTER = {
     "rhat": False,
     "avg_l": False,
     "step_size": True,
+    "mean_ess": True,
 }
 
 
@@ -110,7 +116,12 @@ def feature_ranking(result) -> list[int]:
     return [order.index(label) + 1 for label, _ in feature_relevance(result)]
 
 
-def cell_metrics(result, concurrency: int = 1, ess: str = "auto", rank: bool = False) -> dict:
+#: The figures computed unless an experiment asks for others (``rank`` and ``mean_ess`` only
+#: where named).
+DEFAULT_METRICS = ("acceptance", "ess", "t", "ess_per_t", "rhat", "avg_l", "step_size")
+
+
+def cell_metrics(result, concurrency: int = 1, ess: str = "auto", metrics=DEFAULT_METRICS) -> dict:
     """The figures of one cell: ``{metric: {"value": mean, "sd": spread over chains or
     None, "per_chain": list or None}}``.
 
@@ -123,19 +134,15 @@ def cell_metrics(result, concurrency: int = 1, ess: str = "auto", rank: bool = F
         path advances all chains together in one thread: 1).
     ess : {"auto", "antithetic"}
         Which ESS the publication reports for this sampler.
-    rank : bool
-        Also rank the features of an ARD target (``"rank"``).
+    metrics : collection of str
+        The figures to compute (the experiment's ``metrics``): a chain's mESS, for one,
+        needs more draws than parameters, which a network's run does not have.
     """
+    metrics = set(metrics)
     chains = result.n_chains
-    accepted = np.asarray(result.stats["accepted"], dtype=float)
-    acceptance = 100.0 * accepted.mean(axis=1)
-    per_chain_ess = _per_chain_ess(result, ess)
     t_chain = result.sampling_seconds * concurrency / chains
     # An antithetic pair is one "run" of the research: it costs two chains.
     t_unit = t_chain * (2 if ess == "antithetic" else 1)
-    rhat = float(np.nanmax(result.summary()["r_hat"].to_numpy())) if chains > 1 else np.nan
-    n_steps = np.asarray(result.stats["n_steps"], dtype=float).mean(axis=1)
-    step = np.asarray(result.stats["step_size"], dtype=float).mean(axis=1)
 
     def spread(values):
         values = np.asarray(values, dtype=float)
@@ -145,15 +152,31 @@ def cell_metrics(result, concurrency: int = 1, ess: str = "auto", rank: bool = F
             "per_chain": [float(v) for v in values],
         }
 
-    figures = {
-        "acceptance": spread(acceptance),
-        "ess": spread(per_chain_ess),
-        "t": {"value": t_unit, "sd": None, "per_chain": None},
-        "ess_per_t": spread(per_chain_ess / t_unit),
-        "rhat": {"value": rhat, "sd": None, "per_chain": None},
-        "avg_l": spread(n_steps),
-        "step_size": spread(step),
-    }
-    if rank:
-        figures["rank"] = {"value": feature_ranking(result), "sd": None, "per_chain": None}
+    def single(value):
+        return {"value": value, "sd": None, "per_chain": None}
+
+    figures = {}
+    if "acceptance" in metrics:
+        figures["acceptance"] = spread(
+            100.0 * np.asarray(result.stats["accepted"], float).mean(axis=1)
+        )
+    if metrics & {"ess", "ess_per_t"}:
+        per_chain_ess = _per_chain_ess(result, ess)
+        figures["ess"] = spread(per_chain_ess)
+        figures["ess_per_t"] = spread(per_chain_ess / t_unit)
+    if "t" in metrics:
+        figures["t"] = single(t_unit)
+    if "rhat" in metrics:
+        rhat = float(np.nanmax(result.summary()["r_hat"].to_numpy())) if chains > 1 else np.nan
+        figures["rhat"] = single(rhat)
+    if "avg_l" in metrics:
+        figures["avg_l"] = spread(np.asarray(result.stats["n_steps"], dtype=float).mean(axis=1))
+    if "step_size" in metrics:
+        figures["step_size"] = spread(np.asarray(result.stats["step_size"], float).mean(axis=1))
+    if "rank" in metrics:
+        figures["rank"] = single(feature_ranking(result))
+    if "mean_ess" in metrics:
+        from hamiltonia.diagnostics.estimators import ess as ess_of
+
+        figures["mean_ess"] = single(float(np.nanmean(ess_of(result.draws, method="identity"))))
     return figures

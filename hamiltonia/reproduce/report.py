@@ -199,7 +199,7 @@ def _verdict(value) -> str:
 
 def _protocol_text(reproduction) -> str:
     p = reproduction.protocol
-    start = "standard normal draws" if p.init == "normal" else "uniform(-2, 2) draws"
+    start = "standard normal draws" if p.init == "normal" else "hamiltonia's default start"
     return (
         f"scale {reproduction.scale}: {p.chains} chains × {p.draws} retained draws after "
         f"{p.warmup} burn-in, started at {start}, seed {p.seed}; reproduced figures are the "

@@ -129,6 +129,15 @@ def _init(sampler: Sampler, q) -> ChainState:
         raise err.during("at an initial point") from err.__cause__
 
 
+def _default_start(target: Target, rng, dim: int) -> np.ndarray:
+    """The target's own initial point (:meth:`~hamiltonia.Target.initial_point`), or
+    uniform(-2, 2) coordinates."""
+    q = target.initial_point(rng)
+    if q is None:
+        return rng.uniform(-INIT_RADIUS, INIT_RADIUS, dim)
+    return np.asarray(q, dtype=float).reshape(dim)
+
+
 def _initial_state(sampler: Sampler, target: Target, initial, rngs) -> ChainState:
     chains, dim = len(rngs), target.dim
     if initial is not None:
@@ -143,14 +152,14 @@ def _initial_state(sampler: Sampler, target: Target, initial, rngs) -> ChainStat
                 f"of chain {int(bad[0])}"
             )
         return state
-    q = np.stack([rng.uniform(-INIT_RADIUS, INIT_RADIUS, dim) for rng in rngs])
+    q = np.stack([_default_start(target, rng, dim) for rng in rngs])
     state = _init(sampler, q)
     for _ in range(MAX_INIT_TRIES):
         bad = ~array_backend.to_numpy(state.phase.finite)
         if not bad.any():
             return state
         for c in np.flatnonzero(bad):
-            q[c] = rngs[c].uniform(-INIT_RADIUS, INIT_RADIUS, dim)
+            q[c] = _default_start(target, rngs[c], dim)
         state = _init(sampler, q)
     raise RuntimeError(
         f"could not find a finite initial point in {MAX_INIT_TRIES} tries of uniform(-2, 2); "
@@ -212,8 +221,9 @@ def sample(
         draws. ``None`` draws fresh entropy (recorded in ``result.attrs["seed_entropy"]``).
     initial : array, optional
         Initial positions, shape ``(dim,)`` or ``(chains, dim)``. By default each chain draws
-        uniform(-2, 2) coordinates from its own generator, redrawn where the log density or
-        gradient is not finite.
+        uniform(-2, 2) coordinates from its own generator (or the target's own initial point,
+        :meth:`~hamiltonia.Target.initial_point`, such as a network's layer-scaled
+        initialisation), redrawn where the log density or gradient is not finite.
     progress : bool
         Show a tqdm progress bar.
     compiled : bool or None

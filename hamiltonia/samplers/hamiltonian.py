@@ -92,6 +92,7 @@ class HamiltonianSampler(Sampler):
         """Refuse compositions that would sample the wrong distribution, naming the parts."""
         ham, reducer = self.hamiltonian, self.reducer
         self.integrator.structure.check(ham)
+        self.integrator.check(ham)
         if isinstance(ham, ShadowHamiltonian) and not gives_weights(reducer):
             raise ValueError(
                 f"hamiltonian {type(ham).__name__} is a shadow Hamiltonian: the chain targets "
@@ -158,6 +159,9 @@ class HamiltonianSampler(Sampler):
         # curvature) counts those gradients, as its compiled kernel adds them to n_grad.
         ham.start_counting(len(rngs))
         state = ham.update_auxiliary(chain.phase, rngs)
+        # The compiled chain draws the integrator's choices here too (after the structure's
+        # preparation, which draws nothing).
+        state = self.integrator.randomise(state, rngs)
         mirror = self.reducer.mirrored(len(rngs))
         if mirror.any():
             state = self._reversed(state, mirror)

@@ -50,6 +50,7 @@ __all__ = [
     "s2hmc",
     "shmc",
     "smhmc",
+    "split_hmc",
 ]
 
 
@@ -378,6 +379,77 @@ def rwmh(
         ),
     )
     return sampler
+
+
+def split_hmc(target, *, scheme: str = "symmetric", n_splits: int = 2, n_steps: int | None = None,
+              **options) -> HamiltonianSampler:  # fmt: skip
+    """Split HMC over data subsets (Cobb and Jalaian 2021): the target's rows split into
+    ``n_splits`` consecutive subsets, each a component
+    :math:`U_m = -\\log p(\\omega)/M - \\ell_m(\\omega)` of the potential, integrated one
+    subset's gradient at a time; the Metropolis test (or the no-U-turn tree) keeps the whole
+    Hamiltonian, so the chain samples the exact posterior with no stochastic gradient.
+
+    Parameters
+    ----------
+    target : Target
+        A data target with rows (:class:`~hamiltonia.targets.split.RowTarget`: the logistic
+        regressions, the Bayesian neural networks, the linear regression...), or one already
+        split (:func:`~hamiltonia.targets.split.split_target`).
+    scheme : {"symmetric", "randomised", "naive"}
+        The split integrator (:mod:`hamiltonia.integrators.data_split`): the symmetric split of
+        Cobb and Jalaian's Algorithm 1 (default), Neal's randomised split, or the naive
+        nested leapfrog.
+    n_splits : int
+        :math:`M`, from 1 (the leapfrog) to the number of rows (default 2).
+    n_steps : int, optional
+        Steps per trajectory (default: the target's research value).
+    **options
+        Every option of :func:`hmc`: the step size and its adaptation, ``metric``, ``rho``
+        and ``refresh``, ``trajectory`` (``"no-u-turn"`` for NUTS over the split), the
+        jitters, ``antithetic`` and ``control_variates``. A ``field`` or a ``shadow`` is
+        refused: the split integrators integrate the canonical flow of :math:`H`.
+
+    References
+    ----------
+    Cobb, A. D. and Jalaian, B. (2021), *Scaling Hamiltonian Monte Carlo inference for Bayesian
+    neural networks with symmetric splitting*, UAI; Neal (2011), §5.1.
+    """
+    from hamiltonia.integrators.data_split import make_split_integrator
+    from hamiltonia.targets.split import split_target
+
+    if "integrator" in options:
+        raise ValueError("split-hmc chooses its integrator by scheme=, not integrator=")
+    for name in ("field", "shadow"):
+        if options.get(name) is not None:
+            raise ValueError(
+                f"split-hmc integrates the canonical flow of H with a split integrator; "
+                f"{name}={options[name]!r} is not available with it"
+            )
+    split = split_target(target, n_splits)
+    sampler = hmc(
+        split,
+        integrator=make_split_integrator(scheme, split.n_splits),
+        n_steps=n_steps,
+        **options,
+    )
+    sampler.name = "split-hmc"
+    return sampler
+
+
+#: Options of :func:`hmc` that choose the dynamics a split integrator replaces.
+_NOT_SPLIT = ("integrator", "field", "g", "field_seed", "shadow", "fixed_point_tolerance",
+              "fixed_point_max_iterations", "hessian", "shadow_sign")  # fmt: skip
+_split_signature = inspect.signature(split_hmc)
+split_hmc.__signature__ = _split_signature.replace(
+    parameters=[
+        *(p for p in _split_signature.parameters.values() if p.kind != p.VAR_KEYWORD),
+        *(
+            p
+            for name, p in inspect.signature(hmc).parameters.items()
+            if name not in _split_signature.parameters and name not in _NOT_SPLIT
+        ),
+    ]
+)
 
 
 def _preset(name: str, doc: str, base=None, **defaults):

@@ -169,6 +169,12 @@ class Target:
         """
         return None
 
+    def initial_point(self, rng: np.random.Generator) -> np.ndarray | None:
+        """A default initial position ``(dim,)`` drawn from ``rng``, for a target that knows a
+        better start than hamiltonia's uniform(-2, 2) (a network's layer-scaled
+        initialisation); ``None`` (the default) keeps uniform(-2, 2)."""
+        return None
+
     def constrain(self, x: np.ndarray) -> np.ndarray:
         """Map unconstrained draws ``(..., dim)`` to the reported values
         ``(..., len(reported_names))`` (identity by default)."""

@@ -59,6 +59,11 @@ The registered targets ``bnn-power``, ``bnn-airfoil``, ``bnn-concrete`` and ``bn
 the training split of :func:`hamiltonia.datasets.load` (random 90/10) and keep the test split
 for :meth:`BayesianNeuralNetwork.predict` and :meth:`BayesianNeuralNetwork.metrics`
 (MSE, RMSE, MAE, :math:`R^2`; thesis §3.4.3).
+
+The density, its gradient and Hessian-vector product compute in the array namespace of their
+input (:mod:`hamiltonia.backend`: NumPy, CuPy, array_api_strict), with the training data moved
+to that backend once (:class:`~hamiltonia.backend.DeviceData`); on NumPy they are the same
+operations as ever. Prediction and the metrics run on NumPy, on host draws.
 """
 
 from __future__ import annotations
@@ -75,9 +80,11 @@ from hamiltonia._validation import (
     check_positions,
     check_positive,
 )
+from hamiltonia.backend import BACKENDS, DeviceData, to_numpy
 from hamiltonia.diagnostics.predictive import RegressorTarget
 from hamiltonia.targets.base import Target, check_setting, with_setting
-from hamiltonia.targets.logistic import safe_name
+from hamiltonia.targets.logistic import as_positions, safe_name
+from hamiltonia.targets.split import RowTarget, component_idata
 
 __all__ = [
     "DEFAULT_NOISE_SCALE",
@@ -131,7 +138,7 @@ def _check_names(names, count: int, what: str, argname: str) -> tuple[str, ...]:
 
 
 # --------------------------------------------------------------------------- target
-class BayesianNeuralNetwork(RegressorTarget, Target):
+class BayesianNeuralNetwork(DeviceData, RegressorTarget, RowTarget, Target):
     """Posterior of a one-hidden-layer tanh network for regression.
 
     .. math::
@@ -164,9 +171,11 @@ class BayesianNeuralNetwork(RegressorTarget, Target):
 
     giving :math:`H u = (X^\\top\\dot G, \\dot G^\\top\\mathbf 1, \\dot T^\\top r + T^\\top\\dot r,
     \\sum_i\\dot r_i) - u/s^2`. Every method takes :math:`\\theta` of shape ``(..., D)``; all
-    chains go through one matrix product ``X @ W``. :meth:`numba_kernel` gives the compiled
-    log density and gradient for the compiled path (rows in blocks of 256, a vectorisable
-    ``exp`` for the tanh).
+    chains go through one matrix product ``X @ W``, in the array namespace of :math:`\theta`
+    (any backend of :mod:`hamiltonia.backend`; ``backend="cupy"`` runs it on the GPU with the
+    training data moved there once). :meth:`numba_kernel` gives the compiled log density and
+    gradient for the compiled path (rows in blocks of 256, a vectorisable ``exp`` for the
+    tanh).
 
     Parameters
     ----------
@@ -193,6 +202,7 @@ class BayesianNeuralNetwork(RegressorTarget, Target):
 
     description = "Bayesian neural network regression, d-5-1 tanh, N(0, 1) prior, sigma = 1/sqrt(2)"
     research_n_steps = 25
+    backends = BACKENDS
 
     def __init__(
         self,
@@ -255,83 +265,112 @@ class BayesianNeuralNetwork(RegressorTarget, Target):
 
     def unpack(self, x) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Split ``x`` of shape ``(..., D)`` into :math:`W` ``(..., d, H)``, :math:`a`
-        ``(..., H)``, :math:`v` ``(..., H)`` and :math:`b` ``(...)`` (views)."""
-        x = check_positions(x, self.dim)
+        ``(..., H)``, :math:`v` ``(..., H)`` and :math:`b` ``(...)`` (views, in the array
+        namespace of ``x``)."""
+        xp, x = as_positions(x, self.dim)
         d, h = self.n_features, self.n_hidden
         ia = d * h
-        W = x[..., :ia].reshape(*x.shape[:-1], d, h)
+        W = xp.reshape(x[..., :ia], (*x.shape[:-1], d, h))
         return W, x[..., ia : ia + h], x[..., ia + h : ia + 2 * h], x[..., -1]
 
-    def _pack(self, gW, ga, gv, gb) -> np.ndarray:
-        lead = gb.shape
-        return np.concatenate([gW.reshape(*lead, -1), ga, gv, np.asarray(gb)[..., None]], axis=-1)
+    @staticmethod
+    def _pack(xp, gW, ga, gv, gb) -> np.ndarray:
+        lead = tuple(gb.shape)
+        gb = xp.asarray(gb)[..., None]
+        return xp.concat([xp.reshape(gW, (*lead, -1)), ga, gv, gb], axis=-1)
 
     # ------------------------------------------------------------------ network
     @staticmethod
-    def _hidden(X, W, a) -> np.ndarray:
+    def _hidden(xp, X, W, a) -> np.ndarray:
         """:math:`T = \\tanh(XW + \\mathbf 1 a^\\top)`, shape ``(..., N, H)``."""
-        return np.tanh(np.matmul(X, W) + a[..., None, :])
+        return xp.tanh(xp.matmul(X, W) + a[..., None, :])
 
     @staticmethod
-    def _output(T, v, b) -> np.ndarray:
+    def _output(xp, T, v, b) -> np.ndarray:
         """:math:`f = Tv + b`, shape ``(..., N)``."""
-        return np.matmul(T, v[..., :, None])[..., 0] + b[..., None]
+        return xp.matmul(T, v[..., :, None])[..., 0] + b[..., None]
 
     def _forward(self, x):
+        xp, x = as_positions(x, self.dim)
         W, a, v, b = self.unpack(x)
-        T = self._hidden(self.X, W, a)
-        return W, a, v, b, T, self._output(T, v, b)
+        T = self._hidden(xp, self.on(xp, "X"), W, a)
+        return xp, W, a, v, b, T, self._output(xp, T, v, b)
 
     def log_likelihood(self, x) -> np.ndarray:
         """:math:`-\\tfrac{1}{2\\sigma^2}\\sum_i (y_i - f(x_i))^2` (standardised ``y``, no
         constant), shape ``x.shape[:-1]``."""
-        *_, f = self._forward(x)
-        e = self._ys - f
-        return -0.5 * self._noise_prec * np.sum(e * e, axis=-1)
+        xp, *_, f = self._forward(x)
+        e = self.on(xp, "_ys") - f
+        return -0.5 * self._noise_prec * xp.sum(e * e, axis=-1)
 
     def log_prob(self, x):
-        x = check_positions(x, self.dim)
-        return self.log_likelihood(x) - 0.5 * self._prior_prec * np.sum(x * x, axis=-1)
+        xp, x = as_positions(x, self.dim)
+        return self.log_likelihood(x) - 0.5 * self._prior_prec * xp.sum(x * x, axis=-1)
 
     def log_prob_and_grad(self, x):
-        x = check_positions(x, self.dim)
-        _, _, v, _, T, f = self._forward(x)
-        e = self._ys - f
+        return self.rows_log_prob_and_grad(x, 0, self.n_obs, 1.0)
+
+    def rows_log_prob_and_grad(self, x, start, stop, prior_share):
+        """The log likelihood of rows ``[start, stop)`` plus ``prior_share`` of the log prior,
+        and its gradient (:class:`~hamiltonia.targets.split.RowTarget`): the arrays of the
+        network's pass have ``stop - start`` rows."""
+        xp, x = as_positions(x, self.dim)
+        W, a, v, b = self.unpack(x)
+        X = self.on(xp, "X")[start:stop, ...]
+        T = self._hidden(xp, X, W, a)
+        e = self.on(xp, "_ys")[start:stop] - self._output(xp, T, v, b)
         r = self._noise_prec * e
-        lp = -0.5 * np.sum(e * r, axis=-1) - 0.5 * self._prior_prec * np.sum(x * x, axis=-1)
-        gv = np.matmul(r[..., None, :], T)[..., 0, :]
+        prec = self._prior_prec * prior_share
+        lp = -0.5 * xp.sum(e * r, axis=-1) - 0.5 * prec * xp.sum(x * x, axis=-1)
+        gv = xp.matmul(r[..., None, :], T)[..., 0, :]
         G = r[..., None] * v[..., None, :] * (1.0 - T * T)
-        grad = self._pack(np.matmul(self.X.T, G), G.sum(axis=-2), gv, r.sum(axis=-1))
-        return lp, grad - self._prior_prec * x
+        grad = self._pack(xp, xp.matmul(X.T, G), xp.sum(G, axis=-2), gv, xp.sum(r, axis=-1))
+        return lp, grad - prec * x
 
     def hvp(self, x, v):
-        x = check_positions(x, self.dim)
-        u = check_positions(v, self.dim, "v")
-        x, u = np.broadcast_arrays(x, u)
-        _, _, vv, _, T, f = self._forward(x)
+        xp, x = as_positions(x, self.dim)
+        _, u = as_positions(v, self.dim, "v")
+        x, u = xp.broadcast_arrays(x, u)
+        _, _, _, vv, _, T, f = self._forward(x)
         U, al, nu, be = self.unpack(u)
-        r = self._noise_prec * (self._ys - f)
+        X = self.on(xp, "X")
+        r = self._noise_prec * (self.on(xp, "_ys") - f)
         S = 1.0 - T * T
-        Td = S * (np.matmul(self.X, U) + al[..., None, :])
+        Td = S * (xp.matmul(X, U) + al[..., None, :])
         rd = -self._noise_prec * (
-            np.matmul(Td, vv[..., :, None])[..., 0]
-            + np.matmul(T, nu[..., :, None])[..., 0]
+            xp.matmul(Td, vv[..., :, None])[..., 0]
+            + xp.matmul(T, nu[..., :, None])[..., 0]
             + be[..., None]
         )
         rv = r[..., None] * vv[..., None, :]
         Gd = (rd[..., None] * vv[..., None, :] + r[..., None] * nu[..., None, :]) * S
-        Gd -= 2.0 * rv * T * Td
-        gvd = np.matmul(r[..., None, :], Td)[..., 0, :] + np.matmul(rd[..., None, :], T)[..., 0, :]
-        out = self._pack(np.matmul(self.X.T, Gd), Gd.sum(axis=-2), gvd, rd.sum(axis=-1))
+        Gd = Gd - 2.0 * rv * T * Td
+        gvd = xp.matmul(r[..., None, :], Td)[..., 0, :] + xp.matmul(rd[..., None, :], T)[..., 0, :]
+        out = self._pack(xp, xp.matmul(X.T, Gd), xp.sum(Gd, axis=-2), gvd, xp.sum(rd, axis=-1))
         return out - self._prior_prec * u
 
     def numba_kernel(self):
         from hamiltonia.compiled.targets import NumbaTarget
-        from hamiltonia.targets.bnn_kernel import KERNEL_BLOCK, bnn_log_prob
+        from hamiltonia.targets.bnn_kernel import bnn_log_prob
 
-        fdata = np.concatenate([[self._noise_prec, self._prior_prec], self.X.T.ravel(), self._ys])
-        idata = [self.n_obs, self.n_features, self.n_hidden, KERNEL_BLOCK]
-        return NumbaTarget.build(bnn_log_prob, fdata, idata)
+        return NumbaTarget.build(bnn_log_prob, self._kernel_data(), self._kernel_sizes())
+
+    def _kernel_data(self) -> np.ndarray:
+        return np.concatenate([[self._noise_prec, self._prior_prec], self.X.T.ravel(), self._ys])
+
+    def _kernel_sizes(self) -> list[int]:
+        from hamiltonia.targets.bnn_kernel import KERNEL_BLOCK
+
+        return [self.n_obs, self.n_features, self.n_hidden, KERNEL_BLOCK]
+
+    def split_numba_kernel(self, boundaries):
+        from hamiltonia.compiled.targets import NumbaTarget
+        from hamiltonia.targets.bnn_kernel import bnn_split_log_prob
+
+        idata = component_idata(boundaries, self._kernel_sizes())
+        return NumbaTarget.build(
+            bnn_split_log_prob, self._kernel_data(), idata, components=len(boundaries) - 1
+        )
 
     # ------------------------------------------------------------------ prediction
     def _rows(self, X) -> np.ndarray:
@@ -370,7 +409,7 @@ class BayesianNeuralNetwork(RegressorTarget, Target):
         -------
         ndarray of shape (M,)
         """
-        draws = check_positions(draws, self.dim, "draws").reshape(-1, self.dim)
+        draws = check_positions(to_numpy(draws), self.dim, "draws").reshape(-1, self.dim)
         rows = self._rows(X)
         weights = normalised_weights(log_weights, draws.shape[0])
         n_draws = draws.shape[0]
@@ -378,7 +417,7 @@ class BayesianNeuralNetwork(RegressorTarget, Target):
         total = np.zeros(rows.shape[0])
         for start in range(0, n_draws, block):
             W, a, v, b = self.unpack(draws[start : start + block])
-            f = self._output(self._hidden(rows, W, a), v, b)  # (block, M)
+            f = self._output(np, self._hidden(np, rows, W, a), v, b)  # (block, M)
             if weights is None:
                 total += f.sum(axis=0) / n_draws
             else:

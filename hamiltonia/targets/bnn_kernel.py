@@ -4,23 +4,48 @@ only when the compiled path asks for it)."""
 import math
 
 import numpy as np
+from numba import njit
 
+from hamiltonia import _numba_cache
+from hamiltonia.compiled.compose import SAFE_FASTMATH
 from hamiltonia.modelling.special import exp_nonpositive
 
-__all__ = ["KERNEL_BLOCK", "bnn_log_prob"]
+# The row functions are cached in the package's cache folder, not inside the package.
+_numba_cache.install()
+
+__all__ = ["KERNEL_BLOCK", "bnn_log_prob", "bnn_rows", "bnn_split_log_prob"]
 
 #: Rows per block of the compiled kernel.
 KERNEL_BLOCK = 256
 
 
 def bnn_log_prob(q, grad, fdata, idata):
+    """Compiled log posterior of :class:`BayesianNeuralNetwork` (all rows)."""
+    return bnn_rows(q, grad, 0, idata[0], 1.0, fdata, idata)
+
+
+def bnn_split_log_prob(q, grad, fdata, idata):
+    """The same density split into components over its rows
+    (:mod:`hamiltonia.targets.split`): ``idata`` = [component, M, r_0 .. r_M, n, d, h,
+    block]."""
+    m, n_splits = idata[0], idata[1]
+    base = idata[3 + n_splits :]
+    if m < 0:
+        return bnn_rows(q, grad, 0, base[0], 1.0, fdata, base)
+    return bnn_rows(q, grad, idata[2 + m], idata[3 + m], 1.0 / n_splits, fdata, base)
+
+
+@njit(cache=True, nogil=True, error_model="numpy", fastmath=set(SAFE_FASTMATH))
+def bnn_rows(q, grad, row_start, row_stop, prior_share, fdata, idata):
+    # The log likelihood of rows [row_start, row_stop) plus prior_share of the log prior,
+    # and its gradient: the maths of both kernels above, written once.
     # idata: n, d, h, block. fdata: noise precision, prior precision, X^T (d*n: column m of X
     # at 2 + m*n), y (n). q: W (d*h, feature-major: w_mj at m*h + j), a (h), v (h), b.
     # Rows are processed in blocks so that every inner loop runs over contiguous rows, and
     # tanh(z) = sign(z) (1 - e) / (1 + e) with e = exp(-2|z|) from the vectorisable
     # exp_nonpositive (absolute error of a few 1e-16;).
     n, d, h, bsize = idata[0], idata[1], idata[2], idata[3]
-    noise_prec, prior_prec = fdata[0], fdata[1]
+    noise_prec, prior_prec = fdata[0], fdata[1] * prior_share
     x0 = 2
     y0 = 2 + n * d
     ia = d * h
@@ -35,8 +60,8 @@ def bnn_log_prob(q, grad, fdata, idata):
     for k in range(dim):
         grad[k] = 0.0
     sse = 0.0
-    for start in range(0, n, bsize):
-        nb = min(bsize, n - start)
+    for start in range(row_start, row_stop, bsize):
+        nb = min(bsize, row_stop - start)
         # forward: work[j] = a_j + sum_m w_mj x_m, then tanh; res = f
         for i in range(nb):
             res[i] = q[ib]

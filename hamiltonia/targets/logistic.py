@@ -8,6 +8,11 @@ The likelihood is the corrected one of the thesis's eq. 3.6 (erratum: the thesis
 The registered targets ``blr-pima``, ``blr-heart``, ``blr-australian`` and ``blr-german`` fit
 the training split of :func:`hamiltonia.datasets.load` (random 90/10, features standardised
 with training statistics) and keep the test split for :meth:`LogisticRegression.predict`.
+
+The density, its gradient and Hessian-vector product compute in the array namespace of their
+input (:mod:`hamiltonia.backend`: NumPy, CuPy, array_api_strict), with the data moved to that
+backend once (:class:`~hamiltonia.backend.DeviceData`); on NumPy they are the same operations
+as ever. Prediction and the pointwise log-likelihood run on NumPy, on host draws.
 """
 
 from __future__ import annotations
@@ -18,8 +23,10 @@ from collections.abc import Sequence
 import numpy as np
 
 from hamiltonia._validation import check_design, check_positions, check_positive
+from hamiltonia.backend import BACKENDS, DeviceData, namespace_of, to_numpy
 from hamiltonia.diagnostics.predictive import ClassifierTarget
 from hamiltonia.targets.base import Target, check_setting, with_setting
+from hamiltonia.targets.split import RowTarget, component_idata
 
 __all__ = [
     "LogisticRegression",
@@ -48,11 +55,13 @@ def softplus_and_sigmoid(z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
                      e^{-|z|}/(1 + e^{-|z|}) & z < 0 \\end{cases}
 
     One ``exp`` and one ``log1p`` per element; :math:`e^{-|z|} \\le 1` never overflows.
+    Computes in the array namespace of ``z`` (NumPy for NumPy arrays, lists and scalars).
     """
-    e = np.exp(-np.abs(z))
-    softplus = np.maximum(z, 0.0) + np.log1p(e)
+    xp = namespace_of(z)
+    e = xp.exp(-xp.abs(z))
+    softplus = xp.maximum(z, 0.0) + xp.log1p(e)
     inv = 1.0 / (1.0 + e)
-    sigmoid = np.where(z >= 0, inv, e * inv)
+    sigmoid = xp.where(z >= 0, inv, e * inv)
     return softplus, sigmoid
 
 
@@ -69,10 +78,11 @@ def log_likelihood_and_grad(
         \\nabla_w \\ell = \\tilde X^\\top (y - \\sigma(z)).
 
     ``w`` has shape ``(..., D)``; the results have shapes ``(...)``, ``(..., D)``, ``(..., N)``.
+    Computes in the array namespace of the arrays (all three of one namespace).
     """
     z = w @ Xt.T
     softplus, s = softplus_and_sigmoid(z)
-    ll = z @ y - np.sum(softplus, axis=-1)
+    ll = z @ y - namespace_of(z).sum(softplus, axis=-1)
     grad = (y - s) @ Xt
     return ll, grad, s
 
@@ -121,15 +131,29 @@ def safe_name(name: str) -> str:
     return slug or "x"
 
 
+def as_positions(x, dim: int, name: str = "x"):
+    """``(xp, x)``: the array namespace of ``x`` and ``x`` as a float64 array of it, of shape
+    ``(..., dim)`` or ``ValueError`` naming ``name``. NumPy arrays, lists and scalars go
+    through :func:`~hamiltonia._validation.check_positions` (NumPy, as ever); backend arrays
+    (CuPy, array_api_strict) stay on their backend."""
+    xp = namespace_of(x)
+    if xp is np:
+        return np, check_positions(x, dim, name)
+    x = xp.asarray(x, dtype=xp.float64)
+    if x.ndim == 0 or x.shape[-1] != dim:
+        raise ValueError(f"{name} must have shape (..., {dim}), got shape {tuple(x.shape)}")
+    return xp, x
+
+
 def _flat_draws(draws, dim: int, width: int) -> np.ndarray:
-    draws = np.asarray(draws, dtype=float)
+    draws = np.asarray(to_numpy(draws), dtype=float)
     if draws.ndim == 0 or draws.shape[-1] != width:
         raise ValueError(f"draws must have shape (..., {width}), got shape {draws.shape}")
     return draws.reshape(-1, width)[:, :dim]
 
 
 # --------------------------------------------------------------------------- target
-class LogisticRegression(ClassifierTarget, Target):
+class LogisticRegression(DeviceData, ClassifierTarget, RowTarget, Target):
     """Bayesian logistic regression with an intercept and a Gaussian prior.
 
     .. math::
@@ -144,7 +168,10 @@ class LogisticRegression(ClassifierTarget, Target):
     :math:`-\\tilde X^\\top \\operatorname{diag}(s(1-s))\\tilde X v - v/\\alpha^2` with
     :math:`s = \\sigma(z)`.
     All three take ``w`` of shape ``(..., D)`` (chains as leading axes) and are written out by
-    hand, with a stable log-sigmoid (:func:`softplus_and_sigmoid`).
+    hand, with a stable log-sigmoid (:func:`softplus_and_sigmoid`). They compute on any array
+    backend (:mod:`hamiltonia.backend`): in the namespace of ``w``, with the design matrix and
+    ``y`` moved to that backend once (``backend="cupy"`` runs them on the GPU, every chain in
+    one matrix product).
 
     Parameters
     ----------
@@ -164,6 +191,7 @@ class LogisticRegression(ClassifierTarget, Target):
     description = "Bayesian logistic regression, intercept + N(0, alpha^2) prior (alpha = 10)"
     research_field_strength = 0.2
     research_n_steps = 50
+    backends = BACKENDS
 
     def __init__(
         self,
@@ -213,13 +241,13 @@ class LogisticRegression(ClassifierTarget, Target):
 
     def log_likelihood(self, w) -> np.ndarray:
         """:math:`\\ell(w)` alone, shape ``w.shape[:-1]``."""
-        w = check_positions(w, self.dim, "w")
-        return log_likelihood_and_grad(self._Xt, self.y, w)[0]
+        xp, w = as_positions(w, self.dim, "w")
+        return log_likelihood_and_grad(self.on(xp, "_Xt"), self.on(xp, "y"), w)[0]
 
     def pointwise_log_likelihood(self, draws):
         """:math:`\\ell_i(w) = y_i z_i - \\log(1 + e^{z_i})`, :math:`z = \\tilde X w`, for each
         training observation: ``{"y": (..., n_obs)}`` (ArviZ's ``log_likelihood`` group)."""
-        w = check_positions(draws, self.dim, "draws")
+        w = check_positions(to_numpy(draws), self.dim, "draws")
         z = w @ self._Xt.T
         softplus, _ = softplus_and_sigmoid(z)
         return {"y": z * self.y - softplus}
@@ -229,30 +257,50 @@ class LogisticRegression(ClassifierTarget, Target):
         return {"y": self.y}
 
     def log_prob(self, x):
-        x = check_positions(x, self.dim)
-        z = x @ self._Xt.T
+        xp, x = as_positions(x, self.dim)
+        z = x @ self.on(xp, "_Xt").T
         softplus, _ = softplus_and_sigmoid(z)
-        return z @ self.y - np.sum(softplus, axis=-1) - 0.5 * self._prec * np.sum(x * x, axis=-1)
+        y = self.on(xp, "y")
+        return z @ y - xp.sum(softplus, axis=-1) - 0.5 * self._prec * xp.sum(x * x, axis=-1)
 
     def log_prob_and_grad(self, x):
-        x = check_positions(x, self.dim)
-        ll, grad, _ = log_likelihood_and_grad(self._Xt, self.y, x)
-        lp = ll - 0.5 * self._prec * np.sum(x * x, axis=-1)
-        return lp, grad - self._prec * x
+        return self.rows_log_prob_and_grad(x, 0, self.n_obs, 1.0)
+
+    def rows_log_prob_and_grad(self, x, start, stop, prior_share):
+        """The log likelihood of rows ``[start, stop)`` plus ``prior_share`` of the log prior,
+        and its gradient (:class:`~hamiltonia.targets.split.RowTarget`)."""
+        xp, x = as_positions(x, self.dim)
+        Xt, y = self.on(xp, "_Xt")[start:stop, ...], self.on(xp, "y")[start:stop]
+        ll, grad, _ = log_likelihood_and_grad(Xt, y, x)
+        prec = self._prec * prior_share
+        lp = ll - 0.5 * prec * xp.sum(x * x, axis=-1)
+        return lp, grad - prec * x
 
     def hvp(self, x, v):
-        x = check_positions(x, self.dim)
-        v = check_positions(v, self.dim, "v")
-        _, s = softplus_and_sigmoid(x @ self._Xt.T)
-        return log_likelihood_hvp(self._Xt, s, v) - self._prec * v
+        xp, x = as_positions(x, self.dim)
+        _, v = as_positions(v, self.dim, "v")
+        Xt = self.on(xp, "_Xt")
+        _, s = softplus_and_sigmoid(x @ Xt.T)
+        return log_likelihood_hvp(Xt, s, v) - self._prec * v
 
     def numba_kernel(self):
         from hamiltonia.compiled.targets import NumbaTarget
         from hamiltonia.targets.logistic_kernel import logistic_log_prob
 
+        return NumbaTarget.build(logistic_log_prob, self._kernel_data(), [self.n_obs, self.dim])
+
+    def _kernel_data(self) -> np.ndarray:
         # By columns: the kernel's products then run along the rows (logistic_kernel).
-        fdata = np.concatenate([[self._prec], self.y, self._Xt.T.ravel()])
-        return NumbaTarget.build(logistic_log_prob, fdata, [self.n_obs, self.dim])
+        return np.concatenate([[self._prec], self.y, self._Xt.T.ravel()])
+
+    def split_numba_kernel(self, boundaries):
+        from hamiltonia.compiled.targets import NumbaTarget
+        from hamiltonia.targets.logistic_kernel import logistic_split_log_prob
+
+        idata = component_idata(boundaries, [self.n_obs, self.dim])
+        return NumbaTarget.build(
+            logistic_split_log_prob, self._kernel_data(), idata, components=len(boundaries) - 1
+        )
 
     def predict(self, draws, X=None, *, log_weights=None) -> np.ndarray:
         """Posterior predictive probability :math:`P(y = 1 \\mid x, \\text{data})` per row.

@@ -2,10 +2,16 @@
 only when the compiled path asks for it)."""
 
 import numpy as np
+from numba import njit
 
+from hamiltonia import _numba_cache
+from hamiltonia.compiled.compose import SAFE_FASTMATH
 from hamiltonia.modelling.special import softplus_sigmoid
 
-__all__ = ["logistic_log_prob"]
+# The row functions are cached in the package's cache folder, not inside the package.
+_numba_cache.install()
+
+__all__ = ["logistic_log_prob", "logistic_rows", "logistic_split_log_prob"]
 
 #: Columns of the design matrix combined in one pass over the rows.
 _COLUMNS_PER_PASS = 4
@@ -24,10 +30,30 @@ def logistic_log_prob(q, grad, fdata, idata):
     :func:`hamiltonia.modelling.special.softplus_sigmoid`, which vectorises (the scalar
     ``exp``/``log1p`` would dominate the cost).
     """
-    n, d = idata[0], idata[1]
-    prec = fdata[0]
-    y = fdata[1 : 1 + n]
-    x = fdata[1 + n : 1 + n + n * d].reshape((d, n))
+    return logistic_rows(q, grad, 0, idata[0], 1.0, fdata, idata)
+
+
+def logistic_split_log_prob(q, grad, fdata, idata):
+    """The same density split into components over its rows
+    (:mod:`hamiltonia.targets.split`): ``idata`` = [component, M, r_0 .. r_M, N, D]."""
+    m, n_splits = idata[0], idata[1]
+    base = idata[3 + n_splits :]
+    if m < 0:
+        return logistic_rows(q, grad, 0, base[0], 1.0, fdata, base)
+    return logistic_rows(q, grad, idata[2 + m], idata[3 + m], 1.0 / n_splits, fdata, base)
+
+
+@njit(cache=True, nogil=True, error_model="numpy", fastmath=set(SAFE_FASTMATH))
+def logistic_rows(q, grad, start, stop, prior_share, fdata, idata):
+    """:math:`\\sum_{i \\in [a, b)} \\ell_i(w) + s \\log p(w)` and its gradient (into
+    ``grad``) for the rows ``[start, stop)`` and prior share ``s``: the maths of both kernels
+    above, written once."""
+    n_all, d = idata[0], idata[1]
+    n = stop - start
+    prec = fdata[0] * prior_share
+    y = fdata[1 + start : 1 + stop]
+    # Column j's rows [start, stop): a contiguous slice, as the loops below vectorise.
+    c0 = 1 + n_all + start
     work = np.empty(4 * n)
     z = work[:n]
     softplus = work[n : 2 * n]
@@ -37,13 +63,17 @@ def logistic_log_prob(q, grad, fdata, idata):
         z[i] = 0.0
     j = 0
     while j + _COLUMNS_PER_PASS <= d:
-        x0, x1, x2, x3 = x[j], x[j + 1], x[j + 2], x[j + 3]
+        a0 = c0 + j * n_all
+        x0 = fdata[a0 : a0 + n]
+        x1 = fdata[a0 + n_all : a0 + n_all + n]
+        x2 = fdata[a0 + 2 * n_all : a0 + 2 * n_all + n]
+        x3 = fdata[a0 + 3 * n_all : a0 + 3 * n_all + n]
         q0, q1, q2, q3 = q[j], q[j + 1], q[j + 2], q[j + 3]
         for i in range(n):
             z[i] += x0[i] * q0 + x1[i] * q1 + x2[i] * q2 + x3[i] * q3
         j += _COLUMNS_PER_PASS
     for k in range(j, d):
-        xk, qk = x[k], q[k]
+        xk, qk = fdata[c0 + k * n_all : c0 + k * n_all + n], q[k]
         for i in range(n):
             z[i] += xk[i] * qk
     softplus_sigmoid(z, softplus, residual, work[3 * n :], bits)
@@ -53,7 +83,11 @@ def logistic_log_prob(q, grad, fdata, idata):
         residual[i] = y[i] - residual[i]
     j = 0
     while j + _COLUMNS_PER_PASS <= d:
-        x0, x1, x2, x3 = x[j], x[j + 1], x[j + 2], x[j + 3]
+        a0 = c0 + j * n_all
+        x0 = fdata[a0 : a0 + n]
+        x1 = fdata[a0 + n_all : a0 + n_all + n]
+        x2 = fdata[a0 + 2 * n_all : a0 + 2 * n_all + n]
+        x3 = fdata[a0 + 3 * n_all : a0 + 3 * n_all + n]
         s0 = s1 = s2 = s3 = 0.0
         for i in range(n):
             r = residual[i]
@@ -64,7 +98,7 @@ def logistic_log_prob(q, grad, fdata, idata):
         grad[j], grad[j + 1], grad[j + 2], grad[j + 3] = s0, s1, s2, s3
         j += _COLUMNS_PER_PASS
     for k in range(j, d):
-        xk = x[k]
+        xk = fdata[c0 + k * n_all : c0 + k * n_all + n]
         s = 0.0
         for i in range(n):
             s += xk[i] * residual[i]

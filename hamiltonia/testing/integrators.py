@@ -93,7 +93,8 @@ def check_reversibility(
         (q_2, p_2) = \\Phi_\\varepsilon^L(q_1, -p_1), \\qquad
         \\max\\bigl(|q_2 - q_0|, |-p_2 - p_0|\\bigr) \\le \\text{atol},
 
-    with the structure's auxiliary variables reversed with the momentum. The default
+    with the structure's auxiliary variables reversed with the momentum, and the
+    integrator's (``integrator.reverse``: the randomised split's subset order). The default
     ``atol`` = :math:`10^{-10}` is rounding accumulated over :math:`2L` steps, far below
     what a non-symmetric step of order :math:`k` leaves, :math:`O(\\varepsilon^{k+1})` a
     step (:math:`8 \\times 10^{-6}` for :math:`k = 2` at the default
@@ -109,9 +110,10 @@ def check_reversibility(
     start = start_states(hamiltonian, integrator, n_chains, seed) if start is None else start
     eps = np.full(start.q.shape[0], float(step_size))
     end, _ = integrator.integrate(hamiltonian, start, eps, n_steps)
-    back, _ = integrator.integrate(
-        hamiltonian, integrator.structure.reverse(end.with_momentum(-end.p)), eps, n_steps
-    )
+    # The integrator's own random choices (a split's subset order) are reversed with the
+    # momentum and the structure: the reversed trajectory is integrated with them.
+    reversed_end = integrator.reverse(integrator.structure.reverse(end.with_momentum(-end.p)))
+    back, _ = integrator.integrate(hamiltonian, reversed_end, eps, n_steps)
     error = float(max(np.max(np.abs(back.q - start.q)), np.max(np.abs(-back.p - start.p))))
     name = type(integrator).__name__
     assert error <= atol, (

@@ -12,8 +12,10 @@ import pytest
 import hamiltonia as hm
 from hamiltonia.hamiltonians import EuclideanHamiltonian, RandomMassHamiltonian
 from hamiltonia.integrators import Integrator, Leapfrog, ProcessedLeapfrog, TwoStage
+from hamiltonia.integrators.data_split import DataSplit
 from hamiltonia.state import PhaseState
 from hamiltonia.structures.magnetic import MagneticStructure
+from hamiltonia.targets.split import split_target
 from hamiltonia.testing import (
     check_energy_error_order,
     check_integrate_contract,
@@ -52,7 +54,20 @@ INTEGRATORS = {
         structure=MagneticStructure(hm.random_field(dim, 0.5, seed=1))),
     "magnetic-two-stage-random": lambda dim: TwoStage(
         structure=MagneticStructure(hm.random_field(dim, 0.5, seed=2))),
+    # The split integrators over three data subsets (their target is split that many ways).
+    **{name: (lambda dim, name=name: hm.integrators.get(name, n_splits=3)) for name in
+       ("naive-split", "randomised-split", "symmetric-split")},
 }  # fmt: skip
+
+
+def target(name: str, integrator, **params):
+    """The target ``name``; for a split integrator, a linear regression on synthetic data
+    split into its number of subsets (smooth, and Gaussian: its flow map is linear)."""
+    if isinstance(integrator, DataSplit):
+        data = hm.targets.get("linear-regression", n_obs=60, dim=4, noise_scale=2.0)
+        return split_target(data, integrator.n_splits)
+    return hm.targets.get(name, **params)
+
 
 #: Kinetic energies: fixed metrics, and a random mass (drawn per chain before the run).
 HAMILTONIANS = {
@@ -78,15 +93,16 @@ def hamiltonian(request):
 def test_integrate_contract(make, hamiltonian):
     """One length per chain (each chain as if alone), the gradients counted, the input
     state unchanged."""
-    target = hm.targets.get("banana")
-    check_integrate_contract(make(target.dim), hamiltonian(target))
+    integrator = make(2)
+    check_integrate_contract(integrator, hamiltonian(target("banana", integrator)))
 
 
 def test_reversible(make, hamiltonian):
-    """Integrate, negate p and the structure's auxiliary variables (the field's sign),
-    integrate again: back to the start to 1e-10."""
-    target = hm.targets.get("banana")
-    check_reversibility(make(target.dim), hamiltonian(target), atol=1e-10)
+    """Integrate, negate p and the structure's auxiliary variables (the field's sign) and
+    the integrator's (the randomised split's subset order), integrate again: back to the
+    start to 1e-10."""
+    integrator = make(2)
+    check_reversibility(integrator, hamiltonian(target("banana", integrator)), atol=1e-10)
 
 
 @pytest.mark.parametrize("name", ["correlated-gaussian", "banana"])
@@ -94,14 +110,14 @@ def test_volume_preserving(make, hamiltonian, name):
     """The Jacobian determinant (finite differences) is one: on a Gaussian target, where
     the map is linear and the differences are exact up to rounding, and on the banana."""
     params = {"dim": 4, "rho": 0.7} if name == "correlated-gaussian" else {}
-    target = hm.targets.get(name, **params)
-    check_volume_preservation(make(target.dim), hamiltonian(target))
+    integrator = make(4 if params else 2)
+    check_volume_preservation(integrator, hamiltonian(target(name, integrator, **params)))
 
 
 def test_energy_error_order(make, hamiltonian):
     """Over a fixed time, the energy error falls as step_size**order (log-log slope)."""
-    target = hm.targets.get("banana")
-    check_energy_error_order(make(target.dim), hamiltonian(target))
+    integrator = make(2)
+    check_energy_error_order(integrator, hamiltonian(target("banana", integrator)))
 
 
 def test_multi_stage_splittings_have_smaller_energy_errors_at_equal_cost():

@@ -32,7 +32,12 @@ VARIANTS = {
     "nuts+identity": ("nuts", {"metric": "identity"}),
     "mhmc+diagonal": ("mhmc", {"metric": "diagonal"}),
     "s2hmc+diagonal": ("s2hmc", {"metric": "diagonal"}),
+    "split-hmc+naive": ("split-hmc", {"scheme": "naive", "n_splits": 3}),
+    "split-hmc+randomised": ("split-hmc", {"scheme": "randomised", "n_splits": 3}),
+    "split-hmc+nuts": ("split-hmc", {"trajectory": "no-u-turn", "n_splits": 3}),
 }
+#: Samplers that run on some of the targets only: split HMC needs data rows to split.
+ONLY_ON = {"split-hmc": ("blr-heart",)}
 RUN = {"chains": 2, "warmup": 30, "draws": 12, "seed": 20261127, "progress": False}
 
 
@@ -48,6 +53,11 @@ def cases() -> list[tuple[str, str, dict]]:
             options.setdefault("n_steps", 4)
         out.append((row, sampler, options))
     return out
+
+
+def targets_of(sampler: str) -> tuple[str, ...]:
+    """The targets of the table a sampler runs on."""
+    return ONLY_ON.get(sampler, TARGETS)
 
 
 def key(row: str, target: str, compiled: bool) -> str:
@@ -70,10 +80,18 @@ def run(sampler: str, options: dict, target: str, compiled: bool) -> np.ndarray 
     return np.concatenate([result.draws, np.asarray(lp, dtype=float)[..., None]], axis=-1)
 
 
-def write() -> None:
+def write(missing_only: bool = False) -> None:
+    """Write the table; with ``missing_only``, compute only the cells of rows it lacks (a
+    sampler added), keeping every other cell as it is."""
     table = {}
+    if missing_only:
+        with np.load(TABLE) as data:
+            table = dict(data)
+    present = {k.split("|")[0] for k in table}
     for row, sampler, options in cases():
-        for target in TARGETS:
+        if row in present:
+            continue
+        for target in targets_of(sampler):
             for compiled in (False, True):
                 draws = run(sampler, options, target, compiled)
                 if draws is not None:
@@ -83,4 +101,4 @@ def write() -> None:
 
 
 if __name__ == "__main__":
-    write()
+    write(missing_only="--missing" in sys.argv)

@@ -75,7 +75,7 @@ def test_integrator_that_ignores_a_non_canonical_structure_is_refused():
         ({"rho": "abc"}, r"rho must lie in \[0, 1\)"),
         ({"n_steps_jitter": 1.5}, r"n_steps_jitter must lie in \[0, 1\]"),
         ({"n_steps_jitter": "x"}, r"n_steps_jitter must be a number in \[0, 1\]"),
-        ({"integrator": "four-stage"}, r"integrator must be one of 'leapfrog', 'processed-"),
+        ({"integrator": "four-stage"}, r"integrator must be one of 'leapfrog', 'naive-split'"),
         ({"step_size_jitter": 1.0}, r"step_size_jitter must lie in \[0, 1\)"),
         ({"metric": "diag"}, r"metric must be 'identity', 'diagonal' or 'dense' .*got 'diag'"),
         ({"adapt_step_size": "no"}, r"adapt_step_size must be True, False or None, got 'no'"),

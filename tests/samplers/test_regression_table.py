@@ -43,7 +43,7 @@ def test_the_table_has_a_cell_for_every_sampler_target_and_path(table):
 
 @pytest.mark.parametrize("row, sampler, options", rc.cases(), ids=[c[0] for c in rc.cases()])
 def test_draws_are_those_of_the_table(table, row, sampler, options):
-    for target in rc.TARGETS:
+    for target in rc.targets_of(sampler):
         for compiled in (False, True):
             key = rc.key(row, target, compiled)
             draws = rc.run(sampler, options, target, compiled)
