@@ -67,8 +67,13 @@ pass) with the naive split, :math:`2M` with the randomised one and :math:`2(M - 
 symmetric one, as the paper counts. At the
 end of a trajectory the whole log density and its gradient are evaluated (the Metropolis
 test and the next trajectory need them; for :math:`M = 1` the last kick's gradient is that).
-``n_grad`` counts full-data gradient passes (subset gradients over :math:`M`, rounded up);
-the statistic ``n_subset_grad`` counts the subset gradients.
+``n_grad`` counts full-data gradient passes (subset gradients over :math:`M`, rounded up at
+each call); the statistic ``n_subset_grad`` counts the subset gradients exactly, and
+``n_subset_grad / M`` is the cost to compare samplers by. The no-U-turn tree integrates one
+step per call, so each of its states costs the subset gradient of the step's first kick
+again and the closing whole gradient (which its multinomial weights need anyway): about
+:math:`2(M - 1) + 1 + M` subset gradients a state with the symmetric split, not
+:math:`2(M - 1)`.
 
 References
 ----------
@@ -339,6 +344,11 @@ class DataSplit(Integrator):
         return self.integrate(hamiltonian, state, step_size, 1)[0]
 
     def integrate(self, hamiltonian, state: PhaseState, step_size, n_steps):
+        if backend.get_backend() != "numpy":
+            raise ValueError(
+                f"{type(self).__name__} runs on the NumPy backend and compiled, not on "
+                f"backend {backend.get_backend()!r}"
+            )
         n_chains = state.q.shape[0]
         lengths = per_chain_lengths(n_steps, n_chains)
         eps = np.broadcast_to(np.asarray(backend.to_numpy(step_size), dtype=np.float64),
@@ -392,7 +402,8 @@ class DataSplit(Integrator):
             nonlocal q, p
             for j in range(starts[g], starts[g + 1]):
                 comp = order[:, slots[j]]
-                stale = chains & (comp != cached)
+                # A chain that met a non-finite value stops there, as the kernel does.
+                stale = chains & alive & (comp != cached)
                 for c in np.unique(comp[stale]):
                     rows = stale & (comp == c)
                     lp_c, g_c = target.component_log_prob_and_grad(q[rows], int(c))

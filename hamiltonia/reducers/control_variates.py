@@ -98,7 +98,6 @@ def control_variate_summary(result, order: int | None = None, grads=None):
     """
     from hamiltonia.reducers.antithetic import pair_means
     from hamiltonia.reducers.base import linearised_values, reduction_table
-    from hamiltonia.targets.base import Target
 
     draws = result.draws
     if order is None:
@@ -107,7 +106,7 @@ def control_variate_summary(result, order: int | None = None, grads=None):
         grads = result.gradients
     if grads is None:
         target = result.get_target()
-        if type(target).constrain is not Target.constrain:
+        if target.constrains:
             raise ValueError(
                 f"target {type(target).__name__} reports constrained draws; control variates "
                 "need the gradient in the coordinates of the draws: pass grads="

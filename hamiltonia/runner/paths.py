@@ -26,7 +26,6 @@ import numpy as np
 from hamiltonia import backend as array_backend
 from hamiltonia.runner.thinning import kept, thin_group, thin_statistics
 from hamiltonia.state import ModelError
-from hamiltonia.targets.base import Target
 
 __all__ = ["CHUNK_BUFFER_FLOATS", "Block", "Chunker", "CompiledPath", "NumpyPath", "path_for"]
 
@@ -233,7 +232,7 @@ class CompiledPath:
         # the recorder: copying them from the buffer cost 10-20 % of an iteration on a cheap
         # target.
         self.in_place = (
-            thin == 1 and type(target).constrain is Target.constrain and rec.q.shape[-1] == dim
+            thin == 1 and not target.constrains and rec.q.shape[-1] == dim
         )
 
     def __enter__(self):

@@ -631,7 +631,6 @@ def reducer(hamiltonian, *, antithetic: bool = False, control_variates: int | bo
     Imparato (2013), *Zero variance MCMC for Bayesian estimators*.
     """
     from hamiltonia.hamiltonians.shadow import ShadowHamiltonian
-    from hamiltonia.targets.base import Target
 
     antithetic = check_flag(antithetic, "antithetic")
     if control_variates is False:
@@ -643,7 +642,7 @@ def reducer(hamiltonian, *, antithetic: bool = False, control_variates: int | bo
     if not (antithetic or control_variates):
         return None
     target = hamiltonian.target
-    if control_variates and type(target).constrain is not Target.constrain:
+    if control_variates and target.constrains:
         raise ValueError(
             f"control_variates: target {type(target).__name__} reports constrained draws, "
             "and the control variates need the gradient in the coordinates of the draws"

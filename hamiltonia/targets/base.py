@@ -175,6 +175,12 @@ class Target:
         initialisation); ``None`` (the default) keeps uniform(-2, 2)."""
         return None
 
+    @property
+    def constrains(self) -> bool:
+        """Whether :meth:`constrain` changes the draws (a subclass that overrides it does):
+        the reported values are then not the sampled coordinates."""
+        return type(self).constrain is not Target.constrain
+
     def constrain(self, x: np.ndarray) -> np.ndarray:
         """Map unconstrained draws ``(..., dim)`` to the reported values
         ``(..., len(reported_names))`` (identity by default)."""

@@ -185,6 +185,10 @@ class SplitTarget(Target):
         return kernel
 
     # What the results and the predictive checks read are the base target's.
+    @property
+    def constrains(self) -> bool:
+        return self.base.constrains
+
     def constrain(self, x):
         return self.base.constrain(x)
 

@@ -188,3 +188,51 @@ def test_registered_integrators_take_n_splits():
         assert isinstance(integrator, DataSplit) and integrator.n_splits == 4
     with pytest.raises(ValueError, match="n_splits"):
         hm.integrators.get("symmetric-split", n_splits=0)
+
+
+def test_split_hmc_composes_with_reducers_and_an_adapted_metric():
+    """Antithetic pairs, zero-variance control variates (the gradient at the draws is the
+    data target's: a split target reports its coordinates unchanged) and a diagonal metric
+    adapted in warm-up, over the split, on the compiled path."""
+    data = _data(n_obs=90, dim=3)
+    common = dict(n_splits=3, chains=2, warmup=60, draws=40, seed=1, progress=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pair = hm.sample(data, "split-hmc", antithetic=True, **common)
+        cv = hm.sample(data, "split-hmc", control_variates=1, **common)
+        diagonal = hm.sample(data, "split-hmc", metric="diagonal", **common)
+    assert pair.pairs == [[0, 1]] and pair.attrs["compiled"]
+    assert cv.control_variate_summary().shape == (data.dim, 5)
+    assert diagonal.attrs["compiled"] and diagonal.acceptance_rate > 0.5
+
+
+def test_a_diverging_chain_stops_at_its_first_non_finite_subset_on_both_paths():
+    """A step size far beyond stability: every trajectory overflows. The NumPy executor
+    stops a chain at its first non-finite subset gradient, within a kick group too, as the
+    kernel returns there, so both count the same subset gradients (the naive split: its
+    groups hold every subset, and its trajectories overflow at the same step on both paths;
+    the other schemes may overflow one step apart, rounding differences growing without
+    bound)."""
+    data = _data()
+    common = dict(scheme="naive", n_splits=3, step_size=3.0, n_steps=400, chains=2, warmup=0,
+                  draws=5, seed=2, progress=False)  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        numpy_path = hm.sample(data, "split-hmc", compiled=False, **common)
+        compiled = hm.sample(data, "split-hmc", compiled=True, **common)
+    assert numpy_path.stats["diverging"].all() and compiled.stats["diverging"].all()
+    np.testing.assert_array_equal(
+        numpy_path.stats["n_subset_grad"], compiled.stats["n_subset_grad"]
+    )
+
+
+def test_another_array_backend_is_refused_clearly():
+    from hamiltonia import backend
+
+    data = split_target(_data(), 2)
+    ham = EuclideanHamiltonian(data)
+    integrator = make_split_integrator("symmetric", 2)
+    start = start_states(ham, integrator, 2, seed=0)
+    with backend.using("array_api_strict"):
+        with pytest.raises(ValueError, match="runs on the NumPy backend and compiled"):
+            integrator.integrate(ham, start, np.full(2, 0.01), 3)
