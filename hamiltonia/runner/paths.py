@@ -231,9 +231,7 @@ class CompiledPath:
         # Unthinned draws of a target that reports its unconstrained values go straight into
         # the recorder: copying them from the buffer cost 10-20 % of an iteration on a cheap
         # target.
-        self.in_place = (
-            thin == 1 and not target.constrains and rec.q.shape[-1] == dim
-        )
+        self.in_place = thin == 1 and not target.constrains and rec.q.shape[-1] == dim
 
     def __enter__(self):
         self.plan.__enter__()
