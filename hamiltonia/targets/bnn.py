@@ -84,7 +84,7 @@ from hamiltonia.backend import BACKENDS, DeviceData, to_numpy
 from hamiltonia.diagnostics.predictive import RegressorTarget
 from hamiltonia.targets.base import Target, check_setting, with_setting
 from hamiltonia.targets.logistic import as_positions, safe_name
-from hamiltonia.targets.split import RowTarget, component_idata
+from hamiltonia.targets.split import RowTarget
 
 __all__ = [
     "DEFAULT_NOISE_SCALE",
@@ -199,6 +199,8 @@ class BayesianNeuralNetwork(DeviceData, RegressorTarget, RowTarget, Target):
         Held-out data (same feature scaling as ``X``, ``y_test`` on the original scale) for
         :meth:`predict` and :meth:`metrics`.
     """
+
+    row_kernels = ("hamiltonia.targets.bnn_kernel", "bnn_log_prob", "bnn_split_log_prob")
 
     description = "Bayesian neural network regression, d-5-1 tanh, N(0, 1) prior, sigma = 1/sqrt(2)"
     research_n_steps = 25
@@ -349,12 +351,6 @@ class BayesianNeuralNetwork(DeviceData, RegressorTarget, RowTarget, Target):
         out = self._pack(xp, xp.matmul(X.T, Gd), xp.sum(Gd, axis=-2), gvd, xp.sum(rd, axis=-1))
         return out - self._prior_prec * u
 
-    def numba_kernel(self):
-        from hamiltonia.compiled.targets import NumbaTarget
-        from hamiltonia.targets.bnn_kernel import bnn_log_prob
-
-        return NumbaTarget.build(bnn_log_prob, self._kernel_data(), self._kernel_sizes())
-
     def _kernel_data(self) -> np.ndarray:
         return np.concatenate([[self._noise_prec, self._prior_prec], self.X.T.ravel(), self._ys])
 
@@ -362,15 +358,6 @@ class BayesianNeuralNetwork(DeviceData, RegressorTarget, RowTarget, Target):
         from hamiltonia.targets.bnn_kernel import KERNEL_BLOCK
 
         return [self.n_obs, self.n_features, self.n_hidden, KERNEL_BLOCK]
-
-    def split_numba_kernel(self, boundaries):
-        from hamiltonia.compiled.targets import NumbaTarget
-        from hamiltonia.targets.bnn_kernel import bnn_split_log_prob
-
-        idata = component_idata(boundaries, self._kernel_sizes())
-        return NumbaTarget.build(
-            bnn_split_log_prob, self._kernel_data(), idata, components=len(boundaries) - 1
-        )
 
     # ------------------------------------------------------------------ prediction
     def _rows(self, X) -> np.ndarray:

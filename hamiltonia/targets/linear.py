@@ -20,7 +20,7 @@ import numpy as np
 
 from hamiltonia._validation import check_design, check_int, check_positions, check_positive
 from hamiltonia.targets.base import ExactMoments, Target, check_setting, with_setting
-from hamiltonia.targets.split import RowTarget, component_idata
+from hamiltonia.targets.split import RowTarget
 
 __all__ = ["LinearRegression", "linear_regression"]
 
@@ -38,6 +38,8 @@ class LinearRegression(RowTarget, Target):
     prior_scale : float > 0
         :math:`s`, of every coefficient.
     """
+
+    row_kernels = ("hamiltonia.targets.linear_kernel", "linear_log_prob", "linear_split_log_prob")
 
     description = "Bayesian linear regression with a Gaussian posterior (exact moments)"
     research_n_steps = 15
@@ -89,23 +91,11 @@ class LinearRegression(RowTarget, Target):
         v = check_positions(v, self.dim, "v")
         return -self._noise_prec * (v @ self.X.T) @ self.X - self._prior_prec * v
 
+    def _kernel_sizes(self) -> list[int]:
+        return [self.n_obs, self.dim]
+
     def _kernel_data(self) -> np.ndarray:
         return np.concatenate([[self._noise_prec, self._prior_prec], self.y, self.X.ravel()])
-
-    def numba_kernel(self):
-        from hamiltonia.compiled.targets import NumbaTarget
-        from hamiltonia.targets.linear_kernel import linear_log_prob
-
-        return NumbaTarget.build(linear_log_prob, self._kernel_data(), [self.n_obs, self.dim])
-
-    def split_numba_kernel(self, boundaries):
-        from hamiltonia.compiled.targets import NumbaTarget
-        from hamiltonia.targets.linear_kernel import linear_split_log_prob
-
-        idata = component_idata(boundaries, [self.n_obs, self.dim])
-        return NumbaTarget.build(
-            linear_split_log_prob, self._kernel_data(), idata, components=len(boundaries) - 1
-        )
 
     def __repr__(self) -> str:
         return f"LinearRegression(n_obs={self.n_obs}, dim={self.dim})"

@@ -26,7 +26,7 @@ from hamiltonia._validation import check_design, check_positions, check_positive
 from hamiltonia.backend import BACKENDS, DeviceData, namespace_of, to_numpy
 from hamiltonia.diagnostics.predictive import ClassifierTarget
 from hamiltonia.targets.base import Target, check_setting, with_setting
-from hamiltonia.targets.split import RowTarget, component_idata
+from hamiltonia.targets.split import RowTarget
 
 __all__ = [
     "LogisticRegression",
@@ -188,6 +188,12 @@ class LogisticRegression(DeviceData, ClassifierTarget, RowTarget, Target):
         Held-out data for :meth:`predict` (same feature scaling as ``X``).
     """
 
+    row_kernels = (
+        "hamiltonia.targets.logistic_kernel",
+        "logistic_log_prob",
+        "logistic_split_log_prob",
+    )
+
     description = "Bayesian logistic regression, intercept + N(0, alpha^2) prior (alpha = 10)"
     research_field_strength = 0.2
     research_n_steps = 50
@@ -283,24 +289,12 @@ class LogisticRegression(DeviceData, ClassifierTarget, RowTarget, Target):
         _, s = softplus_and_sigmoid(x @ Xt.T)
         return log_likelihood_hvp(Xt, s, v) - self._prec * v
 
-    def numba_kernel(self):
-        from hamiltonia.compiled.targets import NumbaTarget
-        from hamiltonia.targets.logistic_kernel import logistic_log_prob
-
-        return NumbaTarget.build(logistic_log_prob, self._kernel_data(), [self.n_obs, self.dim])
+    def _kernel_sizes(self) -> list[int]:
+        return [self.n_obs, self.dim]
 
     def _kernel_data(self) -> np.ndarray:
         # By columns: the kernel's products then run along the rows (logistic_kernel).
         return np.concatenate([[self._prec], self.y, self._Xt.T.ravel()])
-
-    def split_numba_kernel(self, boundaries):
-        from hamiltonia.compiled.targets import NumbaTarget
-        from hamiltonia.targets.logistic_kernel import logistic_split_log_prob
-
-        idata = component_idata(boundaries, [self.n_obs, self.dim])
-        return NumbaTarget.build(
-            logistic_split_log_prob, self._kernel_data(), idata, components=len(boundaries) - 1
-        )
 
     def predict(self, draws, X=None, *, log_weights=None) -> np.ndarray:
         """Posterior predictive probability :math:`P(y = 1 \\mid x, \\text{data})` per row.

@@ -103,7 +103,7 @@ from hamiltonia.diagnostics.predictive import RegressorTarget
 from hamiltonia.modelling.parameters import element_names
 from hamiltonia.targets.base import Target, check_setting, with_setting
 from hamiltonia.targets.bnn import normalised_weights
-from hamiltonia.targets.split import RowTarget, component_idata
+from hamiltonia.targets.split import RowTarget
 
 __all__ = [
     "ACTIVATIONS",
@@ -216,6 +216,8 @@ class MLPRegression(RegressorTarget, RowTarget, Target):
     y_test : array of shape (M,), optional
         Their targets (needs ``X_test``); with them the target has :meth:`test_metrics`.
     """
+
+    row_kernels = ("hamiltonia.targets.mlp_kernel", "mlp_log_prob", "mlp_split_log_prob")
 
     description = "Fully connected regression network, Gaussian likelihood, N(0, s^2) prior"
     #: Cobb and Jalaian (2021, §5.1): :math:`L = 30` leapfrog steps.
@@ -436,21 +438,6 @@ class MLPRegression(RegressorTarget, RowTarget, Target):
         return {"y": self.y}
 
     # ------------------------------------------------------------------ compiled kernels
-    def numba_kernel(self):
-        from hamiltonia.compiled.targets import NumbaTarget
-        from hamiltonia.targets.mlp_kernel import mlp_log_prob
-
-        return NumbaTarget.build(mlp_log_prob, self._kernel_data(), self._kernel_sizes())
-
-    def split_numba_kernel(self, boundaries):
-        from hamiltonia.compiled.targets import NumbaTarget
-        from hamiltonia.targets.mlp_kernel import mlp_split_log_prob
-
-        idata = component_idata(boundaries, self._kernel_sizes())
-        return NumbaTarget.build(
-            mlp_split_log_prob, self._kernel_data(), idata, components=len(boundaries) - 1
-        )
-
     def _kernel_data(self) -> np.ndarray:
         # X row by row: a block of rows is then one contiguous (rows, d) matrix.
         return np.concatenate([[self.tau, self._prior_prec], self.X.ravel(), self.y])

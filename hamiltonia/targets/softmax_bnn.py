@@ -69,7 +69,7 @@ from hamiltonia._validation import (
 from hamiltonia.targets.base import Target, check_setting, with_setting
 from hamiltonia.targets.bnn import normalised_weights
 from hamiltonia.targets.logistic import safe_name
-from hamiltonia.targets.split import RowTarget, component_idata
+from hamiltonia.targets.split import RowTarget
 
 __all__ = [
     "DEFAULT_HIDDEN",
@@ -207,6 +207,12 @@ class BNNClassifier(RowTarget, Target):
         Held-out data (same feature scaling as ``X``) for :meth:`predict_proba` and
         :meth:`metrics`.
     """
+
+    row_kernels = (
+        "hamiltonia.targets.softmax_bnn_kernel",
+        "softmax_bnn_log_prob",
+        "softmax_bnn_split_log_prob",
+    )
 
     description = "Bayesian neural network classifier, d-H-C tanh + softmax, N(0, 1) prior"
     research_n_steps = 25  # the networks' trajectory length (Mongwe 2022, Table 3.8)
@@ -357,12 +363,6 @@ class BNNClassifier(RowTarget, Target):
         return {"y": self.y}
 
     # ------------------------------------------------------------------ compiled
-    def numba_kernel(self):
-        from hamiltonia.compiled.targets import NumbaTarget
-        from hamiltonia.targets.softmax_bnn_kernel import softmax_bnn_log_prob
-
-        return NumbaTarget.build(softmax_bnn_log_prob, self._kernel_data(), self._kernel_sizes())
-
     def _kernel_data(self) -> np.ndarray:
         # X by columns: the kernel's inner loops then run along contiguous rows.
         return np.concatenate([[self._prior_prec], self.X.T.ravel(), self.y.astype(float)])
@@ -371,16 +371,6 @@ class BNNClassifier(RowTarget, Target):
         from hamiltonia.targets.softmax_bnn_kernel import KERNEL_BLOCK
 
         return [self.n_obs, self.n_features, self.n_hidden, self.n_classes, KERNEL_BLOCK]
-
-    def split_numba_kernel(self, boundaries):
-        from hamiltonia.compiled.targets import NumbaTarget
-        from hamiltonia.targets.softmax_bnn_kernel import softmax_bnn_split_log_prob
-
-        idata = component_idata(boundaries, self._kernel_sizes())
-        return NumbaTarget.build(
-            softmax_bnn_split_log_prob, self._kernel_data(), idata,
-            components=len(boundaries) - 1,
-        )  # fmt: skip
 
     # ------------------------------------------------------------------ prediction
     def _draw_blocks(self, n_draws: int, n_rows: int):

@@ -86,16 +86,43 @@ class RowTarget:
       \\log p(\\omega)` and its gradient, for positions of shape ``(..., D)``. With
       ``(0, N, 1.0)`` it must be the target's ``log_prob_and_grad``, the same floating-point
       operations included, so that one split is the plain target bit for bit;
-    * optionally :meth:`split_numba_kernel`: the compiled form, a
-      :class:`~hamiltonia.compiled.NumbaTarget` with ``components`` set (``None``: the split
-      target then runs on the NumPy path).
+    * for the compiled path, ``row_kernels`` = ``(module, whole, split)``: the names of two
+      kernels of the module, the whole density and the density split into components (see
+      :mod:`hamiltonia.targets.logistic_kernel` for the pattern: both call one row function
+      that holds the maths), with ``_kernel_data()`` (``fdata``) and ``_kernel_sizes()``
+      (the whole kernel's ``idata``). Without them the target runs on the NumPy path.
     """
+
+    #: ``(module, whole kernel, split kernel)``, or ``None``: no compiled form.
+    row_kernels: tuple[str, str, str] | None = None
 
     def rows_log_prob_and_grad(self, x, start: int, stop: int, prior_share: float):
         raise NotImplementedError
 
+    def _row_kernel(self, which: int):
+        import importlib
+
+        return getattr(importlib.import_module(self.row_kernels[0]), self.row_kernels[which])
+
+    def numba_kernel(self):
+        """The whole density's compiled kernel (``None`` without ``row_kernels``)."""
+        if self.row_kernels is None:
+            return None
+        from hamiltonia.compiled.targets import NumbaTarget
+
+        return NumbaTarget.build(self._row_kernel(1), self._kernel_data(), self._kernel_sizes())
+
     def split_numba_kernel(self, boundaries):
-        return None
+        """The kernel of the density split at the row ``boundaries`` into components
+        (``None`` without ``row_kernels``)."""
+        if self.row_kernels is None:
+            return None
+        from hamiltonia.compiled.targets import NumbaTarget
+
+        idata = component_idata(boundaries, self._kernel_sizes())
+        return NumbaTarget.build(
+            self._row_kernel(2), self._kernel_data(), idata, components=len(boundaries) - 1
+        )
 
 
 class SplitTarget(Target):
