@@ -86,6 +86,7 @@ Carlo*, Statistics and Computing 24 (the nested leapfrog).
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 
@@ -219,8 +220,13 @@ def data_split_integrate_kernel(
     k = drifts.shape[0]
     # A private copy: its first entry selects the component, and chains run in parallel.
     sel = idata.copy()
-    # One split: the component is the whole density, whose gradient the state holds.
-    gm = grad if n_comp == 1 else np.empty_like(grad)
+    # One split: the component is the whole density, whose gradient the state holds;
+    # otherwise the chain's workspace, not an allocation per call (a no-U-turn tree calls
+    # once per state).
+    if n_comp == 1:
+        gm = grad
+    else:
+        gm = aux[offset.split_gradient : offset.split_gradient + grad.shape[0]]
     cached = 0 if n_comp == 1 else -1
     lp_m = lp
     n_evals = 0
@@ -399,7 +405,7 @@ class DataSplit(Integrator):
         e = eps[:, None]
 
         def kick_group(g, chains):
-            nonlocal q, p
+            nonlocal p
             for j in range(starts[g], starts[g + 1]):
                 comp = order[:, slots[j]]
                 # A chain that met a non-finite value stops there, as the kernel does.
@@ -462,6 +468,7 @@ class DataSplit(Integrator):
             params=params,
             stats=self.stats(),
             aux=((ORDER, self.n_splits, np.arange(self.n_splits, dtype=np.float64)),),
+            workspace=(("split_gradient", dim),),
             target_components=self.n_splits,
         )
 
@@ -505,12 +512,12 @@ class RandomisedSplit(DataSplit):
             return state  # one order only: no draw (the leapfrog's stream, bit for bit)
         order = np.stack([np.argsort(rng.random(self.n_splits)) for rng in rngs])
         aux = {**state.aux, ORDER: order.astype(np.float64)}
-        return PhaseState(state.q, state.p, state.log_prob, state.grad, aux)
+        return replace(state, aux=aux)
 
     def reverse(self, state):
         # The reversed trajectory runs the subsets in the reversed order.
         order = self._order(state)[:, ::-1].astype(np.float64)
-        return PhaseState(state.q, state.p, state.log_prob, state.grad, {**state.aux, ORDER: order})
+        return replace(state, aux={**state.aux, ORDER: order})
 
     def _extra_kernels(self) -> dict:
         return {"randomise": randomised_order_kernel}

@@ -318,8 +318,9 @@ def _computed(experiment: Experiment) -> tuple[str, ...]:
     an experiment that shows no ESS does not get the mESS computed (a network's chain has
     fewer draws than parameters)."""
     asked = set(experiment.metrics)
-    usual = set(DEFAULT_METRICS) if asked & {"ess", "ess_per_t"} else set(DEFAULT_METRICS) - {
-        "ess", "ess_per_t"}  # fmt: skip
+    usual = set(DEFAULT_METRICS)
+    if not asked & {"ess", "ess_per_t"}:
+        usual -= {"ess", "ess_per_t"}
     return tuple(sorted(usual | asked))
 
 
