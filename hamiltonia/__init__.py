@@ -6,6 +6,7 @@
 """
 
 from hamiltonia import diagnostics, integrators, plots, samplers, targets
+from hamiltonia.diagnostics.checks import SamplingWarning
 from hamiltonia.hamiltonians import (
     EuclideanHamiltonian,
     Hamiltonian,
@@ -34,6 +35,7 @@ from hamiltonia.modelling.parameters import (
     simplex,
     upper,
 )
+from hamiltonia.modelling.predictive import sample_prior_predictive
 from hamiltonia.reducers.base import ImportanceWeights, VarianceReducer
 from hamiltonia.refresh.momentum import FullRefresh, MomentumRefresh, PartialRefresh
 from hamiltonia.results import Result, load
@@ -50,6 +52,7 @@ from hamiltonia.state import ModelError
 from hamiltonia.structures.base import CanonicalStructure, PoissonStructure
 from hamiltonia.structures.magnetic import MagneticStructure, random_field, research_field
 from hamiltonia.targets import Target
+from hamiltonia.targets.base import CompileWarning, RowByRowWarning
 from hamiltonia.targets.model import Model
 from hamiltonia.trajectories.metropolis import (
     MetropolisTrajectory,
@@ -63,6 +66,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "CanonicalStructure",
+    "CompileWarning",
     "DualAveraging",
     "EuclideanHamiltonian",
     "FallbackWarning",
@@ -87,8 +91,10 @@ __all__ = [
     "RandomMassHamiltonian",
     "RandomWalkMetropolis",
     "Result",
+    "RowByRowWarning",
     "RunFileError",
     "Sampler",
+    "SamplingWarning",
     "SeparableShadowHamiltonian",
     "ShadowHamiltonian",
     "Splitting",
@@ -116,6 +122,7 @@ __all__ = [
     "research_field",
     "resume",
     "sample",
+    "sample_prior_predictive",
     "samplers",
     "simplex",
     "targets",

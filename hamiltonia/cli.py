@@ -15,7 +15,9 @@ from __future__ import annotations
 import argparse
 import ast
 import contextlib
+import inspect
 import os
+import re
 import sys
 import textwrap
 import warnings
@@ -27,7 +29,27 @@ class _UsageError(Exception):
     pass
 
 
+class _HelpFormatter(argparse.HelpFormatter):
+    """Every option's help ends with its default (``(default 4)``), as with argparse's
+    ``ArgumentDefaultsHelpFormatter``, except where there is no value to show: a default of
+    ``None`` or ``False`` means "not given", and the option's help says what happens then."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if (
+            "%(default)" in text
+            or not action.option_strings
+            or action.default in (None, False, argparse.SUPPRESS)
+        ):
+            return text
+        return f"{text} (default %(default)s)"
+
+
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", _HelpFormatter)
+        super().__init__(*args, **kwargs)
+
     def error(self, message):
         raise _UsageError(message)
 
@@ -59,7 +81,7 @@ def _checkpoint_argument(parser) -> None:
         default=CHECKPOINT_SECONDS,
         metavar="SECONDS",
         help="seconds between checkpoints of --output, in warm-up as in sampling: a run "
-        "killed loses at most this much work (default %(default)s)",
+        "killed loses at most this much work",
     )
 
 
@@ -105,18 +127,46 @@ def _build_parser() -> argparse.ArgumentParser:
     sub.add_parser("datasets", help="list the data sets: mirrored, cached or missing")
     sp = sub.add_parser("sample", help="run chains on a target and print a summary")
     sp.add_argument("target", help="registered target name (see 'hamiltonia list')")
-    sp.add_argument("--sampler", default="nuts", help="registered sampler name (default nuts)")
-    sp.add_argument("--chains", type=int, default=4)
-    sp.add_argument("--warmup", type=int, default=1000)
+    sp.add_argument("--sampler", default="nuts", help="registered sampler name")
+    sp.add_argument("--chains", type=int, default=4, help="number of chains")
+    sp.add_argument(
+        "--warmup",
+        type=int,
+        default=1000,
+        help="warm-up iterations per chain, which adapt the step size (and metric) and are "
+        "not kept",
+    )
     sp.add_argument("--draws", type=int, default=1000, help="sampling iterations per chain")
-    sp.add_argument("--thin", type=int, default=1, help="keep one iteration in THIN (default 1)")
+    sp.add_argument("--thin", type=int, default=1, help="keep one iteration in THIN")
     sp.add_argument(
         "--save-warmup", action="store_true", help="keep the warm-up draws in --output too"
     )
-    sp.add_argument("--seed", type=int, default=None)
-    sp.add_argument("--step-size", type=float, default=None, help="fixed step size")
-    sp.add_argument("--n-steps", type=int, default=None, help="integration steps per trajectory")
-    sp.add_argument("--target-accept", type=float, default=None)
+    sp.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="seed of the chains' random numbers (default: fresh entropy, recorded in the run)",
+    )
+    sp.add_argument(
+        "--step-size",
+        type=float,
+        default=None,
+        help="fixed step size (default: adapted by dual averaging during warm-up)",
+    )
+    sp.add_argument(
+        "--n-steps",
+        type=int,
+        default=None,
+        help="integration steps per trajectory (default: the sampler's; 15 for hmc, the "
+        "target's research length for the research presets)",
+    )
+    sp.add_argument(
+        "--target-accept",
+        type=float,
+        default=None,
+        help="acceptance statistic the step-size adaptation aims at (default: the sampler's; "
+        "0.8 for hmc and nuts)",
+    )
     sp.add_argument(
         "--option",
         "-O",
@@ -135,7 +185,12 @@ def _build_parser() -> argparse.ArgumentParser:
     _compiled_arguments(sp, "compiled where every part allows it, else the NumPy path with a "
                         "warning naming the part")  # fmt: skip
     _executor_arguments(sp)
-    sp.add_argument("--output", "-o", default=None, help="write the run to this netCDF file")
+    sp.add_argument(
+        "--output",
+        "-o",
+        default=None,
+        help="write the run to this netCDF file, as it is made (default: not written)",
+    )
     sp.add_argument("--overwrite", action="store_true", help="replace an existing --output file")
     _checkpoint_argument(sp)
     sp.add_argument("--no-progress", action="store_true", help="hide the progress bar")
@@ -149,7 +204,7 @@ def _build_parser() -> argparse.ArgumentParser:
     _executor_arguments(rp)
     pp = sub.add_parser("plot", help="draw a diagnostic plot of a run file")
     pp.add_argument("path", help="the run file (netCDF, from --output or Result.save)")
-    pp.add_argument("--kind", default="trace", help="trace, rank, pair or energy (default trace)")
+    pp.add_argument("--kind", default="trace", help="trace, rank, pair or energy")
     pp.add_argument(
         "--var",
         action="append",
@@ -182,9 +237,14 @@ def _reproduce_arguments(sub) -> None:
         "--scale",
         default="small",
         choices=("small", "full"),
-        help="small: minutes on two cores; full: the publication's protocol (default small)",
+        help="small: minutes on two cores; full: the publication's protocol",
     )
-    rp.add_argument("--chains", type=int, default=None, help="override the protocol's chains")
+    rp.add_argument(
+        "--chains",
+        type=int,
+        default=None,
+        help="chains per cell (default: the protocol's at this --scale)",
+    )
     rp.add_argument(
         "--only",
         action="append",
@@ -267,14 +327,112 @@ def _cmd_reproduce(args, out) -> int:
     return 0
 
 
+#: Width of ``hamiltonia list``'s lines: a description longer than the rest of the line
+#: continues on the next, under the descriptions.
+LIST_WIDTH = 100
+
+# Plain-text spellings of the LaTeX in :math:`...` roles (commands without an argument).
+_LATEX_SYMBOLS = {
+    "alpha": "α", "beta": "β", "gamma": "γ", "delta": "δ", "Delta": "Δ", "epsilon": "ε",
+    "varepsilon": "ε", "eta": "η", "theta": "θ", "kappa": "κ", "lambda": "λ", "mu": "μ",
+    "nu": "ν", "pi": "π", "rho": "ρ", "sigma": "σ", "Sigma": "Σ", "tau": "τ", "phi": "φ",
+    "omega": "ω", "Omega": "Ω", "ell": "ℓ", "nabla": "∇", "partial": "∂", "infty": "∞",
+    "sim": "~", "approx": "≈", "le": "≤", "leq": "≤", "ge": "≥", "geq": "≥", "ne": "≠",
+    "times": "×", "cdot": "·", "pm": "±", "leftarrow": "←", "rightarrow": "→", "to": "→",
+    "in": "∈", "mid": "|", "lceil": "⌈", "rceil": "⌉", "lfloor": "⌊", "rfloor": "⌋",
+    "top": "ᵀ", "sum": "Σ", "prod": "Π", "quad": " ", "qquad": " ",
+}  # fmt: skip
+#: Commands whose argument is printed as it is (``\mathcal N`` -> ``N``).
+_LATEX_FONTS = ("mathcal", "mathbb", "mathrm", "mathbf", "operatorname", "text", "textrm")
+_LATEX_ACCENTS = {"hat": "\u0302", "tilde": "\u0303", "bar": "\u0304"}
+_LATEX_GROUP = r"\{([^{}]*)\}"
+
+
+def _latex_text(math: str) -> str:
+    r"""The LaTeX of a ``:math:`` role as plain text: ``\rho`` -> ``ρ``, ``\hat H`` -> ``Ĥ``,
+    ``\sqrt{1 - \rho^2}`` -> ``√(1 - ρ^2)``, ``L_{max}`` -> ``L_max``."""
+
+    def grouped(text: str) -> str:
+        # One token (ρ^2, -1, L) needs no parentheses as an argument, a sum does.
+        return text if re.fullmatch(r"-?[\w.^ᵀ\u0302\u0303']+", text) else f"({text})"
+
+    def symbol(match) -> str:
+        return _LATEX_SYMBOLS.get(match[1], match[0])
+
+    text = re.sub(r"\\[,;:!]", lambda m: "" if m[0] == "\\!" else " ", math)
+    text = re.sub(r"\\([{}])", r"\1", text)
+    text = re.sub(r"\^\\top\b", "ᵀ", text)
+    # A prefix operator: written against its operand, apart from what precedes it.
+    text = re.sub(r"\\(nabla|partial)\s*", lambda m: " " + _LATEX_SYMBOLS[m[1]], text)
+    text = re.sub(r"\\([A-Za-z]+)", symbol, text)
+    font = "|".join(_LATEX_FONTS)
+    text = re.sub(rf"\\(?:{font})\s*(?:{_LATEX_GROUP}|(\w))", lambda m: m[1] or m[2], text)
+    for accent, mark in _LATEX_ACCENTS.items():
+        # \hat H -> H followed by the combining accent (Ĥ).
+        text = re.sub(rf"\\{accent}\s*(?:\{{(\w)\}}|(\w))", rf"\1\2{mark}", text)
+    text = re.sub(rf"\\t?frac\s*{_LATEX_GROUP}\s*{_LATEX_GROUP}",
+                  lambda m: f"{grouped(m[1])}/{grouped(m[2])}", text)  # fmt: skip
+    text = re.sub(rf"\\sqrt\s*{_LATEX_GROUP}", lambda m: "√" + grouped(m[1]), text)
+    text = re.sub(rf"([_^]){_LATEX_GROUP}", lambda m: m[1] + grouped(m[2]), text)
+    text = re.sub(r"\\([A-Za-z]+)", r"\1", text)  # any other command: its name
+    text = re.sub(r"\s+", " ", text.replace("{", "").replace("}", ""))
+    return re.sub(r"([(/\[]) ", r"\1", text).strip()
+
+
+def _plain(text: str) -> str:
+    """reStructuredText inline markup as plain text: roles (``:math:`` spelt out, a
+    cross-reference as its title or last name), ````literals````, emphasis, links and
+    citations."""
+    text = re.sub(r":math:`([^`]*)`", lambda m: _latex_text(m[1]), text)
+    # :class:`~a.b.C` -> C, :func:`a.b.f` -> a.b.f, :meth:`title <a.b.C.m>` -> title.
+    text = re.sub(
+        r":[\w:.-]+:`([^`<]*?)\s*(?:<[^`>]*>)?`",
+        lambda m: m[1].lstrip("!").split(".")[-1] if m[1].startswith(("~", "!~")) else m[1],
+        text,
+    )
+    text = re.sub(r"``(.+?)``", r"\1", text)
+    text = re.sub(r"`([^`<]*?)\s*<[^`>]*>`__?", r"\1", text)  # `title <url>`_
+    text = re.sub(r"`([^`]+)`_*", r"\1", text)
+    text = re.sub(r"\[([\w.-]+)\]_", r"[\1]", text)
+    text = re.sub(r"\*\*(\S(?:.*?\S)?)\*\*", r"\1", text)
+    text = re.sub(r"(?<![\w*])\*(\S(?:.*?\S)?)\*(?![\w*])", r"\1", text)
+    return re.sub(r"\s+", " ", text).strip()
+
+
+#: Words a period ends without ending the sentence.
+_ABBREVIATIONS = ("al", "e.g", "i.e", "cf", "eq", "eqs", "fig", "vs", "approx", "resp")
+
+
+def _first_sentence(doc: str) -> str:
+    """The first sentence of a docstring's first paragraph, as plain text: a description
+    cut at a line's end would stop mid-sentence."""
+    paragraph = _plain(" ".join((doc or "").strip().split("\n\n")[0].split()))
+    depth = 0
+    for i, char in enumerate(paragraph):
+        depth += {"(": 1, "[": 1, ")": -1, "]": -1}.get(char, 0)
+        if char not in ".!?" or depth > 0 or not re.match(r"\s+[A-Z]", paragraph[i + 1 :]):
+            continue
+        word = re.search(r"([\w.]+)$", paragraph[:i])
+        if word and word[1].lower() in _ABBREVIATIONS:
+            continue
+        return paragraph[: i + 1]
+    return paragraph
+
+
 def _cmd_list(out) -> int:
     from hamiltonia import samplers, targets
 
-    for title, table in (("samplers", samplers.describe()), ("targets", targets.describe())):
+    for title, registry in (("samplers", samplers.registry), ("targets", targets.registry)):
         print(f"{title}:", file=out)
-        width = max((len(n) for n in table), default=0)
-        for name, desc in table.items():
-            print(f"  {name:<{width}}  {desc}", file=out)
+        names = registry.names()
+        width = max((len(n) for n in names), default=0)
+        indent = " " * (width + 4)
+        for name in names:
+            text = _first_sentence(inspect.getdoc(registry.factory(name)) or "")
+            line = textwrap.fill(f"  {name:<{width}}  {text}", LIST_WIDTH,
+                                 subsequent_indent=indent, break_on_hyphens=False,
+                                 break_long_words=False)  # fmt: skip
+            print(line.rstrip(), file=out)
     return 0
 
 
@@ -357,10 +515,21 @@ def _executor_arguments(parser) -> None:
         "--executor",
         default=None,
         choices=("threads", "processes", "dask"),
-        help="where the sampling iterations run (default threads, in this process)",
+        help="where the sampling iterations run (default: threads, in this process)",
     )
-    parser.add_argument("--scheduler", default=None, help="a Dask scheduler's address (tcp://...)")
-    parser.add_argument("--workers", type=int, default=None, help="worker processes (--executor)")
+    parser.add_argument(
+        "--scheduler",
+        default=None,
+        help="a Dask scheduler's address (tcp://...); implies --executor dask (default: a "
+        "local cluster for --executor dask)",
+    )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="worker processes of --executor processes (default: one per core) or of the "
+        "local Dask cluster (default: 2)",
+    )
 
 
 def _cmd_resume(args, out) -> int:
@@ -440,6 +609,7 @@ def _print_report(result, target, output, out) -> int:
     import pandas as pd
 
     from hamiltonia.diagnostics.checks import diagnose
+    from hamiltonia.diagnostics.summary import column_format, format_table
     from hamiltonia.results import format_summary
 
     summary = result.summary()
@@ -452,7 +622,9 @@ def _print_report(result, target, output, out) -> int:
             {"mean": summary["mean"], "exact": exact.mean, "mcse": summary["mcse"], "z": z}
         )
         print("\nagainst the exact means (z = (mean - exact) / mcse):", file=out)
-        print(check.round(4).to_string(), file=out)
+        # The mean and the exact mean in the summary's format, to be read side by side.
+        spread = column_format(summary["sd"])
+        print(format_table(check, {"mean": spread, "exact": spread, "z": "{:.2f}"}), file=out)
     if hasattr(target, "test_metrics"):
         try:
             metrics = result.test_metrics()
@@ -528,17 +700,16 @@ def _print_report(result, target, output, out) -> int:
     return 0
 
 
-#: How the columns of a reduction table (hamiltonia.reducers.base.reduction_table) print.
-_REDUCTION_FORMATS = {"eta": "{:.3f}", "ess_pair": "{:,.0f}", "reduction": "{:,.1f}"}
+#: How the columns of a reduction table (hamiltonia.reducers.base.reduction_table) print;
+#: the other columns (estimates) get one format each from their values.
+_REDUCTION_FORMATS = {"eta": "{:.3f}", "ess_pair": "{:.0f}", "reduction": "{:,.1f}"}
 
 
 def _reduction_text(table) -> str:
-    """A plain-against-reduced table as text: estimates to four significant digits."""
-    shown = table.copy()
-    for column in shown.columns:
-        fmt = _REDUCTION_FORMATS.get(column, "{:.4g}")
-        shown[column] = shown[column].map(fmt.format)
-    return shown.to_string()
+    """A plain-against-reduced table as text, one number format per column."""
+    from hamiltonia.diagnostics.summary import format_table
+
+    return format_table(table, _REDUCTION_FORMATS)
 
 
 def _print_pairs(result, out) -> None:

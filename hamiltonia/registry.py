@@ -219,7 +219,10 @@ class Registry:
             if coupled is not None:
                 return coupled
         if not isinstance(name, str) or name not in entries:
-            close = difflib.get_close_matches(str(name), list(entries), n=3, cutoff=0.5)
+            # A name in other capitals ("NUTS") is the likeliest meaning; then near spellings.
+            close = [n for n in entries if n.lower() == str(name).lower()] or (
+                difflib.get_close_matches(str(name), list(entries), n=3, cutoff=0.5)
+            )
             hint = f"; did you mean {' or '.join(map(repr, close))}?" if close else ""
             raise UnknownNameError(
                 f"unknown {self.kind} {name!r}{hint} "

@@ -20,6 +20,53 @@ def test_list(capsys):
     assert "samplers:" in out and "targets:" in out
 
 
+def _listing(out: str) -> dict[str, str]:
+    """``hamiltonia list``'s entries, name to description (its wrapped lines joined)."""
+    entries: dict[str, str] = {}
+    name = None
+    for line in out.splitlines():
+        if not line.startswith("  "):
+            continue  # "samplers:", "targets:"
+        if not line.startswith("   "):
+            name, _, text = line.strip().partition("  ")
+            entries[name] = text.strip()
+        else:
+            entries[name] += " " + line.strip()
+    return entries
+
+
+def test_list_prints_plain_whole_sentences(capsys, monkeypatch):
+    import re
+
+    def recipe(target, **options):
+        """A sampler with :math:`\\hat H` and :math:`\\rho = 0.7` in its first sentence, as
+        in :class:`~hamiltonia.Result` and :func:`hamiltonia.sample`, e.g. ``rho=0.9`` (see
+        Mongwe et al. 2021). A second sentence.
+
+        A second paragraph."""
+
+    monkeypatch.setattr(hm.samplers.registry, "_extra", dict(hm.samplers.registry._extra))
+    hm.samplers.register("zz-test", recipe)
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert max(len(line) for line in out.splitlines()) <= 100
+    # No reStructuredText markup reaches the terminal.
+    for raw in (":math:", "``", "\\", ":class:", ":func:", ":meth:", "`"):
+        assert raw not in out, raw
+    entries = _listing(out)
+    assert entries["zz-test"] == (
+        "A sampler with H\u0302 and \u03c1 = 0.7 in its first sentence, as in Result and "
+        "hamiltonia.sample, e.g. rho=0.9 (see Mongwe et al. 2021)."
+    )
+    # Every description is a whole sentence, not the docstring's first line: ps2hmc's first
+    # sentence runs over three lines of its docstring.
+    assert all(text.endswith(".") for text in entries.values()), entries
+    assert entries["ps2hmc"].endswith("(the thesis's; the PS2HMC paper uses 0.9, rho=0.9).")
+    assert entries["phmc"].endswith("p' = \u03c1 p + \u221a(1 - \u03c1^2) u with \u03c1 = 0.7, "
+                                     "the momentum negated on rejection.")  # fmt: skip
+    assert not re.search(r"[,;:(]$", entries["a-mhmc"])
+
+
 def test_sample_prints_summary_and_writes_the_run(capsys, tmp_path):
     path = tmp_path / "run.nc"
     code = main(
@@ -212,6 +259,52 @@ def _help(command: str) -> str:
 
     sub = _build_parser()._subparsers._group_actions[0].choices[command]
     return " ".join(sub.format_help().split())
+
+
+def test_sample_help_shows_each_option_and_its_default():
+    text = _help("sample")
+    for shown in (
+        "--chains CHAINS number of chains (default 4)",
+        "--warmup WARMUP warm-up iterations per chain",
+        "--draws DRAWS sampling iterations per chain (default 1000)",
+        "--sampler SAMPLER registered sampler name (default nuts)",
+        "--thin THIN keep one iteration in THIN (default 1)",
+        "--seed SEED seed of the chains' random numbers (default: fresh entropy",
+    ):
+        assert shown in text, shown
+    warmup = text.split("--warmup WARMUP warm-up")[1].split("--draws DRAWS sampling")[0]
+    assert "(default 1000)" in warmup
+    # "not given" is not a value: no "(default None)" or "(default False)".
+    assert "(default None)" not in text and "(default False)" not in text
+
+
+#: Options that do nothing unless given (repeatable additions, a mode): no default to state.
+NO_DEFAULT = ("option", "target_option", "only", "var", "docs_page")
+
+
+def _subcommands():
+    from hamiltonia.cli import _build_parser
+
+    choices = _build_parser()._subparsers._group_actions[0].choices
+    return {name: sub for name, sub in choices.items() if name != "bench"}  # bench: its own -h
+
+
+@pytest.mark.parametrize("command", sorted(_subcommands()))
+def test_every_option_has_help_and_a_default_value_is_shown(command):
+    import argparse
+
+    parser = _subcommands()[command]
+    text = " ".join(parser.format_help().split())
+    for action in parser._actions:
+        if not action.option_strings or argparse.SUPPRESS in (action.help, action.default):
+            continue  # positional arguments, -h
+        option = action.option_strings[0]
+        assert action.help, f"{command} {option} has no help"
+        if action.default not in (None, False):
+            assert f"(default {action.default})" in text, f"{command} {option}"
+        elif action.nargs != 0 and not action.required and action.dest not in NO_DEFAULT:
+            # Options without a value to show say what happens when they are not given.
+            assert "default" in action.help, f"{command} {option}"
 
 
 @pytest.mark.parametrize("command", ["sample", "resume"])

@@ -1,4 +1,4 @@
-"""``python -m hamiltonia.bench``."""
+"""``python -m hamiltonia.bench`` (see :func:`hamiltonia.bench.core.main`)."""
 
 import sys
 

@@ -549,9 +549,8 @@ def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="hamiltonia bench",
         description="Benchmark hamiltonia against NumPyro, BlackJAX and mici (those installed). "
-        "'hamiltonia bench checkpoint -h': the cost of checkpoints; 'hamiltonia bench family -h': "
-        "the magnetic, quantum-inspired and shadow samplers against HMC; "
-        "'hamiltonia bench scale -h': many chains on a process pool and on Dask.",
+        + "; ".join(f"'hamiltonia bench {name} -h': {what}" for name, what in SUBCOMMANDS.items())
+        + ".",
     )
     parser.add_argument("--quick", action="store_true", help="few draws: a smoke test")
     parser.add_argument(
@@ -776,29 +775,28 @@ def _baseline_main(args) -> int:
     return 0
 
 
+#: The benchmarks run as ``hamiltonia bench NAME ...``: the module of each, whose ``main``
+#: takes the remaining arguments, and what it measures.
+SUBCOMMANDS = {
+    "checkpoint": "the cost of checkpoints",
+    "family": "the magnetic, quantum-inspired and shadow samplers against HMC",
+    "scale": "many chains on a process pool and on Dask",
+    "split": "split HMC's integrators, memory and subset gradients",
+    "models": "a user's own models against NumPyro, first run included",
+    "adaptation": "pooled against per-chain metric adaptation, ESS per gradient",
+    "postrun": "the work after sampling (diagnostics, the final write) against sampling",
+}
+
+
 def main(argv=None) -> int:
     """``python -m hamiltonia.bench`` / ``hamiltonia bench``: run, print, optionally write.
-    ``hamiltonia bench checkpoint ...`` runs :mod:`hamiltonia.bench.checkpoint` instead, and
-    ``hamiltonia bench family ...`` :mod:`hamiltonia.bench.family`, ``hamiltonia bench scale
-    ...`` :mod:`hamiltonia.bench.scale`, ``hamiltonia bench split ...``
-    :mod:`hamiltonia.bench.split`."""
+    ``hamiltonia bench NAME ...`` runs the benchmark ``hamiltonia.bench.NAME`` instead, for
+    each ``NAME`` of :data:`SUBCOMMANDS`."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] == ["checkpoint"]:
-        from hamiltonia.bench import checkpoint
+    if argv[:1] and argv[0] in SUBCOMMANDS:
+        import importlib
 
-        return checkpoint.main(argv[1:])
-    if argv[:1] == ["scale"]:
-        from hamiltonia.bench import scale
-
-        return scale.main(argv[1:])
-    if argv[:1] == ["family"]:
-        from hamiltonia.bench import family
-
-        return family.main(argv[1:])
-    if argv[:1] == ["split"]:
-        from hamiltonia.bench import split
-
-        return split.main(argv[1:])
+        return importlib.import_module(f"hamiltonia.bench.{argv[0]}").main(argv[1:])
     parser = _build_parser()
     args = parser.parse_args(argv)
     if args.baseline:

@@ -13,7 +13,7 @@ loops, so long runs eventually part ways chaotically, as any two HMC implementat
 Making a part compilable is described in the documentation ("The compiled path").
 """
 
-from hamiltonia.compiled.plan import CompiledPlan, NotCompilable, plan_for
+from hamiltonia.compiled.plan import CompiledPlan, NotCompilable, TargetNotCompiled, plan_for
 from hamiltonia.compiled.targets import LOG_PROB_SIGNATURE, NumbaTarget, compile_log_prob
 
 __all__ = [
@@ -21,6 +21,7 @@ __all__ = [
     "CompiledPlan",
     "NotCompilable",
     "NumbaTarget",
+    "TargetNotCompiled",
     "compile_log_prob",
     "plan_for",
 ]

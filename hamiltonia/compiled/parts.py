@@ -21,6 +21,11 @@ class NotCompilable(Exception):
     """The sampler has a part with no compiled counterpart; the message names it."""
 
 
+class TargetNotCompiled(NotCompilable):
+    """Every part of the sampler compiles but the target has no numba kernel: the NumPy path
+    is the one such a target is written for (autograd, NumPy), not a fallback to warn of."""
+
+
 def normalised_params(params: dict, who: str) -> dict:
     """``params`` with each value in the type its kernels read: an int (from a bool, an int or
     a NumPy integer), a float, or a contiguous float64 array (from an array, list or tuple);

@@ -16,11 +16,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hamiltonia.compiled.parts import NotCompilable, compiled_counterpart
+from hamiltonia.compiled.parts import NotCompilable, TargetNotCompiled, compiled_counterpart
 from hamiltonia.compiled.roles import ROLE_SLOTS, SLOTS, TUNER
 from hamiltonia.compiled.targets import NumbaTarget
 
-__all__ = ["CompiledPlan", "Layout", "NotCompilable", "plan_for"]
+__all__ = ["CompiledPlan", "Layout", "NotCompilable", "TargetNotCompiled", "plan_for"]
 
 
 @dataclass
@@ -174,7 +174,7 @@ def plan_for(sampler, python_target: bool = False, reject_on=()) -> CompiledPlan
 
         kernel = called_back(sampler.target, reject_on)
     if kernel is None:
-        raise NotCompilable(f"target {type(sampler.target).__name__} has no numba kernel")
+        raise TargetNotCompiled(f"target {type(sampler.target).__name__} has no numba kernel")
     if not isinstance(kernel, NumbaTarget):
         raise NotCompilable("numba_kernel() must return a hamiltonia.compiled.NumbaTarget")
     _check_components(sampler, kernel)
@@ -230,7 +230,15 @@ def _composed(layout: Layout):
 
 class CompiledPlan:
     """Runs chunks of iterations of every chain in the composed kernel, one thread per
-    core."""
+    core.
+
+    A sampler whose chains move with parts of their own
+    (:meth:`~hamiltonia.samplers.Sampler.chain_groups`: a metric adapted per chain) is
+    composed once per group of chains, with that group's parts installed
+    (:meth:`~hamiltonia.samplers.Sampler.parts_of`): the groups share the composed kernel
+    (the same parts' kernels, reading the same names) and differ in their parameters'
+    values, which each chain's kernel call is given.
+    """
 
     def __init__(self, sampler, kernel: NumbaTarget):
         import weakref
@@ -243,7 +251,8 @@ class CompiledPlan:
         weakref.finalize(self, callback.release, kernel)
         self.workers = max(1, os.cpu_count() or 1)
         self._pool: ThreadPoolExecutor | None = None
-        self._frozen: Layout | None = None
+        # The compositions of the chains (layout and composed kernel), kept after warm-up.
+        self._frozen: list | None = None
 
     def __enter__(self):
         return self
@@ -263,6 +272,31 @@ class CompiledPlan:
         self.chain_kernel = _composed(layout)
         return layout
 
+    def _compositions(self, n_chains: int) -> list:
+        """``(layout, chain kernel)`` of each chain: one for all, or each group's with its
+        parts installed (the same statistics and auxiliary variables in every group, or
+        ``NotCompilable`` naming what differs)."""
+        groups = getattr(self.sampler, "chain_groups", lambda _: None)(n_chains)
+        if groups is None:
+            layout = self.layout()
+            return [(layout, self.chain_kernel)] * n_chains
+        out: list = [None] * n_chains
+        for group in groups:
+            with self.sampler.parts_of(group):
+                layout = self.layout()
+            for c in group:
+                out[c] = (layout, self.chain_kernel)
+
+        def shape(layout):  # the columns and the places of the auxiliary variables
+            return layout.stats, [entry[:3] for entry in layout.aux], layout.n_aux
+
+        first = shape(out[0][0])
+        if any(shape(layout) != first for layout, _ in out):
+            raise NotCompilable(
+                "the chains' parts lay out different statistics or auxiliary variables"
+            )
+        return out
+
     def run(self, chain, rngs, n_iter: int, adapt: bool, out_q: np.ndarray, out_stats: np.ndarray,
             out_grad: np.ndarray | None = None):  # fmt: skip
         """Advance all chains ``n_iter`` iterations, writing ``out_q[c, :n_iter]`` and
@@ -272,16 +306,18 @@ class CompiledPlan:
 
         During warm-up the layout is rebuilt for every chunk (a tuner may have changed a
         part since); after it, the parts are frozen and the first sampling layout is kept.
+        A sampler whose chains move in groups with parts of their own has a layout per group
+        (:meth:`_compositions`), whose parameters its chains' kernel calls read.
         """
-        if adapt or self._frozen is None:
-            layout = self.layout()
-            self._frozen = None if adapt else layout
-        else:
-            layout = self._frozen
-        from hamiltonia.compiled import callback
-
         phase = chain.phase
         n_chains = phase.q.shape[0]
+        if adapt or self._frozen is None or len(self._frozen) != n_chains:
+            compositions = self._compositions(n_chains)
+            self._frozen = None if adapt else compositions
+        else:
+            compositions = self._frozen
+        layout = compositions[0][0]
+        from hamiltonia.compiled import callback
 
         def own(a):
             return np.array(a, dtype=np.float64, order="C", copy=True)
@@ -300,7 +336,7 @@ class CompiledPlan:
         state = getattr(tuner, "state", None)
         tune_state = own(state) if state is not None else np.zeros((n_chains, 1))
         fn, fdata, idata = self.kernel.function, self.kernel.fdata, self.kernel.idata
-        chain_kernel, PF, PI, rows = self.chain_kernel, layout.PF, layout.PI, layout.scratch_rows
+        rows = layout.scratch_rows
         mirror = self.sampler.reducer.mirrored(n_chains)
         if out_grad is None:
             out_grad = np.empty((n_chains, 0, phase.q.shape[1]))
@@ -308,6 +344,8 @@ class CompiledPlan:
         def one(c):
             if self.calls_python:
                 callback.set_chain(c)
+            own_layout, chain_kernel = compositions[c]
+            PF, PI = own_layout.PF, own_layout.PI
             chain_kernel(
                 q[c], p[c], grad[c], lp[c : c + 1], eps[c : c + 1], aux[c], rngs[c],
                 bool(mirror[c]), n_iter, tuner is not None, tune_state[c], PF, PI, fn, fdata,

@@ -92,7 +92,7 @@ Signatures (one chain; ``q``, ``p``, ``grad``, ``v`` of shape ``(dim,)``):
     proposal does together with the momentum; a no-op by default. [Poisson structure]
 ``weigh(q, p, lp, grad, v, eps, aux, stats, PF, PI, logp, fdata, idata)``
     Record the log importance weight of the retained state in the part's column of
-    ``stats`` (a shadow Hamiltonian's :math:`\tilde H - H`), after every transition; ``v`` is
+    ``stats`` (a shadow Hamiltonian's :math:`\\tilde H - H`), after every transition; ``v`` is
     scratch space; a no-op by default. [Hamiltonian]
 ``refresh(rng, q, p, grad, lp, eps, aux, stats, PF, PI, logp, fdata, idata)``
     The momentum refreshment between trajectories, writing its statistics (a momentum

@@ -6,6 +6,32 @@ After every run :func:`hamiltonia.sample` checks the draws and statistics as Sta
 
 The checks and their thresholds:
 
+``improper``
+    A coordinate that runs away: the log density looks unbounded (or flat without end)
+    along it, an improper posterior (a scale left unconstrained, a missing prior). Judged in
+    the coordinates the sampler moves in (the unconstrained ones of an :class:`hamiltonia.Model`,
+    recovered from its reported values), by :func:`runaways`: a coordinate is named when
+
+    1. its draws go *far*: :math:`|z| \\ge 10^{10}` (:data:`RUNAWAY_MAGNITUDE`), where no
+       posterior HMC could be asked to explore lives, or, for a coordinate mapped through
+       ``exp`` (a positive, bounded or interval parameter), :math:`|z| \\ge 700`
+       (:data:`EXP_EDGE`), past which its value leaves double precision (:math:`e^{709}`
+       overflows, :math:`e^{-745}` underflows), or beyond any number at all (a value pinned
+       on its bound);
+    2. they are not a settled posterior out there: the chains disagree (rank-normalised split
+       :math:`\\hat R` above :data:`R_HAT_MAX`, each chain's halves compared, so that one
+       drifting chain counts) or the far draws spread over a decade or more of magnitude;
+    3. and where they spread over decades, the log density does not fall as they go: the
+       least-squares slope of :math:`\\log p` on :math:`\\log_{10}|z|` over the far draws is
+       above :math:`-`:data:`RUNAWAY_DECAY` nats per decade. A proper density's tail falls
+       faster than :math:`1/|z|`, by :math:`\\ln 10 \\approx 2.3` nats per decade at
+       least; a flat direction gives a slope near 0, an unbounded one a positive slope.
+
+    A posterior at a huge but settled scale (chains that agree within a decade) is not
+    named, nor a proper heavy tail (its log density falls); when nothing is far the check
+    costs the least and greatest draw of each parameter, one pass shared with the checks of
+    frozen chains and fixed values.
+
 ``divergences``
     Any divergent transition after warm-up (Betancourt 2017, *A conceptual introduction to
     Hamiltonian Monte Carlo*, §6.2): the sampler met curvature its step size cannot follow,
@@ -45,12 +71,16 @@ import numpy as np
 __all__ = [
     "COLLAPSE_FACTOR",
     "ESS_PER_CHAIN_MIN",
+    "EXP_EDGE",
     "E_BFMI_MIN",
+    "RUNAWAY_DECAY",
+    "RUNAWAY_MAGNITUDE",
     "R_HAT_MAX",
     "Problem",
     "SamplingWarning",
     "diagnose",
     "e_bfmi",
+    "runaways",
     "warn",
 ]
 
@@ -58,6 +88,15 @@ R_HAT_MAX = 1.01
 ESS_PER_CHAIN_MIN = 100.0
 E_BFMI_MIN = 0.3
 COLLAPSE_FACTOR = 1e3
+#: :math:`|z|` of an unconstrained coordinate from which its draws are *far* (``improper``).
+RUNAWAY_MAGNITUDE = 1e10
+#: :math:`|z|` of a coordinate mapped through ``exp`` from which its value leaves double
+#: precision (``improper``).
+EXP_EDGE = 700.0
+#: Nats per tenfold growth of :math:`|z|` by which the log density must fall over far draws
+#: spread over decades for them to be a proper tail (``improper``); a proper tail falls by
+#: :math:`\ln 10` at least.
+RUNAWAY_DECAY = 1.0
 
 # Parameters named in one message; the rest are counted.
 _NAMED = 5
@@ -75,17 +114,18 @@ class Problem:
     Attributes
     ----------
     check : str
-        Which check found it: ``"divergences"``, ``"r_hat"``, ``"ess_bulk"``,
-        ``"ess_tail"``, ``"e_bfmi"``, ``"step_size"`` or ``"frozen"``.
+        Which check found it: ``"improper"``, ``"divergences"``, ``"r_hat"``,
+        ``"ess_bulk"``, ``"ess_tail"``, ``"e_bfmi"``, ``"step_size"`` or ``"frozen"``.
     message : str
         What a user reads: what was found, the threshold, and what to try.
     value : float
-        The worst value found (count of divergences, largest :math:`\\hat R`, smallest ESS
-        per chain, smallest E-BFMI, largest collapse factor, number of frozen chains).
+        The worst value found (largest :math:`|z|` of a runaway, count of divergences,
+        largest :math:`\\hat R`, smallest ESS per chain, smallest E-BFMI, largest collapse
+        factor, number of frozen chains).
     threshold : float
         The threshold the value crossed.
     where : tuple of str
-        The parameters (``r_hat``, ESS) or chains (``chain 0``...) concerned.
+        The parameters (``improper``, ``r_hat``, ESS) or chains (``chain 0``...) concerned.
     """
 
     check: str
@@ -103,15 +143,127 @@ def e_bfmi(energy: np.ndarray) -> np.ndarray:
         raise ValueError(f"energy must have shape (chains, draws), got {e.shape}")
     if e.shape[1] < 2:
         return np.full(e.shape[0], np.nan)
-    from arviz_stats.base import array_stats
-
     centred = e - e.mean(axis=1, keepdims=True)
     # ArviZ's estimate of energies scaled per chain first: those of a log density near the
     # float limit must not overflow when squared (the ratio does not change).
-    scale = np.max(np.abs(centred), axis=1, keepdims=True)
+    scale = np.maximum(centred.max(axis=1, keepdims=True), -centred.min(axis=1, keepdims=True))
+    centred /= np.where(scale > 0, scale, 1.0)
+    # arviz_stats' bfmi (the mean squared step over the variance), without importing
+    # arviz_stats (a second, at the end of every run), and in place: a long run's energies
+    # are as large as one parameter's draws.
+    steps = np.diff(centred, axis=1)
+    np.square(steps, out=steps)
     with np.errstate(invalid="ignore", divide="ignore"):
-        bfmi = np.asarray(array_stats.bfmi(centred / np.where(scale > 0, scale, 1.0)))
+        bfmi = steps.mean(axis=1) / np.var(centred, axis=1, ddof=1)
     return np.where(scale[:, 0] > 0, bfmi, np.nan)
+
+
+def _coordinates(result):
+    """The draws in the coordinates the sampler moved in, ``(chains, draws, k)``, their
+    names and the :math:`|z|` from which each is far: the draws themselves (far from
+    :data:`RUNAWAY_MAGNITUDE`) for a target that reports its coordinates; for a model with
+    constrained blocks (a target with a ``layout``), the unconstrained coordinates recovered
+    from its reported values, far from :data:`EXP_EDGE` for an elementwise constrained block
+    (its value is ``exp`` of the coordinate, up to a bound and a scale). A value pinned on
+    its bound, where the coordinate went beyond any number, comes back infinite."""
+    draws = result.draws
+    target = getattr(result, "_target", None)
+    # A split target (hamiltonia.targets.split) holds the model as its base.
+    layout = getattr(target, "layout", None) or getattr(
+        getattr(target, "base", None), "layout", None
+    )
+    if layout is None or draws.shape[-1] < layout.size:
+        return draws, tuple(result.names), np.full(draws.shape[-1], RUNAWAY_MAGNITUDE)
+    batch = draws.shape[:-1]
+    values = layout.unflatten(draws[..., : layout.size])
+    parts, names, edges = [], [], []
+    start = 0
+    with np.errstate(all="ignore"):
+        for name, param in layout.params.items():
+            size = param.unconstrained_size
+            parts.append(np.reshape(param.constraint.inverse(values[name]), (*batch, size)))
+            # Identity coordinates are the model's own numbers; an elementwise constraint
+            # maps its coordinate through exp (positive, bounded, interval).
+            identity = param.constraint.description == "real"
+            elementwise = param.constraint.event_ndim == 0
+            edge = EXP_EDGE if elementwise and not identity else RUNAWAY_MAGNITUDE
+            own = layout.names[start : start + param.size]
+            names.extend(own if size == param.size else [name] * size)
+            edges.extend([edge] * size)
+            start += param.size
+    return np.concatenate(parts, axis=-1), tuple(names), np.asarray(edges)
+
+
+def _runs_away(z: np.ndarray, edge: float, lp) -> bool:
+    """Whether the draws ``z`` ``(chains, draws)`` of one coordinate, some of them far (at
+    least ``edge`` in magnitude), run away (criteria 2 and 3 of the ``improper`` check)."""
+    from hamiltonia.diagnostics.estimators import _Quantity
+
+    magnitude = np.abs(z)
+    far = magnitude >= edge
+    out = magnitude[far]
+    if not np.all(np.isfinite(out)):
+        return True  # beyond any number: no proper posterior goes there
+    decades = float(np.log10(out.max() / out.min()))
+    if decades < 1.0:
+        # Around one magnitude: settled if the chains agree there (each chain's halves too).
+        if z.shape[1] < 4:
+            return True
+        return not _Quantity(np.ascontiguousarray(z, dtype=float)).rhat() <= R_HAT_MAX
+    if lp is None:
+        return True
+    u, v = np.log10(out), np.asarray(lp, dtype=float)[far]
+    keep = np.isfinite(v)
+    u, v = u[keep], v[keep]
+    if u.size < 2 or np.ptp(u) == 0:
+        return True
+    slope = np.sum((u - u.mean()) * (v - v.mean())) / np.sum((u - u.mean()) ** 2)
+    return not slope <= -RUNAWAY_DECAY
+
+
+def runaways(result, extremes=None) -> Problem | None:
+    """The ``improper`` problem of ``result`` (module docstring), or ``None``: the
+    coordinates that run away, the log density looking unbounded or flat along them.
+    ``extremes``: :func:`~hamiltonia.diagnostics.estimators.extremes` of the draws, when
+    already computed."""
+    if result.n_draws == 0:
+        return None
+    z, names, edges = _coordinates(result)
+    if z is not result.draws or extremes is None:
+        from hamiltonia.diagnostics.estimators import extremes as extremes_of
+
+        # One pass over the draws: nothing is far in a healthy run, and the check then
+        # costs no more.
+        extremes = extremes_of(z)
+    low, high, _ = extremes
+    reach = np.maximum(high.max(axis=0), -low.min(axis=0))  # NaN draws are not far
+    candidates = np.flatnonzero(reach >= edges)
+    if not candidates.size:
+        return None
+    lp = result.stats.get("lp")
+    found = [j for j in candidates if _runs_away(z[..., j], edges[j], lp)]
+    if not found:
+        return None
+    # One name per parameter (a block's coordinates may share it), farthest first.
+    worst: dict[str, float] = {}
+    for j in sorted(found, key=lambda j: -np.nan_to_num(reach[j], nan=np.inf)):
+        value = float(np.nan_to_num(reach[j], nan=np.inf))
+        worst.setdefault(names[j], value)
+    where = tuple(worst)
+    largest = max(worst.values())
+    threshold = float(min(edges[j] for j in found))
+    return Problem(
+        "improper",
+        f"the log density looks unbounded (an improper posterior): {_list(where)} ran away "
+        f"to {largest:.3g} in the unconstrained space, beyond {threshold:g}, where no proper "
+        "posterior puts its mass, without settling there. Give "
+        f"{'it' if len(where) == 1 else 'them'} a proper prior or the right constraint (a "
+        "scale needs hm.positive() and a prior), or look for a term missing from the log "
+        "density.",
+        largest,
+        threshold,
+        where,
+    )
 
 
 def _list(names) -> str:
@@ -126,13 +278,27 @@ def _chains(indices) -> tuple:
 
 def diagnose(result, summary=None) -> list[Problem]:
     """The problems of ``result`` (a :class:`hamiltonia.Result`), worst first within each
-    check; an empty list for a healthy run. ``summary`` is ``result.summary()`` when already
-    computed (the ESS and :math:`\\hat R` are read from it)."""
+    check, a runaway (an improper posterior) first; an empty list for a healthy run.
+
+    The ESS and :math:`\\hat R` are read from ``summary`` (a table with the columns
+    ``r_hat``, ``ess_bulk`` and ``ess_tail`` and one row per parameter, as
+    ``result.summary()``) when given, else computed alone, without the rest of the table,
+    each value exact or a bound on the right side of its threshold that decides the check as
+    the exact value would (:func:`~hamiltonia.diagnostics.estimators.screened_convergence`):
+    the values a problem reports are exact."""
     problems: list[Problem] = []
     chains, n = result.n_chains, result.n_draws
     stats = result.stats
     if n == 0:
         return problems
+
+    from hamiltonia.diagnostics.estimators import extremes
+
+    # One pass over the draws for the frozen chains, the fixed values and the runaways.
+    least, most, has_nan = extremes(result.draws)
+    improper = runaways(result, (least, most, has_nan))
+    if improper is not None:
+        problems.append(improper)
 
     diverging = np.asarray(stats.get("diverging", np.zeros((chains, n))), dtype=bool)
     count = int(diverging.sum())
@@ -151,7 +317,8 @@ def diagnose(result, summary=None) -> list[Problem]:
             )
         )
 
-    frozen = np.flatnonzero(np.all(result.draws == result.draws[:, :1], axis=(1, 2)))
+    # Every draw equal to the chain's first: no NaN, and least and greatest equal.
+    frozen = np.flatnonzero(np.all((least == most) & ~has_nan, axis=1))
     if n > 1 and frozen.size:
         problems.append(
             Problem(
@@ -209,16 +376,19 @@ def diagnose(result, summary=None) -> list[Problem]:
 
     if n < 4:  # split R-hat and ESS need at least two halves of two draws
         return problems
-    if summary is None:
-        summary = result.summary()
-    names = [str(i) for i in summary.index]
+    if summary is not None:
+        names = [str(i) for i in summary.index]
+        table = {c: np.asarray(summary[c], dtype=float) for c in ("r_hat", "ess_bulk", "ess_tail")}
+    else:
+        names = [str(i) for i in result.names]
+        table = _convergence(result)
     # A value equal in every draw of every chain is fixed by the model (the first entry of
     # a Cholesky factor of a correlation matrix), not a sampling problem; a chain that
     # never moved is reported above.
     fixed = np.zeros(len(names), dtype=bool)
     if result.draws.shape[-1] == len(names):
-        fixed = np.all(result.draws == result.draws[:1, :1], axis=(0, 1))
-    r_hat = np.where(fixed, 1.0, np.asarray(summary["r_hat"], dtype=float))
+        fixed = (least.min(axis=0) == most.max(axis=0)) & ~has_nan.any(axis=0)
+    r_hat = np.where(fixed, 1.0, table["r_hat"])
     high = np.flatnonzero(~(r_hat <= R_HAT_MAX))
     if high.size:
         # A chain that never moved gives no within-chain variance: R-hat is nan or inf.
@@ -237,7 +407,7 @@ def diagnose(result, summary=None) -> list[Problem]:
             )
         )
     for column in ("ess_bulk", "ess_tail"):
-        per_chain = np.where(fixed, np.inf, np.asarray(summary[column], dtype=float) / chains)
+        per_chain = np.where(fixed, np.inf, table[column] / chains)
         low = np.flatnonzero(~(per_chain >= ESS_PER_CHAIN_MIN))
         if low.size:
             per_chain = np.where(np.isnan(per_chain), 0.0, per_chain)
@@ -258,6 +428,26 @@ def diagnose(result, summary=None) -> list[Problem]:
                 )
             )
     return problems
+
+
+def _convergence(result) -> dict:
+    """``r_hat``, ``ess_bulk``, ``ess_tail`` per parameter as the checks need them: exact,
+    or a bound on the right side of its threshold (the result's own, where it is a
+    :class:`hamiltonia.Result`, else as its summary would give them)."""
+    own = getattr(result, "_convergence", None)
+    if own is not None:
+        return own(decide=(R_HAT_MAX, ESS_PER_CHAIN_MIN))
+    from hamiltonia.diagnostics.estimators import kish_ess, screened_convergence
+
+    factor = 1.0
+    if result.log_weights is not None:
+        factor = kish_ess(result.log_weights) / result.log_weights.size
+    table, _ = screened_convergence(
+        result.draws, R_HAT_MAX, ESS_PER_CHAIN_MIN * result.n_chains / factor
+    )
+    for column in ("ess_bulk", "ess_tail"):
+        table[column] = table[column] * factor
+    return table
 
 
 def warn(problems, stacklevel: int = 2) -> None:

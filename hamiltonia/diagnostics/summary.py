@@ -13,7 +13,9 @@ from hamiltonia.diagnostics.estimators import weighted_mean
 __all__ = [
     "DEFAULT_QUANTILES",
     "check_quantiles",
+    "column_format",
     "format_summary",
+    "format_table",
     "quantile_label",
     "summary_table",
     "weighted_quantiles",
@@ -76,8 +78,9 @@ def _summary_table(draws, names, log_weights, quantiles):
     # Without Bessel's correction, as arviz_stats.summary's sd.
     sd = np.sqrt(np.maximum(weighted_mean((draws - mean) ** 2, log_weights), 0.0))
     qs = weighted_quantiles(draws, log_weights, (0.5, *quantiles))
-    ess_bulk = estimators.ess(draws, "bulk")
-    ess_tail = estimators.ess(draws, "tail")
+    # One sort of each parameter's draws serves R-hat and both ESS.
+    rank = estimators.convergence(draws)
+    ess_bulk, ess_tail = rank["ess_bulk"], rank["ess_tail"]
     if log_weights is None:
         mcse = estimators.mcse(draws, "mean")
     else:
@@ -89,21 +92,73 @@ def _summary_table(draws, names, log_weights, quantiles):
     columns = {"mean": mean, "sd": sd, "median": qs[0]}
     columns.update({quantile_label(q): qs[k + 1] for k, q in enumerate(quantiles)})
     columns.update(
-        {"mcse": mcse, "ess_bulk": ess_bulk, "ess_tail": ess_tail, "r_hat": estimators.rhat(draws)}
+        {"mcse": mcse, "ess_bulk": ess_bulk, "ess_tail": ess_tail, "r_hat": rank["r_hat"]}
     )
     return pd.DataFrame(columns, index=pd.Index(names, name="parameter"))
 
 
-def format_summary(table) -> str:
-    """A summary table as text rounded for reading: ESS as whole numbers, :math:`\\hat R`
-    to two decimals, the estimates to four significant digits."""
+#: Significant digits of a column's typical value (the median magnitude of its finite,
+#: nonzero values) that :func:`column_format` keeps.
+SIGNIFICANT_DIGITS = 4
+#: Fewest decimals of an estimate column, as ArviZ's ``summary(round_to=2)``.
+MIN_DECIMALS = 2
+
+
+def column_format(values) -> str:
+    """One format specification for a whole column of estimates (``"{:.4f}"``, ``"{:.3e}"``).
+
+    Fixed decimals, as ArviZ and NumPyro print their summaries, with the number of decimals
+    chosen from the column's typical magnitude (the median of its finite nonzero absolute
+    values) so that a typical value shows :data:`SIGNIFICANT_DIGITS` significant digits,
+    and never fewer than :data:`MIN_DECIMALS`; a column whose typical value is below
+    ``1e-4`` or of ``1e8`` or more is in scientific notation throughout. Every value of the
+    column is then printed the same way: a column of means is never a mix of ``1.2e-05``
+    and ``3.4``, and its decimal points line up.
+    """
+    v = np.abs(np.asarray(values, dtype=float).ravel())
+    v = v[np.isfinite(v) & (v > 0)]
+    if v.size == 0:
+        return f"{{:.{MIN_DECIMALS}f}}"
+    exponent = int(np.floor(np.log10(np.median(v))))
+    if exponent < -4 or exponent >= 8:
+        return f"{{:.{SIGNIFICANT_DIGITS - 1}e}}"
+    return f"{{:.{max(MIN_DECIMALS, SIGNIFICANT_DIGITS - 1 - exponent)}f}}"
+
+
+def _format_value(fmt: str, value) -> str:
+    value = float(value)
+    # nan and inf in a column of numbers read as such ("nan", "inf", "-inf").
+    return fmt.format(value) if np.isfinite(value) else str(value)
+
+
+def format_table(table, formats: dict | None = None) -> str:
+    """``table`` (a pandas DataFrame of numbers) as text with one format per column: the
+    format of ``formats[column]`` where given (``"{:.0f}"``), else :func:`column_format`
+    of the column's values."""
     shown = table.copy()
     for column in shown.columns:
-        values = shown[column]
-        if column.startswith("ess"):
-            shown[column] = values.map(lambda v: f"{v:,.0f}" if np.isfinite(v) else "nan")
-        elif column == "r_hat":
-            shown[column] = values.map(lambda v: f"{v:.2f}")
-        else:
-            shown[column] = values.map(lambda v: f"{v:.4g}")
+        values = shown[column].to_numpy(dtype=float)
+        fmt = (formats or {}).get(column) or column_format(values)
+        shown[column] = [_format_value(fmt, v) for v in values]
     return shown.to_string()
+
+
+def format_summary(table) -> str:
+    """A summary table (:func:`summary_table`) as text rounded for reading, one format per
+    column as ArviZ and NumPyro print theirs: ESS as whole numbers, :math:`\\hat R` to two
+    decimals, fixed decimals for the estimates (:func:`column_format`).
+
+    The mean, sd, median and quantiles share the decimals that suit the sd column: they are
+    in the parameters' units, and digits far below the posterior's spread carry nothing (a
+    mean of ``-0.0000051`` beside an sd of ``1.4`` prints as ``-0.000``, as ArviZ rounds it).
+    The MCSE, a much smaller number, gets its own.
+    """
+    formats = {c: "{:.0f}" for c in table.columns if str(c).startswith("ess")}
+    if "r_hat" in table.columns:
+        formats["r_hat"] = "{:.2f}"
+    if "sd" in table.columns:
+        spread = column_format(table["sd"])
+        for column in table.columns:
+            if column in ("mean", "sd", "median") or str(column).endswith("%"):
+                formats[column] = spread
+    return format_table(table, formats)

@@ -44,6 +44,7 @@ __all__ = [
     "positive",
     "real",
     "simplex",
+    "split_blocks",
     "upper",
 ]
 
@@ -108,6 +109,18 @@ class Param:
     @property
     def unconstrained_size(self) -> int:
         return int(np.prod(self.unconstrained_shape, dtype=int))
+
+
+def split_blocks(draws: np.ndarray, blocks) -> dict:
+    """Flat draws ``(chains, draws, size)`` as one array per named block, ``(chains, draws)
+    + shape``, in the order of ``blocks`` (``[name, shape, dims]`` triples, as
+    :attr:`hamiltonia.Target.blocks` lists them): the ArviZ variables of a run's draws."""
+    out, start = {}, 0
+    for name, shape, _ in blocks:
+        size = int(np.prod(shape, dtype=int))
+        out[name] = draws[..., start : start + size].reshape(draws.shape[:2] + tuple(shape))
+        start += size
+    return out
 
 
 def real(shape=(), *, dims=None) -> Param:

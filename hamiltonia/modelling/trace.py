@@ -108,7 +108,7 @@ _WAY_OUT = (
     "every point. Write a branch as np.where(condition, a, b) (both sides are computed and "
     "the condition picks, elementwise), keep parameters as autograd.numpy values (no "
     "float(), int() or .item() of one, no indexing by one), or use the autograd backend "
-    "(the default), which runs any Python"
+    "(backend='autograd'), which runs any Python"
 )
 
 _BRANCH = (

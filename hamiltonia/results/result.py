@@ -23,6 +23,9 @@ __all__ = ["DEFAULT_QUANTILES", "Result", "format_summary", "load"]
 _LOG_WEIGHT = "log_weight"
 #: The sample_stats variable of the gradients of the log density at the draws.
 _GRADIENT = "gradient"
+#: The ArviZ groups of predictive draws a run may hold (hamiltonia.modelling.predictive).
+PREDICTIVE_GROUPS = ("prior", "prior_predictive", "posterior_predictive")
+
 #: Most numbers (chains x draws x observations) the log_likelihood group holds unasked.
 LOG_LIKELIHOOD_MAX_VALUES = 50_000_000
 
@@ -75,8 +78,12 @@ class Result:
     attrs: dict = field(default_factory=dict)
     _target: object = field(default=None, repr=False, compare=False)
     _summary: tuple = field(default=None, repr=False, compare=False)
+    _rank_diagnostics: tuple = field(default=None, repr=False, compare=False)
     _log_likelihood: dict | None = field(default=None, repr=False, compare=False)
     _observed: dict | None = field(default=None, repr=False, compare=False)
+    #: The predictive groups drawn for this run (``prior``, ``prior_predictive``,
+    #: ``posterior_predictive``), by group then variable: written by :meth:`to_datatree`.
+    _predictive: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def n_chains(self) -> int:
@@ -110,22 +117,73 @@ class Result:
 
     def get_target(self):
         """The target this run sampled: the object itself within the session, or, for a run
-        loaded from a file, the registered target rebuilt from its name and parameters."""
+        loaded from a file, the registered target rebuilt from its name and parameters (a
+        user's model cannot be rebuilt from a file: give it to :func:`load` as ``target=``)."""
         if self._target is None:
             from hamiltonia import targets
 
+            if self.target not in targets.names():
+                raise ValueError(
+                    f"this run sampled {self.target!r}, which is not a registered target and "
+                    "cannot be rebuilt from the file: load it with its model, "
+                    "hm.load(path, target=model)"
+                )
             params = self.attrs.get("target_params", {}) or {}
             self._target = targets.get(self.target, **params)
         return self._target
 
-    def predict(self, X=None):
-        """Posterior predictive of the target for rows ``X`` (its test split by default),
+    def predict(self, X=None, *, seed=None):
+        """The posterior predictive.
+
+        For a target with a ``predict`` method (the data sets' regressions and
+        classifiers): its prediction for rows ``X`` (its test split by default),
         importance weights applied: probabilities for classifiers, the predictive mean for
-        regressions. Needs a target with a ``predict`` method."""
+        regressions. For a model that simulates its observations (``Model(...,
+        simulate=fn)``): :meth:`sample_posterior_predictive` with ``seed``."""
         target = self.get_target()
-        if not hasattr(target, "predict"):
-            raise TypeError(f"target {self.target!r} has no posterior predictive")
-        return target.predict(self.draws, X, log_weights=self.log_weights)
+        if hasattr(target, "predict"):
+            return target.predict(self.draws, X, log_weights=self.log_weights)
+        if X is not None:
+            raise TypeError(f"target {self.target!r} predicts no new rows X")
+        return self.sample_posterior_predictive(seed)
+
+    def sample_posterior_predictive(self, seed=None) -> dict:
+        """One simulated data set per draw, :math:`\\tilde y^{(c,s)} \\sim p(y \\mid
+        \\theta^{(c,s)})`, by observed variable, shape ``(chains, draws, ...)``; kept as the
+        run's ``posterior_predictive`` group (:meth:`to_datatree`, :meth:`save`).
+
+        Chain ``c`` draws with its own generator spawned from ``seed``; ``seed=None``
+        derives them from the run's seed, so the same run gives the same predictive draws
+        (:mod:`hamiltonia.modelling.predictive`). Needs a target that simulates its
+        observations (``Model(..., simulate=fn)``).
+        """
+        from hamiltonia.modelling.predictive import chain_generators
+
+        target = self.get_target()
+        entropy = self.attrs.get("seed_entropy") if seed is None else None
+        rngs = chain_generators(seed, self.n_chains, run_entropy=entropy)
+        values = target.simulate_observations(self.draws, rngs)
+        if values is None:
+            raise TypeError(
+                f"target {self.target!r} does not simulate its observations: give "
+                "Model(..., simulate=fn), fn(params, rng) returning the observations by name"
+            )
+        self._predictive["posterior_predictive"] = values
+        return values
+
+    def sample_prior_predictive(self, draws: int | None = None, seed=None) -> dict:
+        """Draws of the prior and, where the target simulates its observations, of the
+        prior predictive, kept as the run's ``prior`` and ``prior_predictive`` groups:
+        :func:`hamiltonia.sample_prior_predictive` with as many chains as the run and
+        ``draws`` per chain (default the run's). Returns the ``prior_predictive`` group (by
+        variable)."""
+        from hamiltonia.modelling.predictive import prior_predictive_groups
+
+        entropy = self.attrs.get("seed_entropy") if seed is None else None
+        groups = prior_predictive_groups(self.get_target(), self.n_draws if draws is None
+                                         else draws, self.n_chains, seed, entropy)  # fmt: skip
+        self._predictive.update(groups)
+        return groups.get("prior_predictive", {})
 
     def test_metrics(self) -> dict[str, float]:
         """Predictive metrics on the target's test split (accuracy, ROC AUC, precision,
@@ -176,7 +234,46 @@ class Result:
         empty for a healthy run. :func:`hamiltonia.sample` warns with the same messages."""
         from hamiltonia.diagnostics.checks import diagnose
 
-        return diagnose(self, self.summary())
+        return diagnose(self)
+
+    def _convergence(self, decide: tuple | None = None) -> dict:
+        """``r_hat``, ``ess_bulk`` and ``ess_tail`` per parameter, the columns of
+        :meth:`summary` that :meth:`diagnose` reads: taken from the summary where it is
+        computed, else computed alone (:func:`~hamiltonia.diagnostics.estimators.convergence`:
+        one sort of each parameter's draws for the three, without the rest of the table) and
+        kept for the same draws. Weighted draws get the summary's Kish factor.
+
+        ``decide=(r_hat_max, ess_per_chain_min)``, for the checks of a finished run: where
+        no exact values are kept, an :math:`\\hat R` or bulk ESS may instead be a bound on the
+        right side of its threshold, which decides the check as the exact value would
+        (:func:`~hamiltonia.diagnostics.estimators.screened_convergence`, a few passes over
+        the draws instead of a sort); those the checks flag are exact.
+        """
+        key = (id(self.draws), self.draws.shape, id(self.log_weights))
+        if self._summary is not None and self._summary[0][:3] == key:
+            table = self._summary[1].iloc[: self.dim]
+            return {c: table[c].to_numpy(dtype=float) for c in ("r_hat", "ess_bulk", "ess_tail")}
+        factor = 1.0
+        if self.log_weights is not None:
+            factor = diagnostics.kish_ess(self.log_weights) / self.log_weights.size
+        exact = self._rank_diagnostics is not None and self._rank_diagnostics[0] == key
+        if decide is not None and not exact:
+            from hamiltonia.diagnostics.estimators import screened_convergence
+
+            r_hat_max, per_chain = decide
+            ess_min = per_chain * self.n_chains / factor
+            table, _ = screened_convergence(self.draws, r_hat_max, ess_min)
+        elif exact:
+            table = self._rank_diagnostics[1]
+        else:
+            from hamiltonia.diagnostics.estimators import convergence
+
+            table = convergence(self.draws)
+            self._rank_diagnostics = (key, table)
+        table = {k: np.array(v, dtype=float, copy=True) for k, v in table.items()}
+        table["ess_bulk"] = table["ess_bulk"] * factor
+        table["ess_tail"] = table["ess_tail"] * factor
+        return table
 
     def summary(self, quantiles=None, *, lp: bool = False, per_chain: bool = False):
         """A table (pandas DataFrame) with one row per parameter.
@@ -245,12 +342,9 @@ class Result:
         blocks = self.attrs.get("blocks")
         if not blocks:
             return {name: draws[..., i] for i, name in enumerate(self.names)}
-        out, start = {}, 0
-        for name, shape, _ in blocks:
-            size = int(np.prod(shape, dtype=int))
-            out[name] = draws[..., start : start + size].reshape(draws.shape[:2] + tuple(shape))
-            start += size
-        return out
+        from hamiltonia.modelling.parameters import split_blocks
+
+        return split_blocks(draws, blocks)
 
     def _dims(self, dims=None) -> dict:
         out = {}
@@ -333,6 +427,7 @@ class Result:
         observed = self._observed_data()
         if observed:
             data["observed_data"] = observed
+        data.update(self._predictive)
         all_coords = dict(self.attrs.get("coords") or {})
         all_coords.update(coords or {})
         with warnings.catch_warnings():
@@ -414,6 +509,11 @@ class Result:
         if "observed_data" in tree.children:
             od = tree["observed_data"]
             self._observed = {k: np.asarray(od[k].values) for k in od.data_vars}
+        for group in PREDICTIVE_GROUPS:
+            if group in tree.children:
+                values = tree[group]
+                self._predictive[group] = {k: np.asarray(values[k].values)
+                                           for k in values.data_vars}  # fmt: skip
 
     @classmethod
     def _from_foreign(cls, tree) -> Result:
@@ -512,11 +612,34 @@ def _warmup_groups(tree, names, blocks) -> dict:
     }
 
 
-def load(path) -> Result:
+def load(path, *, target=None) -> Result:
     """Read a run written by :meth:`Result.save` or :func:`hamiltonia.sample`; a run still
     going on or interrupted is read from its checkpoints (``path.partial``, see
     :mod:`hamiltonia.results.runfile`), with ``attrs["complete"]`` false. A file that is not a
-    readable run raises :class:`~hamiltonia.results.runfile.RunFileError` naming it."""
+    readable run raises :class:`~hamiltonia.results.runfile.RunFileError` naming it.
+
+    ``target`` is the run's target, for a run of a user's model (which a file cannot
+    rebuild): its log likelihood, predictive draws and prediction then work on the loaded
+    run. A registered target is rebuilt from the file when first needed."""
+    result = _load(path)
+    if target is not None:
+        _check_target_matches(result, target)
+        result._target = target
+    return result
+
+
+def _check_target_matches(result: Result, target) -> None:
+    """Refuse, naming both, a ``target`` whose reported parameters are not the run's."""
+    names = tuple(getattr(target, "reported_names", ()))
+    if names != tuple(result.names):
+        raise ValueError(
+            f"target= reports {len(names)} values ({', '.join(names[:4])}...) but the run "
+            f"holds {len(result.names)} ({', '.join(result.names[:4])}...): it is not the "
+            "model this run sampled"
+        )
+
+
+def _load(path) -> Result:
     import xarray as xr
 
     from hamiltonia.results.runfile import RunFileError, partial_dir, read_partial

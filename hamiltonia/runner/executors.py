@@ -10,6 +10,13 @@ density, gradient, auxiliary variables, step size and generator state, with the 
 metric. A chain's iterations depend on nothing else, so every executor gives the draws of the
 in-process run, bit for bit.
 
+With per-chain adaptation (``adapt_metric="per-chain"``: every tuner adapts each chain on its
+own draws) no barrier joins the chains: after the step-size search in the calling process,
+each task warms its own chains up (the rows of the tuners' state that are theirs,
+:meth:`~hamiltonia.tuners.Tuner.take_chains`) and samples them, and returns its kept warm-up
+draws and adapted metrics with its draws. A task checkpoints from its first draw on; one
+started again before that warms up again from the state it was given, to the same draws.
+
 A task checkpoints its draws and its chain state as a run file
 (:mod:`hamiltonia.results.runfile`) in a folder every worker can read (``output.tasks`` beside the
 output, or a temporary folder of the calling machine for a run without ``output``; removed
@@ -104,6 +111,24 @@ class ChainTask:
         As in :func:`hamiltonia.sample`.
     backend : str
         The array backend of the run.
+    warmup : int
+        The run's warm-up iterations, for a task that warms its chains up (per-chain
+        adaptation: ``sampler`` holds its tuners, their state that of every chain of the
+        run); 0 for a task that samples from the state after warm-up.
+    warm_from : int
+        The warm-up iterations ``state`` has made (a run resumed in warm-up).
+    save_warmup : bool
+        Record the warm-up iterations, and return the kept ones.
+    warm_first : int
+        The warm-up iteration the first recorded one is (the start of the unfinished thinning
+        group of a run resumed in warm-up).
+    warm_tail : dict, optional
+        The statistics of that group's iterations made before, by name, one row per chain of
+        the task.
+    previous : dict, optional
+        The kept draws its chains made before ``state`` (a run resumed in sampling):
+        ``draws``, ``stats``, ``log_weights`` and ``gradients``, one row per chain of the
+        task; the task goes on from there.
     """
 
     index: int
@@ -118,6 +143,22 @@ class ChainTask:
     checkpoint_seconds: float
     reject_on: tuple = ()
     backend: str = "numpy"
+    warmup: int = 0
+    warm_from: int = 0
+    save_warmup: bool = False
+    warm_first: int = 0
+    warm_tail: dict | None = None
+    previous: dict | None = None
+
+    @property
+    def warm_span(self) -> int:
+        """The warm-up iterations the task makes (0 for one that samples only)."""
+        return self.warmup - self.warm_from if self.warmup else 0
+
+    @property
+    def iterations(self) -> int:
+        """The iterations the task makes: its warm-up and its ``draws * thin``."""
+        return self.warm_span + self.draws * self.thin
 
     @property
     def checkpoint_path(self) -> Path | None:
@@ -160,22 +201,32 @@ def run_chain_task(task: ChainTask) -> dict:
 
 
 def _run_chain_task(task: ChainTask) -> dict:
-    """Run one task (on a worker): its chains' sampling iterations, checkpointed, continuing
-    from its last checkpoint where one exists. Returns the draws, statistics, log weights
-    and gradients of its chains, the draw it continued from (0: from warm-up's end) and the
-    number of checkpoints it wrote."""
+    """Run one task (on a worker): its chains' warm-up where it makes it and their sampling
+    iterations, checkpointed, continuing from its last checkpoint where one exists. Returns
+    the draws, statistics, log weights and gradients of its chains, the draw it continued
+    from (0: from warm-up's end), the number of checkpoints it wrote, and, for a task that
+    warmed up, its kept warm-up draws (``warmup``), its chains' adapted metrics
+    (``chain_metrics``) and the seconds its warm-up took."""
     from tqdm.auto import tqdm
 
     from hamiltonia.results import Result
     from hamiltonia.results.runfile import RunFile
     from hamiltonia.runner import loop, resume_state
+    from hamiltonia.runner.recording import WarmupDraws
 
     smp, target = task.sampler, task.target
-    smp.tuners = []  # warm-up is over: the parts are frozen
     rngs = [np.random.Generator(np.random.PCG64()) for _ in task.chains]
     part = _checkpointed(task)
+    # A checkpoint is written from the first draw on: a task continued from one is past its
+    # warm-up.
+    warming = task.warm_span > 0 and part is None
+    if not warming:
+        smp.tuners = []  # warm-up is over: the parts are frozen
     info = task.state if part is None else part.manifest["chain_state"]
     state = resume_state.restore(smp, info, rngs)
+    if warming:
+        for tuner in smp.tuners:  # their state holds every chain of the run
+            tuner.take_chains(task.chains, rngs)
     run_file = None
     if task.checkpoint_path is not None:
         folder = task.checkpoint_path.parent
@@ -193,18 +244,36 @@ def _run_chain_task(task: ChainTask) -> dict:
         )  # fmt: skip
     names = list(target.reported_names)
     saved = {"at": 0.0, "count": 0, "shown": 0.0}
+    warm_rec = None
+    if warming and task.save_warmup:
+        warm_rec = loop.Recorder(len(task.chains), task.warmup - task.warm_first, len(names),
+                                 smp.stats(), first=task.warm_first)  # fmt: skip
+        if task.warm_tail is not None:
+            warm_rec.prefill_statistics(task.warm_tail)
+    warm = {"kept": None}  # the kept warm-up draws, once warm-up is over
+    if part is not None and task.save_warmup and part.warmup_draws is not None:
+        warm["kept"] = (part.warmup_draws, part.warmup_stats)
 
-    def checkpoint(current):
+    def tell(iterations: int) -> None:
         now = time.perf_counter()
         if task.checkpoint_path is not None and now - saved["shown"] >= POLL_SECONDS:
             # A few bytes for the calling process's progress bar, between checkpoints.
-            _tell_progress(task, rec.n_done)
+            _tell_progress(task, iterations)
             saved["shown"] = now
+
+    def warmed(current, done: int) -> None:
+        tell(done - task.warm_from)
+
+    def checkpoint(current):
+        tell(task.warm_span + rec.n_done * task.thin)
+        now = time.perf_counter()
         if run_file is None or now - saved["at"] < task.checkpoint_seconds:
             return
+        if warm_rec is not None and warm["kept"] is None:  # warm-up is over: kept for good
+            warm["kept"] = WarmupDraws(task.thin, warm_rec).kept()
         q, stats, weights, grads = rec.truncated()
         meta = {"names": names, "chain_state": resume_state.chain_state(current, rngs, smp)}
-        run_file.append(q, stats, weights, meta, grads)
+        run_file.append(q, stats, weights, meta, grads, warmup=warm["kept"])
         saved["at"] = time.perf_counter()
         saved["count"] += 1
 
@@ -219,16 +288,28 @@ def _run_chain_task(task: ChainTask) -> dict:
                    log_weights=part.log_weights, gradients=part.gradients)
         )  # fmt: skip
         start = part.draws.shape[1]
+    elif task.previous is not None:  # a run resumed in sampling: on from its draws
+        rec.prefill(Result(names=tuple(names), **task.previous))
+        start = task.previous["draws"].shape[1]
     plan = loop.choose_plan(smp, task.compiled)
+    began = time.perf_counter()
     try:
-        loop.run_chains(plan, smp, target, state, rngs, 0, task.draws, rec,
-                               tqdm(disable=True), start, task.thin)  # fmt: skip
+        _, t1 = loop.run_chains(plan, smp, target, state, rngs, task.warmup if warming else 0,
+                                task.draws, rec, tqdm(disable=True), start, task.thin,
+                                warm_rec, task.warm_from, warmed)  # fmt: skip
     finally:
         if run_file is not None:
             run_file.release()
+    if warm_rec is not None and warm["kept"] is None:
+        warm["kept"] = WarmupDraws(task.thin, warm_rec).kept()
     q, stats, weights, grads = rec.truncated()
-    return {"draws": q, "stats": stats, "log_weights": weights, "gradients": grads,
-            "continued_from": start, "checkpoints": saved["count"]}  # fmt: skip
+    out = {"draws": q, "stats": stats, "log_weights": weights, "gradients": grads,
+           "continued_from": start if part is not None else 0,
+           "checkpoints": saved["count"]}  # fmt: skip
+    if task.warm_span:
+        out.update(warmup=warm["kept"], chain_metrics=getattr(smp, "chain_metrics", None),
+                   warmup_seconds=t1 - began if warming else 0.0)  # fmt: skip
+    return out
 
 
 def _run_pickled(payload: bytes) -> dict:
@@ -280,16 +361,16 @@ def _progress_path(task: ChainTask) -> Path:
     return task.checkpoint_path.with_suffix(".progress")
 
 
-def _tell_progress(task: ChainTask, draws: int) -> None:
+def _tell_progress(task: ChainTask, iterations: int) -> None:
     """Replace the task's progress file (not flushed to disk: it is only for the eye)."""
     path = _progress_path(task)
     tmp = path.with_suffix(".progress-tmp")
-    tmp.write_text(str(draws))
+    tmp.write_text(str(iterations))
     os.replace(tmp, path)
 
 
 def _task_progress(task: ChainTask) -> int:
-    """Draws per chain the task has made, as it last told (about once a second; 0 before
+    """Iterations per chain the task has made, as it last told (about once a second; 0 before
     that, or where the workers share no folder with this process)."""
     if task.checkpoint_path is None:
         return 0
@@ -306,7 +387,8 @@ class Executor:
 
     def map(self, tasks: list, progress: Callable[[list], None]) -> list:
         """Results of ``run_chain_task`` for each task, in order; ``progress`` is called
-        with the draws per chain each task has done so far, about once a second."""
+        with the iterations per chain each task has done so far (its warm-up's, then
+        ``thin`` per kept draw), about once a second."""
         raise NotImplementedError
 
     def close(self) -> None:
@@ -486,8 +568,9 @@ class DaskExecutor(Executor):
 
 
 def _progress(tasks, results) -> list:
+    """The iterations each task has made (its warm-up's and ``thin`` per kept draw)."""
     pairs = zip(tasks, results, strict=True)
-    return [t.draws if r is not None else _task_progress(t) for t, r in pairs]
+    return [t.iterations if r is not None else _task_progress(t) for t, r in pairs]
 
 
 EXECUTORS = ("threads", "processes", "dask")

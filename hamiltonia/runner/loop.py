@@ -176,12 +176,15 @@ def choose_path(smp, compiled, *, kept=None, stacklevel=4):
             return None, kept
         why = kept.removeprefix("numpy: ")
         return None, f"{KEPT_REASON}: {why}" if why else KEPT_REASON
-    from hamiltonia.compiled import NotCompilable, plan_for
+    from hamiltonia.compiled import NotCompilable, TargetNotCompiled, plan_for
     from hamiltonia.state import _REJECT_ON
 
     # A part written only as a kernel, or a compiled path asked for, runs compiled whatever
-    # the target: one with no kernel of its own is called back from the compiled chain.
-    python_target = compiled is True or bool(kernel_only)
+    # the target: one with no kernel of its own is called back from the compiled chain. So
+    # does, by default, a target whose call on one point costs little beyond its own work
+    # (Target.compiled_callback: a jitted JAX function), for which the compiled tree wins.
+    called_back = compiled is None and bool(getattr(smp.target, "compiled_callback", False))
+    python_target = compiled is True or bool(kernel_only) or called_back
     try:
         plan = plan_for(smp, python_target=python_target, reject_on=_REJECT_ON.get())
     except NotCompilable as err:
@@ -197,6 +200,10 @@ def choose_path(smp, compiled, *, kept=None, stacklevel=4):
                 f"{kernel_only[0]} is written only as a kernel, but the sampler cannot run "
                 f"compiled: {err}"
             ) from None
+        if isinstance(err, TargetNotCompiled):
+            # Every part compiles: the target is written for the NumPy path (autograd,
+            # NumPy), which is its path, not a fallback to warn of at every run.
+            return None, f"numpy: {err}"
         warnings.warn(
             f"running on the NumPy path (slower): {err}; pass {spelling.numpy} to silence this",
             FallbackWarning,
@@ -205,7 +212,12 @@ def choose_path(smp, compiled, *, kept=None, stacklevel=4):
         return None, f"numpy: {err}"
     if not plan.calls_python:
         return plan, COMPILED_REASON
-    why = kernel_only[0] + " is written only as a kernel" if kernel_only else spelling.required
+    if kernel_only:
+        why = kernel_only[0] + " is written only as a kernel"
+    elif called_back:
+        why = "its calls on one point are cheap: Target.compiled_callback"
+    else:
+        why = spelling.required
     return plan, (
         f"compiled: the target has no compiled kernel and is called back from the compiled "
         f"chain ({why})"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import shutil
+import time
 import warnings
 from pathlib import Path
 
@@ -93,16 +94,50 @@ def make_rngs(seed, chains: int) -> tuple[list[np.random.Generator], np.random.S
     return [np.random.default_rng(child) for child in seq.spawn(chains)], seq
 
 
-def _resolve_target(target) -> Target:
+def _resolve_target(target, params=None) -> Target:
     from hamiltonia import targets
 
     if isinstance(target, str):
-        return targets.get(target)
+        return targets.get(target, **(params or {}))
     if not isinstance(target, Target):
         raise TypeError(
             f"target must be a Target or a registered target name, got {type(target).__name__}"
         )
     return target
+
+
+def _target_options(target, sampler, options: dict) -> tuple[dict, dict]:
+    """``(params, options)``: of :func:`sample`'s keyword options, those that are
+    parameters of the registered target ``target``'s factory (``hm.sample("funnel", dim=7)``,
+    as ``-T dim=7`` on the command line) and the rest, the sampler's. A name both take is
+    refused as ambiguous, and one neither takes is named with both lists."""
+    from hamiltonia import samplers, targets
+
+    if not isinstance(target, str) or not options:
+        return {}, options
+    own = set(targets.options(target))
+    if not isinstance(sampler, str):
+        params = {k: v for k, v in options.items() if k in own}
+        return params, {k: v for k, v in options.items() if k not in own}
+    registry = samplers.registry
+    takes_any = registry.accepts(sampler, "\0")
+    valid = registry.options(sampler)
+    both = sorted(k for k in options if k in own and k in valid)
+    if both:
+        raise ValueError(
+            f"option {both[0]!r} is both a parameter of target {target!r} and an option of "
+            f"sampler {sampler!r}; give the target built, "
+            f"hm.sample(hm.targets.get({target!r}, {both[0]}=...), {sampler!r}, ...)"
+        )
+    unknown = [k for k in options if k not in own and k not in valid]
+    if unknown and not takes_any:
+        raise ValueError(
+            f"unknown option {unknown[0]!r} for sampler {sampler!r} or target {target!r}; "
+            f"sampler options: {', '.join(valid) or 'none'}; target parameters: "
+            f"{', '.join(sorted(own)) or 'none'}"
+        )
+    params = {k: v for k, v in options.items() if k in own and k not in valid}
+    return params, {k: v for k, v in options.items() if k not in params}
 
 
 def _resolve_sampler(sampler, target, options) -> Sampler:
@@ -275,8 +310,10 @@ def sample(
         core). ``"processes"``: a local process pool. ``"dask"``: Dask distributed, a
         ``LocalCluster`` or the cluster at ``scheduler``. Warm-up runs here, all chains
         together; then each chain (each antithetic pair) is a task that checkpoints, and a
-        task whose worker dies continues from its checkpoint elsewhere. Every executor gives
-        the same draws for the same seed.
+        task whose worker dies continues from its checkpoint elsewhere. With per-chain
+        adaptation (``adapt_metric="per-chain"``) only the step-size search runs here: each
+        task warms its own chains up, then samples them. Every executor gives the same draws
+        for the same seed.
     scheduler : str, optional
         Address of a running Dask scheduler (``"tcp://host:port"``); implies ``"dask"``.
     workers : int, optional
@@ -284,8 +321,11 @@ def sample(
         ``LocalCluster`` (default 2).
     **options
         Options of the named sampler (for ``hmc``: ``n_steps``, ``step_size``,
-        ``target_accept``, ``adapt_step_size``, ``metric``). Unknown options raise
-        ``ValueError`` naming them.
+        ``target_accept``, ``adapt_step_size``, ``metric``, ``adapt_metric``) and, for a
+        target given by name, the parameters of its factory (``hm.sample("funnel", dim=7)``;
+        :func:`hamiltonia.targets.options` lists them). Unknown options raise
+        ``ValueError`` naming them and both lists; a name that both take is refused as
+        ambiguous.
 
     Returns
     -------
@@ -352,7 +392,8 @@ def _sample(target, sampler, *, chains, warmup, draws, seed, initial, progress, 
     if not checkpoint_seconds >= 0:
         raise ValueError(f"checkpoint_seconds must be >= 0, got {checkpoint_seconds!r}")
     requested = (target, sampler)
-    target = _resolve_target(target)
+    params, options = _target_options(target, sampler, options)
+    target = _resolve_target(target, params)
     name = array_backend.get_backend()
     if name not in target.backends:
         raise ValueError(
@@ -404,6 +445,36 @@ def _start_warmup(smp, state, warmup, rngs, attrs, output) -> None:
         # The first checkpoint: a run killed in warm-up loses at most the time between two
         # checkpoints, not the step-size search and all before it.
         output.warmup_checkpoint(state, 0)
+
+
+def _warmup_in_tasks(smp) -> bool:
+    from hamiltonia.runner.tasks import warmup_in_tasks
+
+    return warmup_in_tasks(smp)
+
+
+def _warm_up_on(executor, smp, target, state, rngs, rec, bar, compiled, thin, run_file,
+                checkpoint_seconds, warmup, warm_from, output, resumed) -> str:  # fmt: skip
+    """Per-chain adaptation on an executor: each task warms its own chains up from ``state``
+    (``warm_from`` warm-up iterations made, the step-size search among them) and samples
+    them; returns the folder of the tasks' checkpoints.
+
+    The calling process's output keeps its last warm-up checkpoint, from which a run whose
+    calling process dies resumes; the tasks' checkpoints continue the same chains from the
+    same state, so a resumed run goes on with them."""
+    from hamiltonia.runner.tasks import sample_on
+
+    output.attrs["executor"] = executor.name
+    began = time.perf_counter()
+    continued, written, folder, warm_seconds = sample_on(
+        executor, smp, target, state, rngs, rec, bar, compiled, thin, run_file,
+        checkpoint_seconds, warmup, fresh=not resumed, warm=output.warm, warm_from=warm_from,
+    )  # fmt: skip
+    output.attrs["continued_tasks"], output.attrs["task_checkpoints"] = continued, written
+    # The tasks' warm-ups ran side by side: sampling began, in wall time, when the longest
+    # ended.
+    output.t1 = began + warm_seconds
+    return folder
 
 
 def _run(target, smp, path, rngs, seq, requested, options, run_file, *, chains, warmup, draws,
@@ -459,16 +530,23 @@ def _run(target, smp, path, rngs, seq, requested, options, run_file, *, chains, 
     try:
         if resume_from is None:
             _start_warmup(smp, state, warmup, rngs, attrs, output)
-        # With an executor, warm-up only here: the tasks make the draws.
-        state, output.t1 = run_chains(plan, smp, target, state, rngs, warmup,
-                                      draws if executor is None else 0, rec, bar, start, thin,
-                                      warm.rec, warm_from, output.warmup_checkpoint)  # fmt: skip
-        if executor is not None:
+        if executor is not None and warmup > warm_from and _warmup_in_tasks(smp):
+            tasks_folder = _warm_up_on(executor, smp, target, state, rngs, rec, bar,
+                                       plan is not None, thin, run_file, checkpoint_seconds,
+                                       warmup, warm_from, output,
+                                       resumed=resume_from is not None)  # fmt: skip
+        else:
+            # With an executor, warm-up only here: the tasks make the draws.
+            state, output.t1 = run_chains(plan, smp, target, state, rngs, warmup,
+                                          draws if executor is None else 0, rec, bar, start,
+                                          thin, warm.rec, warm_from,
+                                          output.warmup_checkpoint)  # fmt: skip
+        if executor is not None and tasks_folder is None:
             from hamiltonia.runner.tasks import sample_on
 
             attrs["executor"] = executor.name
             output.warmup_over(state)
-            attrs["continued_tasks"], attrs["task_checkpoints"], tasks_folder = sample_on(
+            attrs["continued_tasks"], attrs["task_checkpoints"], tasks_folder, _ = sample_on(
                 executor, smp, target, state, rngs, rec, bar, plan is not None, thin, run_file,
                 checkpoint_seconds, warmup,
                 # A run stopped in warm-up had no tasks yet: none to continue.

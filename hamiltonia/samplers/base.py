@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 
 import numpy as np
@@ -44,6 +45,12 @@ class Sampler:
     * ``stats()`` declares every per-iteration statistic ``step`` reports, as
       ``(name, dtype)`` pairs (``lp`` and ``step_size`` are added by the run loop); all
       of them reach ``result.stats``, the netCDF file and ``to_datatree()``.
+    * ``chain_groups(chains)`` and ``parts_of(group)``: a sampler whose chains move with
+      parts of their own (a metric adapted per chain,
+      :class:`~hamiltonia.samplers.composition.PerChainMetricSampler`) names its groups of
+      chains, each of which moves as a run of its own, and installs a group's parts for the
+      code that runs one group at a time (the compiled plan, the step-size search). By
+      default every chain moves with the sampler's own parts: ``None``.
     """
 
     name: str = "sampler"
@@ -81,6 +88,23 @@ class Sampler:
 
     def restore_extra_state(self, state: dict) -> None:
         """Restore what :meth:`extra_state` returned (after :meth:`init`)."""
+
+    def select_extra_state(self, state: dict, chains) -> dict:
+        """The part of an :meth:`extra_state` that a run of the chains ``chains`` alone needs
+        (an executor's task): all of it by default, where the state is shared."""
+        return state
+
+    def chain_groups(self, chains: int) -> list[list[int]] | None:
+        """The ``chains`` chains in groups (in order, each a list of chain numbers) that move
+        as runs of their own, with parts of their own; ``None`` (the default): every chain
+        moves with the sampler's parts, all at once."""
+        return None
+
+    def parts_of(self, group) -> contextlib.AbstractContextManager:
+        """A context in which the sampler's parts are those of the chains ``group`` (one of
+        :meth:`chain_groups`) and the sampler moves them as a run of their own; nothing to
+        install by default."""
+        return contextlib.nullcontext()
 
     def log_weight(self, chain: ChainState):
         return self.reducer.log_weights(self, chain.phase, chain.step_size)

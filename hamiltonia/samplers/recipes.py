@@ -54,11 +54,12 @@ __all__ = [
 ]
 
 
-def _dynamics(target, metric, adapt_windows, mass_volatility, field, g, field_seed, shadow,
-              integrator, **shadow_options):  # fmt: skip
-    """What :func:`hmc` and :func:`nuts` build alike: the metric's warm-up tuners, the
-    Hamiltonian (shadowed if ``shadow`` asks) and the integrator over the field's structure."""
-    adapt_metric = make.metric_tuners(metric, adapt_windows)
+def _dynamics(target, metric, adapt_windows, adapt_metric, mass_volatility, field, g,
+              field_seed, shadow, integrator, **shadow_options):  # fmt: skip
+    """What :func:`hmc` and :func:`nuts` build alike: the metric's warm-up tuners (pooled or
+    per chain, :func:`~hamiltonia.samplers.composition.metric_tuners`), the Hamiltonian
+    (shadowed if ``shadow`` asks) and the integrator over the field's structure."""
+    adapt_metric = make.metric_tuners(metric, adapt_windows, adapt_metric)
     hamiltonian = make.hamiltonian(target, metric=metric, mass_volatility=mass_volatility)
     structure = make.structure(target, field, g=g, field_seed=field_seed)
     hamiltonian, integrator = make.with_shadow(
@@ -93,6 +94,7 @@ def hmc(
     integrator="leapfrog",
     rho: float = 0.0,
     adapt_windows=(75, 25, 50),
+    adapt_metric: str = "pooled",
     field=None,
     g: float | None = None,
     field_seed: int = 0,
@@ -134,6 +136,13 @@ def hmc(
         Stan's warm-up schedule for an adapted metric: the initial buffer (step size only),
         the first metric window (each next one twice as long), and the terminal buffer
         (default ``(75, 25, 50)``, Stan's; scaled down as Stan does when warm-up is short).
+    adapt_metric : {"pooled", "per-chain"}
+        How an adapted metric reads the chains' warm-up draws: ``"pooled"`` (default), one
+        metric from every chain's draws of a window; ``"per-chain"`` (Stan's and NumPyro's
+        choice), each chain's (each antithetic pair's) own metric from its own draws and its
+        step size searched from its own, so that a chain's draws do not depend on the number
+        of chains and an executor's task warms its own chains up (:doc:`/adaptation`). A
+        fixed metric is not adapted either way (the step size is adapted per chain always).
     step_size_jitter : float in [0, 1)
         Draw each trajectory's step size uniformly within this relative distance of the
         adapted one (default 0, as in the thesis); breaks resonances of a fixed trajectory
@@ -208,9 +217,9 @@ def hmc(
         plugin's length policy among them), given ``n_steps`` and the jitters where it
         takes them; default: the Metropolis transition over ``n_steps``.
     """
-    adapt_metric, hamiltonian, integrator = _dynamics(
-        target, metric, adapt_windows, mass_volatility, field, g, field_seed, shadow,
-        integrator, fixed_point_tolerance=fixed_point_tolerance,
+    metric_tuners, hamiltonian, integrator = _dynamics(
+        target, metric, adapt_windows, adapt_metric, mass_volatility, field, g, field_seed,
+        shadow, integrator, fixed_point_tolerance=fixed_point_tolerance,
         fixed_point_max_iterations=fixed_point_max_iterations,
         hessian=hessian, shadow_sign=shadow_sign,
     )  # fmt: skip
@@ -224,7 +233,7 @@ def hmc(
         tuners=make.step_size_tuners(
             step_size, adapt_step_size=adapt_step_size, target_accept=target_accept
         )
-        + adapt_metric,
+        + metric_tuners,
         reducer=make.reducer(hamiltonian, antithetic=antithetic, control_variates=control_variates),
         step_size=step_size,
         name="hmc",
@@ -242,6 +251,7 @@ def nuts(
     metric="diagonal",
     integrator="leapfrog",
     adapt_windows=(75, 25, 50),
+    adapt_metric: str = "pooled",
     field=None,
     g: float | None = None,
     field_seed: int = 0,
@@ -274,6 +284,9 @@ def nuts(
         fixed inverse mass matrix, as in :func:`hmc`.
     adapt_windows : (int, int, int)
         Stan's warm-up windows, as in :func:`hmc`.
+    adapt_metric : {"pooled", "per-chain"}
+        One metric from every chain's warm-up draws (default), or each chain's own from its
+        own draws (Stan's and NumPyro's choice), as in :func:`hmc`.
     field, g, field_seed, mass_volatility
         A magnetic field and a random mass, as in :func:`hmc`: the tree then follows the
         magnetic flow of a fixed :math:`G` (valid: see
@@ -297,9 +310,9 @@ def nuts(
     Conceptual Introduction to Hamiltonian Monte Carlo*, arXiv:1701.02434;
     Mongwe (2022), thesis, §2.8.
     """
-    adapt_metric, hamiltonian, integrator = _dynamics(
-        target, metric, adapt_windows, mass_volatility, field, g, field_seed, shadow,
-        integrator, fixed_point_tolerance=fixed_point_tolerance,
+    metric_tuners, hamiltonian, integrator = _dynamics(
+        target, metric, adapt_windows, adapt_metric, mass_volatility, field, g, field_seed,
+        shadow, integrator, fixed_point_tolerance=fixed_point_tolerance,
         fixed_point_max_iterations=fixed_point_max_iterations,
     )  # fmt: skip
     return make.compose(
@@ -309,7 +322,7 @@ def nuts(
         tuners=make.step_size_tuners(
             step_size, adapt_step_size=adapt_step_size, target_accept=target_accept
         )
-        + adapt_metric,
+        + metric_tuners,
         reducer=make.reducer(hamiltonian, antithetic=antithetic, control_variates=control_variates),
         step_size=step_size,
         name="nuts",
@@ -326,6 +339,8 @@ def mala(
     integrator="leapfrog",
     rho: float = 0.0,
     control_variates: int | bool = False,
+    adapt_windows=(75, 25, 50),
+    adapt_metric: str = "pooled",
 ) -> HamiltonianSampler:
     """Metropolis-adjusted Langevin algorithm: HMC with one leapfrog step.
 
@@ -334,9 +349,10 @@ def mala(
     :math:`x' = x + \\tfrac{\\varepsilon^2}{2}\\nabla\\log\\pi(x) + \\varepsilon z`, and the
     Metropolis test on :math:`H` equals the MALA ratio
     :math:`\\pi(x')q(x|x')/(\\pi(x)q(x'|x))` (Mongwe 2022, thesis, §2.3). Default target
-    acceptance 0.6, the thesis's value for MALA (ch. 9). ``integrator``, ``rho`` and
-    ``control_variates`` are those of :func:`hmc` (with ``rho > 0`` it is Horowitz's
-    generalised HMC with one step, a discretised underdamped Langevin diffusion).
+    acceptance 0.6, the thesis's value for MALA (ch. 9). ``integrator``, ``rho``,
+    ``control_variates`` and, for an adapted ``metric``, ``adapt_windows`` and
+    ``adapt_metric`` are those of :func:`hmc` (with ``rho > 0`` it is Horowitz's generalised
+    HMC with one step, a discretised underdamped Langevin diffusion).
 
     References
     ----------
@@ -353,6 +369,8 @@ def mala(
         integrator=integrator,
         rho=rho,
         control_variates=control_variates,
+        adapt_windows=adapt_windows,
+        adapt_metric=adapt_metric,
     )
     sampler.name = "mala"
     return sampler

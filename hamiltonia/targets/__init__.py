@@ -18,6 +18,7 @@ __all__ = [
     "describe",
     "get",
     "names",
+    "options",
     "register",
     "registry",
 ]
@@ -34,6 +35,11 @@ def names() -> list[str]:
 def describe() -> dict[str, str]:
     """Name to one-line description of every registered target."""
     return registry.describe()
+
+
+def options(name: str) -> list[str]:
+    """The parameters (keyword options) the target ``name``'s factory takes."""
+    return registry.options(name)
 
 
 def get(name: str, **params) -> Target:

@@ -11,15 +11,18 @@ so that many chains can share one call.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from hamiltonia._validation import MAX_TARGET_DIM, check_int, check_positions
+from hamiltonia._warnings import warn_at_user
 
 __all__ = [
     "SETTINGS",
+    "CompileWarning",
     "ExactMoments",
     "FunctionTarget",
     "RowByRowWarning",
@@ -103,6 +106,16 @@ class Target:
     #: takes its namespace from its input (``array_namespace(x)``) and keeps its data on that
     #: backend lists them all; the default is NumPy only.
     backends: tuple[str, ...] = ("numpy",)
+
+    #: Whether a target with no numba kernel runs, by default (``compiled=None``), on the
+    #: compiled path, called back from the compiled chain one point at a time
+    #: (:mod:`hamiltonia.compiled.callback`), rather than on the NumPy path, which makes one
+    #: call for all chains but runs the trajectory (the no-U-turn tree) in Python. True
+    #: where a call on one point costs little beyond the target's own work: a jitted JAX
+    #: function (eight schools and a hierarchical logistic regression run about twice as
+    #: fast). False by default: a call to autograd costs hundreds of microseconds of its own,
+    #: and one call on all chains is then cheaper.
+    compiled_callback: bool = False
 
     def __init__(self, dim: int, names: Sequence[str] | None = None):
         self._dim = check_dim(dim)
@@ -241,6 +254,13 @@ class Target:
         """The observations by name (the ArviZ ``observed_data`` group), or ``None``."""
         return None
 
+    def simulate_observations(self, draws: np.ndarray, rngs) -> dict | None:
+        """Observations simulated at each of ``draws`` (reported values, shape ``(chains,
+        n, len(reported_names))``), chain ``c`` drawing from ``rngs[c]``, by name: arrays of
+        shape ``(chains, n, ...)`` (the ArviZ ``posterior_predictive`` group); ``None`` when
+        the target cannot simulate its data (:mod:`hamiltonia.modelling.predictive`)."""
+        return None
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}(dim={self.dim})"
 
@@ -252,14 +272,16 @@ class Target:
         names: Sequence[str] | None = None,
         *,
         vectorized: bool | None = None,
-        backend: str = "autograd",
+        backend: str | None = None,
     ) -> FunctionTarget:
         """A target from a log density written with ``autograd.numpy``.
 
-        The gradient and the Hessian-vector product come from autograd
-        (reverse mode, and forward-over-reverse for the HVP); with ``backend="numba"``, the
-        log density and its gradient are compiled from autograd's trace
-        (:func:`numba_functions`) and run on the compiled path.
+        By default the log density and its gradient are compiled by numba from autograd's
+        trace (:func:`numba_functions`) and run on the compiled path; a density numba
+        cannot compile (an unsupported function, a branch on a parameter) runs with autograd
+        on the NumPy path instead, with a :class:`CompileWarning` saying why
+        (:func:`numba_or_autograd`). The Hessian-vector product comes from autograd
+        (forward over reverse) either way.
 
         Parameters
         ----------
@@ -276,20 +298,18 @@ class Target:
             three points and on each of them (:func:`accepts_batches`); when it does not,
             the function is applied row by row and a :class:`RowByRowWarning` says what a
             gradient costs that way.
-        backend : {"autograd", "numba"}
-            How the gradient is taken (above).
+        backend : {None, "numba", "autograd"}
+            How the gradient is taken: ``None`` (default) numba where it compiles, else
+            autograd (above); ``"numba"`` requires numba (a ``TraceError`` says why it
+            cannot); ``"autograd"`` takes it by autograd on the NumPy path.
         """
         if not callable(logp):
             raise TypeError(f"logp must be callable, got {type(logp).__name__}")
-        if backend == "numba":
-            log_prob, lp_grad, hvp, kernel = numba_functions(logp, dim, "logp")
-            return FunctionTarget(log_prob, lp_grad, dim=dim, names=names, hvp=hvp,
-                                  vectorized=True, numba_target=kernel)  # fmt: skip
-        if backend != "autograd":
-            raise ValueError(f"backend must be 'autograd' or 'numba', got {backend!r}")
-        log_prob, lp_grad, hvp, vectorized = autograd_functions(logp, dim, vectorized, "logp")
+        log_prob, lp_grad, hvp, vectorized, kernel, _ = numba_or_autograd(
+            logp, dim, vectorized, "logp", backend
+        )
         return FunctionTarget(log_prob, lp_grad, dim=dim, names=names, hvp=hvp,
-                              vectorized=vectorized)  # fmt: skip
+                              vectorized=vectorized, numba_target=kernel)  # fmt: skip
 
     @staticmethod
     def from_jax(logp: Callable, dim: int | None = None, names=None, *, params=None, **model):
@@ -301,6 +321,11 @@ class Target:
         named blocks of a :class:`~hamiltonia.Model` (``logp(p)`` then gets them by name,
         constrained, and ``model`` takes :class:`~hamiltonia.Model`'s other arguments:
         ``log_likelihood``, ``generated``, ``observed_data``, ``coords``...).
+
+        A run (``compiled=None``) calls the jitted function back from the compiled chain, one
+        point at a time, so that the trajectory (the no-U-turn tree) runs compiled
+        (:attr:`Target.compiled_callback`); ``compiled=False`` runs the vectorised NumPy
+        path, one call for all chains.
         """
         if not callable(logp):
             raise TypeError(f"logp must be callable, got {type(logp).__name__}")
@@ -311,7 +336,9 @@ class Target:
         if model:
             raise TypeError(f"unexpected arguments {sorted(model)} for a flat target")
         log_prob, lp_grad, hvp = jax_functions(logp, dim)
-        return FunctionTarget(log_prob, lp_grad, dim, names, hvp=hvp, vectorized=True)
+        target = FunctionTarget(log_prob, lp_grad, dim, names, hvp=hvp, vectorized=True)
+        target.compiled_callback = True
+        return target
 
     @staticmethod
     def from_functions(
@@ -387,7 +414,6 @@ def autograd_functions(f: Callable, dim: int, vectorized: bool | None, label: st
     over reverse; batched when ``f`` accepts batches (``vectorized=None`` finds out, and
     announces the row-by-row fallback with its cost)."""
     import time
-    import warnings
 
     import autograd
 
@@ -402,13 +428,12 @@ def autograd_functions(f: Callable, dim: int, vectorized: bool | None, label: st
                 value_and_grad(x)
                 n += 1
             cost = (time.perf_counter() - began) / n
-            warnings.warn(
+            warn_at_user(
                 f"{label} is evaluated one chain at a time, {cost * 1e3:.3g} ms per gradient "
                 f"here, because {reason}. Write it for a batch of positions (leading axes for "
                 "the chains) to have one call serve all chains, or compile it as it is with "
                 "backend='numba'; vectorized=False silences this",
                 RowByRowWarning,
-                stacklevel=4,
             )
     elif vectorized:
         # Declared, but checked: a density that sums over the batch (one number for all
@@ -465,6 +490,63 @@ def numba_functions(f: Callable, dim: int, label: str = "logp"):
         return kernel.rows(x)[0]
 
     return log_prob, kernel.rows, hvp, kernel
+
+
+class CompileWarning(UserWarning):
+    """A log density that numba cannot compile runs with autograd on the NumPy path
+    (slower); the message says why, and ``backend="autograd"`` silences it."""
+
+
+#: How a log density written with ``autograd.numpy`` is differentiated: ``None`` (the
+#: default) compiles it with numba where it can and falls back to autograd with a
+#: :class:`CompileWarning`.
+AUTOGRAD_NUMPY_BACKENDS = (None, "numba", "autograd")
+
+
+def numba_or_autograd(f: Callable, dim: int, vectorized: bool | None, label: str,
+                      backend: str | None):  # fmt: skip
+    """``(log_prob, log_prob_and_grad, hvp, vectorized, kernel, backend)`` of a log density
+    ``f`` written with ``autograd.numpy``: compiled by numba (:func:`numba_functions`) for
+    ``backend="numba"``, differentiated by autograd (:func:`autograd_functions`, ``kernel``
+    ``None``) for ``"autograd"``, and for ``None`` compiled where it can be, else autograd
+    with a :class:`CompileWarning` that gives numba's reason. The returned ``backend`` is
+    the one used.
+
+    Only a refusal to compile (:class:`~hamiltonia.modelling.trace.TraceError`) falls back:
+    an exception of ``f`` itself is the user's bug and propagates.
+    """
+    from hamiltonia.modelling.trace import TraceError
+
+    if backend not in AUTOGRAD_NUMPY_BACKENDS:
+        raise ValueError(f"backend must be one of {AUTOGRAD_NUMPY_BACKENDS}, got {backend!r}")
+    if backend == "autograd":
+        log_prob, lp_grad, hvp, vectorized = autograd_functions(f, dim, vectorized, label)
+        return log_prob, lp_grad, hvp, vectorized, None, "autograd"
+    try:
+        log_prob, lp_grad, hvp, kernel = numba_functions(f, dim, label)
+    except TraceError as err:
+        if backend == "numba":
+            raise
+        reason = str(err)
+    else:
+        return log_prob, lp_grad, hvp, True, kernel, "numba"
+    # One warning for the fallback: autograd's own (row by row) joins it.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", RowByRowWarning)
+        log_prob, lp_grad, hvp, vectorized = autograd_functions(f, dim, vectorized, label)
+    also = [str(w.message) for w in caught if issubclass(w.category, RowByRowWarning)]
+    for w in caught:
+        if not issubclass(w.category, RowByRowWarning):
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+    warn_at_user(
+        f"{label} runs with autograd on the NumPy path (often 10-100x slower per gradient) "
+        f"because numba cannot compile it: {reason}."
+        # Its way out (compile with numba) is no way out here.
+        + (f" Also, {also[0].split('. Write it for a batch')[0]}." if also else "")
+        + " backend='autograd' silences this",
+        CompileWarning,
+    )
+    return log_prob, lp_grad, hvp, vectorized, None, "autograd"
 
 
 def jax_functions(f: Callable, dim: int):

@@ -171,7 +171,7 @@ class BayesianNeuralNetwork(DeviceData, RegressorTarget, RowTarget, Target):
 
     giving :math:`H u = (X^\\top\\dot G, \\dot G^\\top\\mathbf 1, \\dot T^\\top r + T^\\top\\dot r,
     \\sum_i\\dot r_i) - u/s^2`. Every method takes :math:`\\theta` of shape ``(..., D)``; all
-    chains go through one matrix product ``X @ W``, in the array namespace of :math:`\theta`
+    chains go through one matrix product ``X @ W``, in the array namespace of :math:`\\theta`
     (any backend of :mod:`hamiltonia.backend`; ``backend="cupy"`` runs it on the GPU with the
     training data moved there once). :meth:`numba_kernel` gives the compiled log density and
     gradient for the compiled path (rows in blocks of 256, a vectorisable ``exp`` for the

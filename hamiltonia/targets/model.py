@@ -17,6 +17,8 @@
                             "eta": hm.real(8, dims="school")})
     result = hm.sample(model)          # result.posterior["eta"]: (chain, draw, school)
 
+By default ``logp`` is compiled by numba with a generated gradient, so that the whole chain
+runs compiled; a ``logp`` numba cannot compile runs with autograd, with a warning saying why.
 The sampler moves in the unconstrained space of :class:`~hamiltonia.ParameterLayout`; the
 target's log density there is
 
@@ -24,9 +26,9 @@ target's log density there is
 
     \\log p(z) = \\texttt{logp}(T(z)) + \\log\\lvert\\det J_T(z)\\rvert,
 
-with :math:`T` the blocks' constraints (:mod:`hamiltonia.modelling.constraints`). The gradient and
-the
-Hessian-vector product come from autograd; ``logp`` gets every block with the chains as
+with :math:`T` the blocks' constraints (:mod:`hamiltonia.modelling.constraints`). On the
+autograd backend the gradient and the Hessian-vector product come from autograd; ``logp``
+gets every block with the chains as
 leading axes when it accepts them (found out on three test points), and otherwise one chain
 at a time, which a :class:`~hamiltonia.targets.base.RowByRowWarning` announces with its cost.
 """
@@ -42,9 +44,8 @@ from hamiltonia.modelling.parameters import ParameterLayout, axis_names, element
 from hamiltonia.targets.base import (
     FunctionTarget,
     Target,
-    autograd_functions,
     jax_functions,
-    numba_functions,
+    numba_or_autograd,
 )
 
 __all__ = ["Model"]
@@ -92,13 +93,27 @@ class Model(FunctionTarget):
     generated : callable, optional
         ``generated(params) -> {name: array}``: quantities derived from each draw (as
         NumPyro's ``deterministic`` sites), reported after the parameters.
+    simulate : callable, optional
+        ``simulate(params, rng) -> {name: array}``: observations simulated from the
+        likelihood at one set of constrained parameters, with a
+        :class:`numpy.random.Generator`: the posterior predictive
+        (:meth:`Result.sample_posterior_predictive
+        <hamiltonia.Result.sample_posterior_predictive>`) and, with ``prior``, the prior
+        predictive (:func:`hamiltonia.sample_prior_predictive`;
+        :mod:`hamiltonia.modelling.predictive`).
+    prior : callable, optional
+        ``prior(rng) -> {block: value}``: one draw of every block from the prior (the
+        distributions that ``logp``'s prior terms are the densities of), constrained.
     coords : mapping, optional
         Labels of the named dimensions (``dims=`` of the blocks), e.g.
         ``{"school": ["A", ..., "H"]}``.
     vectorized : bool or None
         Whether the functions accept blocks with the chains as leading axes; ``None``
         finds out.
-    backend : {"autograd", "numba", "jax"}
+    backend : {None, "numba", "autograd", "jax"}
+        ``None`` (default): ``"numba"`` where numba compiles ``logp``, else ``"autograd"``
+        with a :class:`~hamiltonia.targets.base.CompileWarning` giving numba's reason
+        (the backend used is the attribute ``backend``).
         ``"autograd"``: the gradient from autograd, on the NumPy path. ``"numba"``: the
         same ``logp`` (written with ``autograd.numpy``), recorded once and compiled by numba
         with a generated reverse-mode gradient (:mod:`hamiltonia.modelling.user_target`), so
@@ -117,13 +132,16 @@ class Model(FunctionTarget):
         log_likelihood: Callable | None = None,
         observed_data: Mapping | None = None,
         generated: Callable | None = None,
+        simulate: Callable | None = None,
+        prior: Callable | None = None,
         coords: Mapping | None = None,
         generated_dims: Mapping | None = None,
         vectorized: bool | None = None,
-        backend: str = "autograd",
+        backend: str | None = None,
     ):
         for label, fn in (("logp", logp), ("log_likelihood", log_likelihood),
-                          ("generated", generated)):  # fmt: skip
+                          ("generated", generated), ("simulate", simulate),
+                          ("prior", prior)):  # fmt: skip
             if fn is not None and not callable(fn):
                 raise TypeError(f"{label} must be callable, got {type(fn).__name__}")
         if vectorized is not None and not isinstance(vectorized, bool):
@@ -131,9 +149,9 @@ class Model(FunctionTarget):
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
         self.layout = layout = ParameterLayout(params)
-        self.backend = backend
         self._user_logp = logp
         xp = _namespace(backend)
+        _probe(logp, layout)
 
         def log_density(z):
             values, log_jac = layout.constrain(z, xp)
@@ -143,13 +161,14 @@ class Model(FunctionTarget):
         if backend == "jax":
             log_prob, lp_grad, hvp = jax_functions(log_density, layout.dim)
             vectorized = True
-        elif backend == "numba":
-            log_prob, lp_grad, hvp, kernel = numba_functions(log_density, layout.dim)
-            vectorized = True
         else:
-            log_prob, lp_grad, hvp, vectorized = autograd_functions(
-                log_density, layout.dim, vectorized
+            log_prob, lp_grad, hvp, vectorized, kernel, backend = numba_or_autograd(
+                log_density, layout.dim, vectorized, "logp", backend
             )
+        #: The backend the model runs with: for ``backend=None``, ``"numba"`` or, where
+        #: numba cannot compile ``logp``, ``"autograd"``.
+        self.backend = backend
+        self.compiled_callback = backend == "jax"
         names = [
             n if isinstance(p.constraint, Real) else f"{n}__unconstrained"
             for name, p in layout.params.items()
@@ -162,6 +181,8 @@ class Model(FunctionTarget):
             str(k): np.asarray(v) for k, v in observed_data.items()
         }  # fmt: skip
         self._log_likelihood = log_likelihood
+        self._simulate = simulate
+        self._prior = prior
         self._generated = generated
         self._generated_blocks: list = []
         if generated is not None:
@@ -307,13 +328,84 @@ class Model(FunctionTarget):
     def observed_data(self):
         return None if self._observed is None else dict(self._observed)
 
+    def simulate_observations(self, draws, rngs):
+        if self._simulate is None:
+            return None
+        from hamiltonia.modelling.predictive import simulate_per_draw
+
+        draws = np.asarray(draws, dtype=float)
+        values = self.layout.unflatten(draws[..., : self.layout.size])
+        return simulate_per_draw(self._simulate, values, rngs, "y", "simulate")
+
+    def prior_draws(self, n: int, rngs) -> np.ndarray:
+        """``n`` draws per generator of ``rngs`` from the prior (``prior=``), as reported
+        values, shape ``(len(rngs), n, len(reported_names))`` (generated quantities
+        included), each block checked against its shape and constraint."""
+        if self._prior is None:
+            raise ValueError(
+                "this model has no prior simulator: give Model(..., prior=fn), fn(rng) "
+                "returning a draw of every block from the prior"
+            )
+        chains = len(rngs)
+        rows = []
+        for rng in rngs:
+            for _ in range(n):
+                out = self._prior(rng)
+                if not isinstance(out, Mapping) or set(out) != set(self.layout.params):
+                    got = sorted(out) if isinstance(out, Mapping) else type(out).__name__
+                    raise ValueError(
+                        f"prior must return a value for every block "
+                        f"{sorted(self.layout.params)}, got {got}"
+                    )
+                rows.append(out)
+        values = {}
+        for name, param in self.layout.params.items():
+            block = np.stack([np.asarray(row[name], dtype=float) for row in rows])
+            if block.shape[1:] != tuple(param.shape):
+                raise ValueError(
+                    f"prior returned shape {block.shape[1:]} for {name!r}, whose shape is "
+                    f"{tuple(param.shape)}"
+                )
+            values[name] = block.reshape(chains, n, *param.shape)
+        # Through the unconstrained space: a draw outside a block's support is the user's
+        # error, named here, not a NaN in the prior group.
+        z = self.layout.unconstrain(values, (chains, n))
+        if not np.all(np.isfinite(z)):
+            raise ValueError(
+                "prior returned a draw outside a block's support (its constraint); check "
+                "the prior's distributions against the blocks' constraints"
+            )
+        return self.constrain(z)
+
     def __repr__(self):
         return f"Model({', '.join(self.layout.params)}; dim={self.dim})"
 
 
 #: How a model's gradient is taken: autograd (NumPy code), numba (the same NumPy code,
-#: compiled with a generated gradient) or JAX (``jax.numpy`` code).
-BACKENDS = ("autograd", "numba", "jax")
+#: compiled with a generated gradient) or JAX (``jax.numpy`` code); ``None``, numba where
+#: it compiles, else autograd.
+BACKENDS = (None, "numba", "autograd", "jax")
+
+
+def _probe(logp: Callable, layout: ParameterLayout) -> None:
+    """Call ``logp`` once, on the blocks at the centre of the unconstrained space, so that a
+    bug in it (a shape that does not broadcast, a misspelled block) is shown as the user's
+    error with the blocks it got, before any backend traces or compiles it (where the same
+    error surfaces many frames deep in autograd's or numba's machinery)."""
+    centre = np.zeros(layout.dim)
+    values, _ = layout.constrain(centre)
+    try:
+        with np.errstate(all="ignore"):
+            value = logp(values)
+    except Exception as err:
+        shapes = ", ".join(f"{name} {np.shape(v)}" for name, v in values.items())
+        err.add_note(
+            f"hamiltonia: logp raised this when called with one point, the blocks (by name, "
+            f"with their shapes): {shapes}. With several chains each block gets the chains as "
+            "leading axes."
+        )
+        raise
+    _one_per_point(value, centre)
 
 
 def _namespace(backend: str):

@@ -2,7 +2,8 @@
 the registry of named tuners (entry-point group ``hamiltonia.tuners``).
 
 The recipes build ``"dual-averaging"`` (from ``target_accept`` and ``step_size``) and, for
-``metric="diagonal"`` or ``"dense"``, ``"windowed-metric"`` (from ``adapt_windows``).
+``metric="diagonal"`` or ``"dense"``, ``"windowed-metric"`` (from ``adapt_windows``, pooled
+over the chains or per chain as ``adapt_metric`` says: :doc:`/adaptation`).
 
 >>> import hamiltonia as hm
 >>> hm.tuners.get("dual-averaging", target_accept=0.9)  # doctest: +ELLIPSIS
@@ -17,6 +18,7 @@ from hamiltonia.tuners.adaptation import (
     Tuner,
     WindowedMetric,
     dual_averaging_step,
+    estimate_metric,
     find_initial_step_size,
     metric_windows,
 )
@@ -27,6 +29,7 @@ __all__ = [
     "WindowedMetric",
     "describe",
     "dual_averaging_step",
+    "estimate_metric",
     "find_initial_step_size",
     "get",
     "metric_windows",

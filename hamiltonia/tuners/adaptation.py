@@ -2,7 +2,10 @@
 
 A :class:`Tuner` adapts a sampler's free parameters during warm-up and freezes them after.
 All chains adapt at once (the arrays hold one value per chain); ``finalize`` runs at the
-barrier that ends warm-up, where a tuner may pool information across chains.
+barrier that ends warm-up, where a tuner may pool information across chains. The metric is
+adapted pooled over the chains (one metric for all) or per chain (each chain, each
+antithetic pair, its own, from its own draws: :class:`WindowedMetric`'s ``per_chain``), the
+same estimate (:func:`estimate_metric`) either way; :doc:`/adaptation` compares the two.
 
 Its parts keep both forms, Python methods and kernels, as a measured optimisation (the
 methods vectorise the chains); a new part needs one (:doc:`/design`, "written once").
@@ -25,6 +28,7 @@ __all__ = [
     "Tuner",
     "WindowedMetric",
     "dual_averaging_step",
+    "estimate_metric",
     "find_initial_step_size",
     "metric_windows",
 ]
@@ -77,9 +81,26 @@ class Tuner:
       (a step-size tuner that updates inside the chain kernel) or none (a tuner that acts
       only at the chunk boundaries it declares), or ``None`` when the tuner cannot run
       with the compiled path.
+    * ``independent_chains`` says whether each chain's adaptation reads that chain (its
+      antithetic pair) alone, its state one row per chain; such a tuner's
+      ``take_chains(rows, rngs)`` keeps the rows of some chains, so that an executor's task
+      can warm those chains up on its own (:mod:`hamiltonia.runner.tasks`).
     """
 
     numeric_methods = ("update",)
+
+    #: Whether each chain adapts on its own draws alone (see the contract); a tuner that
+    #: does not say so is taken to pool its chains.
+    independent_chains = False
+
+    #: Whether the tuner was asked to adapt each chain apart (``per_chain``), which lets a
+    #: run warm its chains up in an executor's tasks.
+    per_chain = False
+
+    def take_chains(self, rows, rngs) -> None:
+        """Keep the warm-up state of the chains ``rows`` only (in the run's numbering), whose
+        generators are now ``rngs``: what a task that warms up those chains alone needs."""
+        raise NotImplementedError(f"{type(self).__name__} cannot warm chains up apart")
 
     def compiled(self, dim: int):
         return None
@@ -134,19 +155,35 @@ class Tuner:
 def find_initial_step_size(sampler, chain: ChainState, rngs, step_size=1.0, max_doublings=100):
     """The heuristic of Hoffman and Gelman (2014, Algorithm 4), per chain.
 
-    Starting from ``step_size``, doubles (or halves) :math:`\\varepsilon` until the acceptance
-    probability of a one-step trial, :math:`a(\\varepsilon)`, crosses :math:`1/2`:
-    with :math:`s = 2\\,[a(\\varepsilon_0) > 1/2] - 1`, repeat
+    Starting from ``step_size`` (one for all chains, or one per chain), doubles (or halves)
+    :math:`\\varepsilon` until the acceptance probability of a one-step trial,
+    :math:`a(\\varepsilon)`, crosses :math:`1/2`: with
+    :math:`s = 2\\,[a(\\varepsilon_0) > 1/2] - 1`, repeat
     :math:`\\varepsilon \\leftarrow 2^s \\varepsilon` while :math:`a(\\varepsilon)^s > 2^{-s}`.
 
     All chains still searching are probed together, but each chain draws only from its own
     generator and only while it searches, so a chain's stream (and its result) does not
     depend on the other chains. The secondary chain of an antithetic pair then takes its
     primary's step size and generator state (:meth:`~hamiltonia.reducers.antithetic.AntitheticPairs.
-    rejoin`): the searches of the two may have drawn different numbers of probes.
+    rejoin`): the searches of the two may have drawn different numbers of probes. A sampler
+    whose chains move in groups with parts of their own (:meth:`~hamiltonia.samplers.Sampler.
+    chain_groups`: a metric per chain) is searched one group at a time, each with its parts.
     """
     n = len(rngs)
-    eps = np.full(n, float(step_size))
+    eps = np.array(np.broadcast_to(np.asarray(step_size, dtype=float), (n,)))
+    groups = getattr(sampler, "chain_groups", lambda _: None)(n)
+    if groups is not None:
+        for group in groups:
+            rows = np.asarray(group)
+            with sampler.parts_of(group):
+                sub = ChainState(chain.phase.take(rows), np.asarray(chain.step_size)[rows])
+                try:
+                    eps[rows] = find_initial_step_size(
+                        sampler, sub, [rngs[i] for i in group], eps[rows], max_doublings
+                    )
+                except ModelError as err:
+                    raise err.renumbered(group) from err.__cause__
+        return eps
 
     def probe(rows):
         sub = ChainState(chain.phase.take(rows), chain.step_size[rows])
@@ -236,6 +273,17 @@ class DualAveraging(Tuner):
     #: Columns of :attr:`state`, one row per chain: the averaging centre :math:`\\mu`, the
     #: running mean :math:`\\bar H`, :math:`\\log\\bar\\varepsilon`, and the count :math:`m`.
     STATE_COLUMNS = ("mu", "h_bar", "log_eps_bar", "m")
+
+    @property
+    def independent_chains(self) -> bool:
+        """Each chain averages its own acceptance statistics; only ``pool_chains`` joins
+        them, at the end of warm-up."""
+        return not self.pool_chains
+
+    def take_chains(self, rows, rngs):
+        if hasattr(self, "state"):
+            # A C-ordered copy: the compiled kernel reads one row per chain.
+            self.state = np.ascontiguousarray(self.state[np.asarray(rows)])
 
     def start(self, sampler, chain, n_warmup, rngs):
         check_int(n_warmup, "n_warmup")
@@ -361,21 +409,73 @@ def metric_windows(
     return windows
 
 
-class WindowedMetric(Tuner):
-    """Windowed adaptation of the metric (inverse mass matrix), on Stan's schedule.
+#: The ways a metric is adapted over the chains (``WindowedMetric``'s ``per_chain`` and the
+#: recipes' ``adapt_metric`` option): one metric from all chains' draws, or each chain's
+#: (each antithetic pair's) own from its own draws.
+METRIC_POOLING = ("pooled", "per-chain")
 
-    In each slow window (see :func:`metric_windows`) the warm-up positions of all chains are
-    pooled and their variance (``"diagonal"``) or covariance (``"dense"``) estimated, then
-    regularised towards a small multiple of the identity as in Stan:
+
+def estimate_metric(draws: np.ndarray, kind: str):
+    """Stan's regularised estimate of the inverse mass matrix from the ``n`` draws of a slow
+    window, ``draws`` of shape ``(n, dim)``; ``None`` when ``n < 2`` (nothing to estimate).
+
+    With :math:`\\hat\\Sigma` the draws' sample covariance (divisor :math:`n - 1`), or its
+    diagonal for ``kind="diagonal"``,
 
     .. math::
 
         M^{-1} = \\frac{n}{n + 5}\\,\\hat\\Sigma + 10^{-3}\\,\\frac{5}{n + 5}\\,I,
 
-    with :math:`n` the number of pooled draws. After each update the step size is searched
-    again and dual averaging restarts around it. Pooling the chains gives one metric for all
-    (as mici does; Stan and NumPyro adapt one per chain); it uses the barrier at each
-    window's end that the run loop provides.
+    which shrinks the estimate towards a small multiple of the identity, the more so the
+    fewer the draws. The maths of both ways of adapting, written once: the pooled
+    adaptation gives it every chain's draws of the window, the per-chain one a chain's own
+    (an antithetic pair's two chains'), on both paths.
+
+    Parameters
+    ----------
+    draws : ndarray, shape ``(n, dim)``
+        The positions of the window's iterations, in the sampler's coordinates.
+    kind : {"diagonal", "dense"}
+        Which metric to estimate.
+
+    Returns
+    -------
+    DiagonalMetric, DenseMetric or None
+    """
+    from hamiltonia.hamiltonians.metrics import DenseMetric, DiagonalMetric
+
+    n, dim = draws.shape
+    if n < 2:  # Stan's schedule can leave a one-iteration window: nothing to estimate
+        return None
+    shrink, jitter = n / (n + 5.0), 1e-3 * 5.0 / (n + 5.0)
+    if kind == "diagonal":
+        return DiagonalMetric(shrink * draws.var(axis=0, ddof=1) + jitter)
+    cov = np.atleast_2d(np.cov(draws, rowvar=False))
+    return DenseMetric(shrink * cov + jitter * np.eye(dim))
+
+
+class WindowedMetric(Tuner):
+    """Windowed adaptation of the metric (inverse mass matrix), on Stan's schedule.
+
+    In each slow window (see :func:`metric_windows`) the warm-up positions are gathered and
+    their variance (``"diagonal"``) or covariance (``"dense"``) estimated, then regularised
+    towards a small multiple of the identity as in Stan (:func:`estimate_metric`):
+
+    .. math::
+
+        M^{-1} = \\frac{n}{n + 5}\\,\\hat\\Sigma + 10^{-3}\\,\\frac{5}{n + 5}\\,I,
+
+    with :math:`n` the number of draws the estimate reads. After each update the step size is
+    searched again and dual averaging restarts around it.
+
+    Pooled (the default), the draws of all chains are pooled into one metric for all (as mici
+    does), at the barrier that the run loop provides at each window's end; the search
+    starts from the geometric mean of the chains' step sizes. Per chain (``per_chain=True``,
+    as Stan and NumPyro do), each chain estimates its own metric from its own draws (an
+    antithetic pair, from its two chains') and searches from its own step size, so that a
+    chain's draws do not depend on the other chains: the sampler must hold a metric per
+    chain (:class:`~hamiltonia.samplers.composition.PerChainMetricSampler`, which the recipes
+    build for ``adapt_metric="per-chain"``).
 
     Parameters
     ----------
@@ -383,6 +483,8 @@ class WindowedMetric(Tuner):
         Which metric to estimate.
     initial_buffer, window, terminal_buffer : int
         Stan's defaults 75, 25 and 50.
+    per_chain : bool
+        Adapt a metric per chain (default false: one metric, pooled over the chains).
 
     References
     ----------
@@ -396,6 +498,7 @@ class WindowedMetric(Tuner):
         initial_buffer: int = 75,
         window: int = 25,
         terminal_buffer: int = 50,
+        per_chain: bool = False,
     ):
         if kind not in ("diagonal", "dense"):
             raise ValueError(f"metric adaptation kind must be 'diagonal' or 'dense', got {kind!r}")
@@ -403,10 +506,28 @@ class WindowedMetric(Tuner):
         self.initial_buffer = check_int(initial_buffer, "initial_buffer")
         self.window = check_int(window, "window", minimum=1)
         self.terminal_buffer = check_int(terminal_buffer, "terminal_buffer")
+        if not isinstance(per_chain, bool | np.bool_):
+            raise ValueError(f"per_chain must be True or False, got {per_chain!r}")
+        self.per_chain = bool(per_chain)
+
+    @property
+    def independent_chains(self) -> bool:
+        """Per chain, each chain's metric reads its own draws alone."""
+        return self.per_chain
 
     def start(self, sampler, chain, n_warmup, rngs):
         if not hasattr(getattr(sampler, "hamiltonian", None), "metric"):
             raise TypeError("WindowedMetric needs a sampler whose Hamiltonian has a metric")
+        if self.per_chain:
+            if not callable(getattr(sampler, "set_chain_metrics", None)):
+                raise TypeError(
+                    "WindowedMetric(per_chain=True) needs a sampler that holds a metric per "
+                    f"chain (PerChainMetricSampler: adapt_metric='per-chain'), not "
+                    f"{type(sampler).__name__}"
+                )
+            # A new run starts every chain from the sampler's own metric, whatever an
+            # earlier run of the same sampler adapted (and for however many chains).
+            sampler.set_chain_metrics(None)
         self.windows = self._schedule(n_warmup)
         self._rngs = rngs
         self._buffer: list[np.ndarray] = []
@@ -439,7 +560,8 @@ class WindowedMetric(Tuner):
         """The window schedule (checked against the one the rebuilt sampler computes) and the
         positions buffered in the current window: the arrays themselves, which
         :meth:`observe` never changes once appended. The metric in force is the sampler's,
-        saved with the chains."""
+        saved with the chains (per chain: in the sampler's own state,
+        :meth:`~hamiltonia.samplers.Sampler.extra_state`)."""
         if not hasattr(self, "windows"):
             return None
         return {"windows": [list(w) for w in self.windows], "buffer": tuple(self._buffer)}
@@ -478,29 +600,54 @@ class WindowedMetric(Tuner):
         # One (chains, dim) array per iteration, as observe() appends them.
         self._buffer = [np.array(row, dtype=float) for row in state["buffer"]]
 
+    def take_chains(self, rows, rngs):
+        if hasattr(self, "windows"):
+            rows = np.asarray(rows)
+            self._buffer = [position[rows] for position in self._buffer]
+            self._rngs = rngs
+
     def end_window(self, sampler, chain) -> None:
         """Estimate and install the metric from the buffered positions, then restart
-        step-size adaptation."""
-        from hamiltonia.hamiltonians.metrics import DenseMetric, DiagonalMetric
-
-        draws = np.concatenate(self._buffer, axis=0)
-        self._buffer = []
-        n, dim = draws.shape
-        if n < 2:  # Stan's schedule can leave a one-iteration window: nothing to estimate
+        step-size adaptation: pooled, one metric from every chain's draws, the search
+        starting from the chains' geometric mean step size; per chain, each chain's (each
+        antithetic pair's) metric from its own draws, the search from its own step size."""
+        buffer, self._buffer = self._buffer, []
+        if not buffer:
             return
-        shrink, jitter = n / (n + 5.0), 1e-3 * 5.0 / (n + 5.0)
-        if self.kind == "diagonal":
-            metric = DiagonalMetric(shrink * draws.var(axis=0, ddof=1) + jitter)
+        if self.per_chain:
+            if not self._install_per_chain(sampler, np.stack(buffer)):
+                return
         else:
-            cov = np.atleast_2d(np.cov(draws, rowvar=False))
-            metric = DenseMetric(shrink * cov + jitter * np.eye(dim))
-        sampler.hamiltonian.metric = metric
+            metric = estimate_metric(np.concatenate(buffer, axis=0), self.kind)
+            if metric is None:
+                return
+            sampler.hamiltonian.metric = metric
         for tuner in sampler.tuners:
             if isinstance(tuner, DualAveraging) and hasattr(tuner, "state"):
-                chain.step_size = find_initial_step_size(
-                    sampler, chain, self._rngs, float(np.exp(np.mean(np.log(chain.step_size))))
-                )
+                if self.per_chain:
+                    start = np.array(chain.step_size, dtype=float)
+                else:
+                    start = float(np.exp(np.mean(np.log(chain.step_size))))
+                chain.step_size = find_initial_step_size(sampler, chain, self._rngs, start)
                 tuner.restart(chain)
 
+    def _install_per_chain(self, sampler, positions: np.ndarray) -> bool:
+        """Each group's metric (a chain, or an antithetic pair) from its own draws of the
+        window, ``positions`` of shape ``(iterations, chains, dim)``, installed in the
+        sampler; ``False`` (nothing installed) where a group holds under two draws."""
+        _, chains, dim = positions.shape
+        groups = sampler.chain_groups(chains) or [list(range(chains))]
+        metrics: list = [None] * chains
+        for group in groups:
+            # Rows iteration by iteration, in the order the pooled estimate reads them.
+            metric = estimate_metric(positions[:, group].reshape(-1, dim), self.kind)
+            if metric is None:
+                return False
+            for c in group:
+                metrics[c] = metric
+        sampler.set_chain_metrics(metrics)
+        return True
+
     def __repr__(self):
-        return f"WindowedMetric({self.kind!r})"
+        per_chain = ", per_chain=True" if self.per_chain else ""
+        return f"WindowedMetric({self.kind!r}{per_chain})"

@@ -135,7 +135,7 @@ def test_subclass_with_only_a_table_runs_compiled():
 def test_target_without_kernel_runs_numpy_path():
     import autograd.numpy as anp
 
-    target = hm.Target.from_logp(lambda x: -0.5 * anp.sum(x**2), dim=2)
+    target = hm.Target.from_logp(lambda x: -0.5 * anp.sum(x**2), dim=2, backend="autograd")
     run = hm.sample(target, "hmc", chains=2, warmup=20, draws=20, seed=0, progress=False)
     assert run.attrs["compiled"] is False
     # Asked for, the compiled chain runs and calls the target back (issue 27).

@@ -232,3 +232,104 @@ def test_a_value_fixed_by_the_model_is_not_a_sampling_problem():
     result = hm.Result(draws=draws, stats={"diverging": np.zeros((4, 500), bool)},
                        names=("x", "L[0, 0]"))  # fmt: skip
     assert result.diagnose() == []
+
+
+# ------------------------------------------------------------------ improper posteriors
+_Y = np.array([1.2, -0.3, 0.8, 2.1, 0.4])
+
+
+def _improper(record):
+    return [w for w in record if "improper posterior" in str(w.message)]
+
+
+def _run(model, **options):
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        result = hm.sample(model, chains=4, warmup=300, draws=300, seed=1, progress=False,
+                           **options)  # fmt: skip
+    return result, record
+
+
+def test_an_unconstrained_scale_is_named_as_an_improper_posterior():
+    """A scale left on the real line with no prior: the density grows flat as |s| grows, and
+    the draws of s (and of mu, which it frees) run off to ~1e90."""
+    model = hm.Model(lambda p: -0.5 * np.sum((_Y - p["mu"]) ** 2 / p["s"] ** 2),
+                     {"mu": hm.real(), "s": hm.real()})  # fmt: skip
+    result, record = _run(model)
+    (warning,) = _improper(record)
+    assert issubclass(warning.category, SamplingWarning)
+    assert "the log density looks unbounded" in str(warning.message)
+    (problem,) = [p for p in result.diagnose() if p.check == "improper"]
+    assert "s" in problem.where and problem.value > 1e10
+    assert result.diagnose()[0].check == "improper"  # the cause, before its consequences
+
+
+def test_a_log_density_rising_without_bound_names_its_parameter_only():
+    """lp = a: a runs to ~1e60 with the log density; b, a proper normal, is not named."""
+    model = hm.Model(lambda p: p["a"] - 0.5 * p["b"] ** 2, {"a": hm.real(), "b": hm.real()})
+    result, record = _run(model)
+    (warning,) = _improper(record)
+    assert "a ran away to" in str(warning.message)
+    (problem,) = [p for p in result.diagnose() if p.check == "improper"]
+    assert problem.where == ("a",)
+
+
+def test_a_positive_scale_pinned_at_the_float_limit_is_named():
+    """lp = -n log s with s positive: unbounded as s -> 0, and its coordinate log s runs to
+    exp's underflow (s = 5e-324): far in the unconstrained space, though |log s| < 1e10."""
+    model = hm.Model(lambda p: -0.5 * np.sum((_Y - p["mu"]) ** 2) - 5 * np.log(p["s"]),
+                     {"mu": hm.real(), "s": hm.positive()})  # fmt: skip
+    result, record = _run(model)
+    (problem,) = [p for p in result.diagnose() if p.check == "improper"]
+    assert problem.where == ("s",) and problem.value >= 700 and len(_improper(record)) == 1
+
+
+def test_a_proper_model_is_not_named():
+    model = hm.Model(
+        lambda p: -0.5 * np.sum((_Y - p["mu"]) ** 2 / p["s"] ** 2) - 5 * np.log(p["s"])
+        - 0.5 * p["mu"] ** 2 - p["s"],
+        {"mu": hm.real(), "s": hm.positive()},
+    )  # fmt: skip
+    result, record = _run(model)
+    assert _improper(record) == [] and "improper" not in _checks(result)
+
+
+def _far(draws, lp=None) -> hm.Result:
+    chains, n, _ = draws.shape
+    stats = {"diverging": np.zeros((chains, n), bool)}
+    if lp is not None:
+        stats["lp"] = lp
+    return hm.Result(draws=draws, stats=stats, names=tuple(f"x{i}" for i in range(draws.shape[2])))
+
+
+def test_a_posterior_settled_at_a_huge_scale_is_not_named():
+    """GDP in dollars: 2e13 +- 1e11, chains that agree: far, but a located posterior."""
+    rng = np.random.default_rng(0)
+    draws = 2e13 + 1e11 * rng.normal(size=(4, 1000, 1))
+    lp = -0.5 * ((draws[..., 0] - 2e13) / 1e11) ** 2
+    assert "improper" not in _checks(_far(draws, lp))
+
+
+def test_a_proper_tail_over_decades_is_not_named_but_a_flat_one_is():
+    """Draws of N(0, 1e11^2) reach 1e10 and spread over decades out there, but their log
+    density falls with |x| (about 5 nats a decade); the same draws with a flat log density
+    run away."""
+    rng = np.random.default_rng(1)
+    draws = 1e11 * rng.normal(size=(4, 1000, 1))
+    proper = -0.5 * (draws[..., 0] / 1e11) ** 2 + rng.normal(size=(4, 1000))  # + other terms
+    assert "improper" not in _checks(_far(draws, proper))
+    flat = rng.normal(size=(4, 1000))
+    assert _checks(_far(draws, flat))[0] == "improper"
+
+
+def test_a_drifting_chain_is_named_and_a_chain_at_one_huge_value_too():
+    rng = np.random.default_rng(2)
+    draws = rng.normal(size=(4, 1000, 2))
+    draws[2, :, 1] = -8e29 * np.linspace(0.05, 1.0, 1000)  # runs off, lp rising with it
+    lp = rng.normal(size=(4, 1000))
+    lp[2] = np.linspace(0.0, 1e3, 1000)
+    (problem,) = [p for p in diagnose(_far(draws, lp)) if p.check == "improper"]
+    assert problem.where == ("x1",) and problem.value == pytest.approx(8e29)
+    # Pinned beyond any number: a coordinate that left floating point.
+    draws[2, :, 1] = np.inf
+    assert [p.where for p in diagnose(_far(draws, lp)) if p.check == "improper"] == [("x1",)]

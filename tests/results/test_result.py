@@ -153,3 +153,51 @@ def test_load_reads_an_arviz_file_another_library_wrote(tmp_path):
     from_dict({"observed_data": {"y": np.ones(3)}}).to_netcdf(not_a_run, engine="h5netcdf")
     with pytest.raises(hm.RunFileError, match="not a readable hamiltonia run file: it has no"):
         hm.load(not_a_run)
+
+
+def _long(seed=0, shift=0.0) -> Result:
+    """4 chains of 20,000 iid draws of 3 parameters, the last chain of x2 shifted."""
+    draws = np.random.default_rng(seed).normal(size=(4, 20_000, 3))
+    draws[3, :, 2] += shift
+    stats = {"diverging": np.zeros((4, 20_000), bool)}
+    return Result(draws=draws, stats=stats, names=("x0", "x1", "x2"))
+
+
+def test_diagnose_does_not_compute_the_summary(monkeypatch):
+    """The checks read R-hat and the bulk and tail ESS alone (the summary's other columns
+    are computed when asked for): the same problems as from the summary."""
+    from hamiltonia.diagnostics.checks import diagnose
+    from hamiltonia.results import result as results
+
+    for shift in (0.0, 0.5):
+        run = _long(shift=shift)
+        with monkeypatch.context() as m:
+            m.setattr(results, "summary_table", lambda *a: pytest.fail("summary computed"))
+            problems = run.diagnose()
+        assert problems == diagnose(run, run.summary())
+        checks = [p.check for p in problems]
+        assert (checks == []) == (shift == 0.0) and ("r_hat" in checks) == (shift > 0.0)
+
+
+def test_the_convergence_columns_are_the_summary_s():
+    run = _long(shift=0.05)
+    exact = run._convergence()
+    table = run.summary()
+    for column, values in exact.items():
+        np.testing.assert_array_equal(values, table[column].to_numpy(), err_msg=column)
+    # For the checks, each value is exact or a bound on the right side of its threshold.
+    fresh = _long(shift=0.05)
+    decided = fresh._convergence(decide=(1.01, 100.0))
+    assert np.all((decided["r_hat"] <= 1.01) == (exact["r_hat"] <= 1.01))
+    assert np.all(decided["r_hat"] >= exact["r_hat"])
+    assert np.all((decided["ess_bulk"] >= 400) & (decided["ess_bulk"] <= exact["ess_bulk"]))
+    np.testing.assert_array_equal(decided["ess_tail"], exact["ess_tail"])
+
+
+def test_weighted_convergence_columns_carry_the_kish_factor():
+    lw = np.log(np.random.default_rng(2).uniform(0.5, 1.5, size=(2, 500)))
+    res = _weighted_result(lw)
+    table = res.summary()
+    fresh = _weighted_result(lw)
+    for column, values in fresh._convergence().items():
+        np.testing.assert_allclose(values, table[column].to_numpy(), rtol=1e-12, err_msg=column)

@@ -24,7 +24,7 @@ def _eight_schools_logp(p):
             - 0.5 * anp.sum(((Y - _theta(p)) / SIGMA) ** 2, axis=-1))  # fmt: skip
 
 
-def eight_schools():
+def eight_schools(backend=None):
     return hm.Model(
         _eight_schools_logp,
         {"mu": hm.real(), "tau": hm.positive(), "eta": hm.real(8, dims="school")},
@@ -35,6 +35,7 @@ def eight_schools():
         generated=lambda p: {"theta": _theta(p)},
         generated_dims={"theta": "school"},
         coords={"school": SCHOOLS},
+        backend=backend,
     )
 
 
@@ -61,9 +62,17 @@ def test_a_batch_aware_model_is_vectorised_without_a_warning(recwarn):
     ],
 )
 def test_a_logp_that_returns_no_number_is_named(logp, message):
-    model = hm.Model(logp, {"x": hm.real(3)}, vectorized=False)
+    # Found when the model is built, before any backend records or compiles it...
+    with pytest.raises((ValueError, TypeError), match=message):
+        hm.Model(logp, {"x": hm.real(3)})
+
+    # ... and, for a function that returns a number at the centre only, when it is called.
+    def sometimes(p):
+        return logp(p) if p["x"][0] > 1 else -0.5 * np.sum(p["x"] ** 2)
+
+    model = hm.Model(sometimes, {"x": hm.real(3)}, backend="autograd", vectorized=False)
     with pytest.raises(hm.ModelError, match=message):
-        hm.sample(model, chains=1, warmup=5, draws=5, progress=False)
+        hm.sample(model, chains=1, warmup=5, draws=5, progress=False, initial={"x": [2.0, 0, 0]})
 
 
 @pytest.mark.parametrize(
@@ -90,9 +99,9 @@ def test_a_model_declared_vectorized_that_sums_over_the_batch_is_refused():
         return -0.5 * anp.sum(p["x"] ** 2)
 
     with pytest.raises(ValueError, match=r"vectorized=True, but logp .* one number per position"):
-        hm.Model(logp, {"x": hm.real(2), "s": hm.positive()}, vectorized=True)
+        hm.Model(logp, {"x": hm.real(2), "s": hm.positive()}, vectorized=True, backend="autograd")
     with pytest.raises(ValueError, match=r"vectorized=True, but logp .* shape \(\)"):
-        hm.Target.from_logp(lambda x: -0.5 * anp.sum(x**2), 2, vectorized=True)
+        hm.Target.from_logp(lambda x: -0.5 * anp.sum(x**2), 2, vectorized=True, backend="autograd")
 
 
 def test_a_model_written_for_one_point_runs_row_by_row_and_says_so():
@@ -101,9 +110,11 @@ def test_a_model_written_for_one_point_runs_row_by_row_and_says_so():
         return -0.5 * anp.sum(p["eta"] ** 2) - 0.5 * anp.sum(((Y - theta) / SIGMA) ** 2)
 
     blocks = {"mu": hm.real(), "tau": hm.positive(), "eta": hm.real(8)}
-    with pytest.warns(RowByRowWarning, match=r"one chain at a time, [0-9.]+ ms per gradient"):
-        model = hm.Model(logp, blocks)
+    with pytest.warns(RowByRowWarning, match=r"one chain at a time, [0-9.]+ ms per gradient") as w:
+        model = hm.Model(logp, blocks, backend="autograd")
     assert not model.vectorized
+    # Shown at the user's line, not at the package's or at "sys:1".
+    assert [r.filename for r in w if r.category is RowByRowWarning] == [__file__]
     z = np.random.default_rng(0).normal(size=(3, 10))
     np.testing.assert_allclose(model.log_prob(z), eight_schools_like(z, logp, model))
 
@@ -227,7 +238,8 @@ def test_each_constraint_gives_the_intended_distribution():
 def _agrees_with_autograd(model, hvp_rtol: float, hvp_atol: float) -> None:
     """``model`` (eight schools on another backend) gives the autograd model's log
     density, gradient and Hessian-vector product at random points."""
-    reference = eight_schools()
+    reference = eight_schools(backend="autograd")
+    assert reference.backend == "autograd" and reference.numba_kernel() is None
     z = np.random.default_rng(2).normal(size=(5, 10))
     v = np.random.default_rng(3).normal(size=(5, 10))
     lp, grad = model.log_prob_and_grad(z)
@@ -325,7 +337,7 @@ def test_a_flat_log_density_compiles_too_and_a_bad_backend_is_named():
         return -0.5 * x[..., 0] ** 2 - 0.5 * (x[..., 1] - x[..., 0] ** 2) ** 2
 
     flat = hm.Target.from_logp(logp, dim=2, backend="numba")
-    reference = hm.Target.from_logp(logp, dim=2)
+    reference = hm.Target.from_logp(logp, dim=2, backend="autograd")
     x = np.random.default_rng(0).normal(size=(3, 2))
     np.testing.assert_allclose(flat.log_prob_and_grad(x)[1], reference.log_prob_and_grad(x)[1])
     assert flat.numba_kernel() is not None and reference.numba_kernel() is None
@@ -333,3 +345,70 @@ def test_a_flat_log_density_compiles_too_and_a_bad_backend_is_named():
         hm.Target.from_logp(logp, dim=2, backend="torch")
     with pytest.raises(ValueError, match="backend must be"):
         hm.Model(logp, {"x": hm.real(2)}, backend="torch")
+
+
+def test_a_model_compiles_by_default_and_runs_compiled_without_a_warning(recwarn):
+    model = eight_schools()
+    assert model.backend == "numba" and model.numba_kernel() is not None
+    run = hm.sample(model, chains=2, warmup=100, draws=100, seed=0, progress=False)
+    assert run.attrs["path_reason"].startswith("compiled")
+    assert not [
+        w for w in recwarn if issubclass(w.category, (hm.CompileWarning, hm.FallbackWarning))
+    ]
+
+
+def test_a_model_numba_cannot_compile_runs_with_autograd_and_says_why_once(recwarn):
+    def logp(p):
+        if p["x"][0] > 0:  # a branch on a parameter: one path's gradient would be wrong
+            return -0.5 * anp.sum(p["x"] ** 2)
+        return -0.5 * anp.sum(p["x"] ** 2) - 0.0
+
+    model = hm.Model(logp, {"x": hm.real(2)})
+    compile_warnings = [w for w in recwarn if w.category is hm.CompileWarning]
+    assert len(compile_warnings) == 1
+    message = str(compile_warnings[0].message)
+    assert "runs with autograd" in message and "backend='autograd' silences this" in message
+    assert compile_warnings[0].filename == __file__  # the user's line
+    assert model.backend == "autograd" and model.numba_kernel() is None
+    run = hm.sample(model, chains=2, warmup=50, draws=50, seed=0, progress=False)
+    # The NumPy path is this model's path: no second warning at every run.
+    assert run.attrs["path_reason"].startswith("numpy")
+    assert [w.category for w in recwarn if issubclass(w.category, UserWarning)
+            and w.category is not hm.SamplingWarning] == [hm.CompileWarning]  # fmt: skip
+    with pytest.raises(ValueError, match=r"numba could not|decision|branch|truth value"):
+        hm.Model(logp, {"x": hm.real(2)}, backend="numba")
+
+
+@pytest.mark.parametrize("backend", [None, "autograd"])
+def test_a_shape_error_in_logp_names_the_blocks_and_their_shapes(backend):
+    def logp(p):
+        return -0.5 * anp.sum((p["eta"] - np.ones(7)) ** 2) + p["mu"]
+
+    with pytest.raises(ValueError, match="could not be broadcast") as info:
+        hm.Model(logp, {"mu": hm.real(), "eta": hm.real(8)}, backend=backend)
+    note = "\n".join(getattr(info.value, "__notes__", []))
+    assert "mu ()" in note and "eta (8,)" in note
+
+
+def test_a_target_with_cheap_point_calls_is_called_back_from_the_compiled_chain(recwarn):
+    """Target.compiled_callback (set by from_jax): compiled=None runs the compiled chain,
+    calling the target back, with no warning; the draws are those of compiled=True."""
+    target = hm.Target.from_logp(lambda x: -0.5 * anp.sum(x**2), 3, backend="autograd")
+    target.compiled_callback = True
+    run = hm.sample(target, chains=2, warmup=50, draws=50, seed=1, progress=False)
+    assert "called back" in run.attrs["path_reason"]
+    asked = hm.sample(target, chains=2, warmup=50, draws=50, seed=1, progress=False,
+                      compiled=True)  # fmt: skip
+    np.testing.assert_array_equal(run.draws, asked.draws)
+    assert not [w for w in recwarn if issubclass(w.category, hm.FallbackWarning)]
+    target.compiled_callback = False
+    assert hm.sample(target, chains=2, warmup=50, draws=50, seed=1, progress=False
+                     ).attrs["path_reason"].startswith("numpy")  # fmt: skip
+
+
+def test_from_jax_runs_compiled_by_default():
+    pytest.importorskip("jax")
+    flat = hm.Target.from_jax(lambda x: -0.5 * (x**2).sum(), dim=3)
+    assert flat.compiled_callback
+    run = hm.sample(flat, chains=2, warmup=50, draws=50, seed=1, progress=False)
+    assert "called back" in run.attrs["path_reason"]
