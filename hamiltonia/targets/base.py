@@ -549,6 +549,20 @@ def numba_or_autograd(f: Callable, dim: int, vectorized: bool | None, label: str
     return log_prob, lp_grad, hvp, vectorized, None, "autograd"
 
 
+_JAX_X64 = False
+
+
+def _jax_x64() -> None:
+    """Switch JAX to 64-bit floats in this process, once (the samplers' accept tests need
+    them)."""
+    global _JAX_X64
+    if not _JAX_X64:
+        import jax
+
+        jax.config.update("jax_enable_x64", True)
+        _JAX_X64 = True
+
+
 def jax_functions(f: Callable, dim: int):
     """``(log_prob, log_prob_and_grad, hvp)`` of a log density ``f`` of one point written
     with ``jax.numpy``: vectorised over the chains with ``jax.vmap`` and compiled with
@@ -560,13 +574,16 @@ def jax_functions(f: Callable, dim: int):
         import jax
     except ImportError:
         raise ImportError("Target.from_jax needs JAX: pip install 'hamiltonia[jax]'") from None
-    jax.config.update("jax_enable_x64", True)
+    _jax_x64()
     dim = check_dim(dim)
     batched_lp = jax.jit(jax.vmap(f))
     batched_lp_grad = jax.jit(jax.vmap(jax.value_and_grad(f)))
     batched_hvp = jax.jit(jax.vmap(lambda x, v: jax.jvp(jax.grad(f), (x,), (v,))[1]))
 
     def rows(x):
+        # Also in a worker process that unpickled these functions: JAX there starts in
+        # 32-bit floats, and the chains would drift from the in-process run's.
+        _jax_x64()
         x = np.asarray(x, dtype=np.float64)
         return x, x.reshape(-1, dim)
 
@@ -580,6 +597,7 @@ def jax_functions(f: Callable, dim: int):
         return np.asarray(lp).reshape(x.shape[:-1]), np.asarray(grad).reshape(x.shape)
 
     def hvp(x, v):
+        _jax_x64()
         x, v = np.broadcast_arrays(np.asarray(x, dtype=np.float64), np.asarray(v, dtype=np.float64))
         out = batched_hvp(x.reshape(-1, dim), v.reshape(-1, dim))
         return np.asarray(out).reshape(x.shape)

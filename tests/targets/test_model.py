@@ -412,3 +412,21 @@ def test_from_jax_runs_compiled_by_default():
     assert flat.compiled_callback
     run = hm.sample(flat, chains=2, warmup=50, draws=50, seed=1, progress=False)
     assert "called back" in run.attrs["path_reason"]
+
+
+def _jax_flat_logp(x):
+    import jax.numpy as jnp
+
+    return -0.5 * jnp.sum(x**2) - 0.1 * jnp.sum(x**4)
+
+
+@pytest.mark.parametrize("compiled", [False, None])
+def test_a_jax_target_gives_the_same_draws_in_worker_processes(compiled):
+    """JAX starts each process in 32-bit floats: a worker that unpickles the target must
+    still compute in float64, or its chains drift from the in-process run's."""
+    pytest.importorskip("jax")
+    target = hm.Target.from_jax(_jax_flat_logp, dim=3)
+    options = dict(chains=2, warmup=30, draws=30, seed=4, progress=False, compiled=compiled)
+    here = hm.sample(target, **options)
+    there = hm.sample(target, executor="processes", workers=2, **options)
+    np.testing.assert_array_equal(there.draws, here.draws)
