@@ -77,8 +77,10 @@ class _Entry:
 
     @property
     def description(self) -> str:
-        doc = inspect.getdoc(self.obj) or ""
-        return doc.strip().splitlines()[0] if doc.strip() else ""
+        """The factory docstring's first sentence, as plain text."""
+        from hamiltonia._text import first_sentence
+
+        return first_sentence(inspect.getdoc(self.obj) or "")
 
 
 def _antithetic_entry(name: str, entries: dict) -> _Entry | None:
@@ -205,7 +207,8 @@ class Registry:
         return sorted(self._all())
 
     def describe(self) -> dict[str, str]:
-        """Name to one-line description (the first line of the factory's docstring)."""
+        """Name to description: the first sentence of the factory's docstring, as plain
+        text."""
         return {name: e.description for name, e in sorted(self._all().items())}
 
     def source(self, name: str) -> str:

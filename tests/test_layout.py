@@ -112,14 +112,14 @@ def test_the_checks_see_a_cycle():
 
 
 #: The layers of docs/design.rst's diagram, from the top; a package imports only packages
-#: below it (the private helpers ``_validation``, ``_system``, ``_warnings`` and
+#: below it (the private helpers ``_validation``, ``_system``, ``_warnings``, ``_text`` and
 #: ``_numba_cache`` are the bottom layer, and ``_numba_cache`` may read ``datasets``' cache
 #: folder).
 LAYERS = [
     "cli", "reproduce", "plots", "bench", "testing", "runner", "results", "samplers",
     "reducers", "tuners", "hamiltonians", "integrators", "refresh", "trajectories",
     "structures", "targets", "modelling", "diagnostics", "compiled", "state", "backend",
-    "registry", "_numba_cache", "datasets", "_validation", "_system", "_warnings",
+    "registry", "_numba_cache", "datasets", "_validation", "_system", "_warnings", "_text",
 ]  # fmt: skip
 
 

@@ -615,3 +615,22 @@ def test_part_plugin_found_through_its_entry_point(tmp_path, on_sys_path):
 def test_parts_registered_in_process_do_not_leak():
     assert not {"my-int", "plain", "not-an-integrator", "hop"} & set(integrators.names())
     assert "corner" not in structures.names()
+
+
+def test_describe_gives_the_whole_first_sentence_as_plain_text():
+    def factory(*, setting="default"):
+        """A test target whose first sentence runs over two lines, with :math:`\\rho` and
+        ``code`` in it. A second sentence is not shown.
+
+        Details.
+        """
+        return hm.targets.get("gaussian", dim=2)
+
+    hm.targets.register("two-line-sentence", factory)
+    try:
+        text = hm.targets.describe()["two-line-sentence"]
+    finally:
+        hm.targets.registry._extra.pop("two-line-sentence", None)
+    assert text == (
+        "A test target whose first sentence runs over two lines, with ρ and code in it."
+    )
