@@ -246,12 +246,15 @@ class Registry:
             if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name != "target"
         ]
 
+    def accepts_any(self, name: str) -> bool:
+        """Whether the factory of ``name`` takes any keyword (``**options``)."""
+        parameters = inspect.signature(self.factory(name)).parameters.values()
+        return any(p.kind is p.VAR_KEYWORD for p in parameters)
+
     def call(self, name: str, *args, **options):
         """Call the factory, rejecting unknown options with a message naming them."""
         factory = self.factory(name)
-        sig = inspect.signature(factory)
-        accepts_any = any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values())
-        if not accepts_any:
+        if not self.accepts_any(name):
             valid = self.options(name)
             unknown = [k for k in options if k not in valid]
             if unknown:
@@ -274,8 +277,7 @@ class Registry:
 
     def accepts(self, name: str, option: str) -> bool:
         """Whether the factory of ``name`` takes the keyword ``option`` (or any keyword)."""
-        parameters = inspect.signature(self.factory(name)).parameters.values()
-        return any(p.kind is p.VAR_KEYWORD for p in parameters) or option in self.options(name)
+        return self.accepts_any(name) or option in self.options(name)
 
 
 def lookups(registry: Registry, plural: str, example: str, factory: str = "factory(**options)"):

@@ -120,7 +120,7 @@ def _target_options(target, sampler, options: dict) -> tuple[dict, dict]:
         params = {k: v for k, v in options.items() if k in own}
         return params, {k: v for k, v in options.items() if k not in own}
     registry = samplers.registry
-    takes_any = registry.accepts(sampler, "\0")
+    takes_any = registry.accepts_any(sampler)
     valid = registry.options(sampler)
     both = sorted(k for k in options if k in own and k in valid)
     if both:

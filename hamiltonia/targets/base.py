@@ -537,7 +537,7 @@ def numba_or_autograd(f: Callable, dim: int, vectorized: bool | None, label: str
     also = [str(w.message) for w in caught if issubclass(w.category, RowByRowWarning)]
     for w in caught:
         if not issubclass(w.category, RowByRowWarning):
-            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     warn_at_user(
         f"{label} runs with autograd on the NumPy path (often 10-100x slower per gradient) "
         f"because numba cannot compile it: {reason}."
