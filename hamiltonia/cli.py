@@ -281,6 +281,11 @@ def _cmd_reproduce(args, out) -> int:
             experiment = reproduce.load_experiment(name)
             cells = len(experiment.cells())
             print(f"{name:<16} {experiment.title} [{experiment.source}; {cells} cells]", file=out)
+        for name in reproduce.study_names():
+            study = reproduce.get_study(name)
+            where = f"plugin {reproduce.study.registry.source(name)}"
+            cells = f"{len(study.cells())} cells; " if study.cells() else ""
+            print(f"{name:<16} {study.title} [{study.source}; {cells}{where}]", file=out)
         return 0
     if args.docs_page is not None:
         folders = ([args.name] if args.name else []) + list(args.folders)
@@ -288,7 +293,10 @@ def _cmd_reproduce(args, out) -> int:
             raise _UsageError("--docs-page needs the folders of finished reproductions")
         # The page is checked before any folder is read.
         reproduce.check_docs_page(args.docs_page, overwrite=args.overwrite)
-        reproductions = [reproduce.load_reproduction(f) for f in folders]
+        # A plugin study's folder gives its own section; a shipped experiment's is rebuilt.
+        reproductions = [
+            reproduce.load_study_report(f) or reproduce.load_reproduction(f) for f in folders
+        ]
         path = reproduce.write_docs_page(reproductions, args.docs_page, overwrite=args.overwrite)
         print(f"wrote {path}", file=out)
         return 0
@@ -296,6 +304,14 @@ def _cmd_reproduce(args, out) -> int:
         raise _UsageError("give an experiment name (see 'hamiltonia reproduce --list')")
     if args.folders:
         raise _UsageError(f"unexpected arguments {args.folders}")
+    shipped = reproduce.experiment_names()
+    if args.name not in shipped and args.name in reproduce.study_names():
+        return _run_study(args, out)
+    if args.name not in shipped and not args.name.endswith(".toml"):
+        raise _UsageError(
+            f"no experiment {args.name!r}: choose one of {shipped + reproduce.study_names()} "
+            "(hamiltonia reproduce --list) or give a .toml file"
+        )
     experiment = reproduce.load_experiment(args.name)
     only = None
     if args.only:
@@ -321,6 +337,27 @@ def _cmd_reproduce(args, out) -> int:
     )  # fmt: skip
     written = reproduce.write_report(result, figures=not args.no_figures)
     print(reproduce.markdown(result), file=out)
+    print("wrote " + ", ".join(str(p) for p in written), file=out)
+    return 0
+
+
+def _run_study(args, out) -> int:
+    """``hamiltonia reproduce NAME`` for a plugin's study (:mod:`hamiltonia.reproduce.study`)."""
+    from hamiltonia import reproduce
+
+    study = reproduce.get_study(args.name)
+    folder = args.output
+    if folder is None:
+        os.makedirs("reproduction", exist_ok=True)
+        folder = os.path.join("reproduction", f"{study.name}-{args.scale}")
+    report, written = reproduce.run_study(
+        study, folder, scale=args.scale, chains=args.chains, only=args.only,
+        overwrite=args.overwrite, figures=not args.no_figures,
+        progress=not args.no_progress, log=lambda line: print(line, file=sys.stderr),
+        compiled=args.compiled, executor=args.executor, scheduler=args.scheduler,
+        workers=args.workers,
+    )  # fmt: skip
+    print(report.markdown, file=out)
     print("wrote " + ", ".join(str(p) for p in written), file=out)
     return 0
 

@@ -8,6 +8,11 @@ the report (``NAME.md``: the published figure, the reproduced one with its sprea
 their ratio; each published claim with holds / does not hold and the explanation found), the
 figures (ESS, acceptance, log-density traces) and every run, so nothing computed is lost.
 
+A plugin reproduces its own published study (a model comparison, a table of predictive
+scores) with a :class:`~hamiltonia.reproduce.study.Study` registered under the entry-point
+group ``hamiltonia.studies``; ``hamiltonia reproduce NAME`` and ``--list`` take it like a
+shipped experiment (:mod:`hamiltonia.reproduce.study`).
+
 >>> from hamiltonia import reproduce
 >>> experiment = reproduce.load_experiment("ch5-blr")
 >>> result = reproduce.run_experiment(experiment, scale="small")   # doctest: +SKIP
@@ -33,21 +38,35 @@ from hamiltonia.reproduce.report import (
     write_docs_page,
     write_report,
 )
+from hamiltonia.reproduce.study import (
+    Study,
+    StudyReport,
+    get_study,
+    load_study_report,
+    run_study,
+    study_names,
+)
 
 __all__ = [
     "Experiment",
     "ExperimentError",
     "Reproduction",
+    "Study",
+    "StudyReport",
     "check_claims",
     "check_docs_page",
     "docs_page",
     "errata",
     "experiment_names",
+    "get_study",
     "load_experiment",
     "load_reproduction",
+    "load_study_report",
     "markdown",
     "restructured_text",
     "run_experiment",
+    "run_study",
+    "study_names",
     "write_docs_page",
     "write_report",
 ]

@@ -90,9 +90,10 @@ def _record(experiment, scale: str, protocol: Protocol) -> dict:
     return {"experiment": experiment.name, "scale": scale, "protocol": dataclasses.asdict(protocol)}
 
 
-def _check_output(folder: Path, experiment, scale, protocol, overwrite: bool) -> None:
-    """Refuse, before any work, a folder that cannot take the reproduction or that holds a
-    different one (unless ``overwrite``)."""
+def check_output_folder(folder: Path) -> None:
+    """Refuse, before any work, an output folder that cannot be written: a file, a folder
+    whose parent does not exist, or one not writable (shared by the shipped experiments and
+    the plugins' studies)."""
     if folder.exists() and not folder.is_dir():
         raise ValueError(f"output {str(folder)!r} exists and is not a folder")
     if not folder.exists():
@@ -104,6 +105,19 @@ def _check_output(folder: Path, experiment, scale, protocol, overwrite: bool) ->
         return
     if not os.access(folder, os.W_OK):
         raise ValueError(f"output {str(folder)!r} is not writable")
+
+
+def _check_output(folder: Path, experiment, scale, protocol, overwrite: bool) -> None:
+    """Refuse, before any work, a folder that cannot take the reproduction or that holds a
+    different one (unless ``overwrite``)."""
+    check_output_folder(folder)
+    if not folder.exists():
+        return
+    if (folder / "study.json").exists() and not overwrite:
+        raise ValueError(
+            f"output {str(folder)!r} holds a plugin's study, not {experiment.name!r}: choose "
+            "another --output, or --overwrite to replace it"
+        )
     record = folder / "experiment.json"
     if record.exists() and not overwrite:
         held = json.loads(record.read_text())
@@ -174,6 +188,9 @@ def run_experiment(
     if folder is not None:
         _check_output(folder, experiment, scale, protocol, overwrite)
         (folder / "runs").mkdir(parents=True, exist_ok=True)
+        if overwrite:
+            # The folder is this experiment's now: a study's record would claim it too.
+            (folder / "study.json").unlink(missing_ok=True)
         (folder / "cells").mkdir(exist_ok=True)
         from hamiltonia.results.runfile import atomic_write_bytes
 

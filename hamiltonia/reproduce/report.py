@@ -350,7 +350,8 @@ def errata() -> list[dict]:
 
 
 def docs_page(reproductions, title: str = "Reproduction: results") -> str:
-    """The documentation's page of results: each reproduction's report as reStructuredText,
+    """The documentation's page of results: each reproduction's report as reStructuredText
+    (a plugin study's, the lines it wrote: :func:`~hamiltonia.reproduce.study.load_study_report`),
     then the errata applied."""
     lines = [title, "=" * len(title), ""]
     lines += [
@@ -358,7 +359,9 @@ def docs_page(reproductions, title: str = "Reproduction: results") -> str:
         "",
     ]
     for reproduction in reproductions:
-        lines += restructured_text(reproduction)
+        # A plugin's study gives its section's lines itself (hamiltonia.reproduce.study).
+        is_lines = isinstance(reproduction, list)
+        lines += [*reproduction, ""] if is_lines else restructured_text(reproduction)
     heading = "Errata applied"
     lines += [heading, "-" * len(heading), ""]
     rows = [["printed in", "as printed", "as implemented", "where"]]

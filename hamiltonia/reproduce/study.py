@@ -1,0 +1,240 @@
+"""A published study that a plugin reproduces: any experiment, not only a table of samplers.
+
+The experiments shipped with hamiltonia are grids of targets and samplers with the metrics of
+:mod:`hamiltonia.reproduce.metrics`, written as data (:mod:`hamiltonia.reproduce.experiment`).
+A plugin's application study (a model comparison by LOO, a table of predictive scores, ...)
+is code: a :class:`Study` subclass registered under the entry-point group
+``hamiltonia.studies``, which ``hamiltonia reproduce NAME`` runs like a shipped experiment::
+
+    [options.entry_points]
+    hamiltonia.studies =
+        my-study = my_package.study:MyStudy
+
+hamiltonia does the part every study shares: the output folder is checked before any work (a
+folder holding another study, or this study at another scale, is refused unless
+``overwrite``), the study's record is written to it, and the report the study returns is
+written atomically beside its runs (``NAME.md``, and ``NAME.rst`` for the documentation page
+of :func:`hamiltonia.reproduce.write_docs_page`). The study runs its cells, saves each run in
+``output/runs`` and reads back the ones finished before, so an interrupted reproduction
+continues where it stopped.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import ClassVar
+
+from hamiltonia.registry import Registry
+
+__all__ = [
+    "STUDY_RECORD",
+    "Study",
+    "StudyReport",
+    "get_study",
+    "load_study_report",
+    "registry",
+    "run_study",
+    "study_names",
+]
+
+#: The file in a study's output folder that says which study, at which scale, it holds.
+STUDY_RECORD = "study.json"
+
+
+@dataclasses.dataclass
+class StudyReport:
+    """What a study's run returns.
+
+    Attributes
+    ----------
+    markdown : str
+        The report: published beside reproduced, and each difference explained.
+    rst : list of str
+        The same as reStructuredText lines, a section headed with a ``-`` underline, for the
+        documentation page.
+    files : list of Path
+        The figures and data files the run wrote.
+    """
+
+    markdown: str
+    rst: list[str]
+    files: list[Path] = dataclasses.field(default_factory=list)
+
+
+class Study(abc.ABC):
+    """A published study reproduced by code (module docs): subclass, name it, and write
+    :meth:`run`.
+
+    Class attributes ``name`` (the name ``hamiltonia reproduce`` takes), ``title`` and
+    ``source`` (the publication, with the table or figure) describe it; ``scales`` are the
+    scales it runs at (``"small"``: minutes on two cores; ``"full"``: the publication's
+    protocol).
+    """
+
+    name: ClassVar[str]
+    title: ClassVar[str]
+    source: ClassVar[str]
+    scales: ClassVar[tuple[str, ...]] = ("small", "full")
+
+    def cells(self) -> list[str]:
+        """Labels of the study's cells (``"TARGET/SAMPLER"``), which ``only`` chooses from;
+        empty for a study that is not divided into cells."""
+        return []
+
+    @abc.abstractmethod
+    def run(
+        self,
+        output: Path,
+        *,
+        scale: str,
+        chains: int | None,
+        only: list[str] | None,
+        figures: bool,
+        progress: bool,
+        log: Callable[[str], None],
+        sample_options: dict,
+    ) -> StudyReport:
+        """Run the study into the folder ``output`` (it exists, checked) and report.
+
+        Parameters
+        ----------
+        output : Path
+            The study's folder: its runs go in ``output / "runs"``; a cell whose run is
+            there already is read back, not rerun.
+        scale : str
+            One of :attr:`scales`.
+        chains : int or None
+            Chains per run instead of the scale's (``None``: the scale's).
+        only : list of str or None
+            Run these cells only (labels of :meth:`cells`).
+        figures : bool
+            Whether to draw the figures (matplotlib).
+        progress : bool
+            Whether to show progress bars.
+        log : callable
+            Called with a line of text as each cell starts and ends.
+        sample_options : dict
+            ``compiled``, ``executor``, ``scheduler`` and ``workers``, for
+            :func:`hamiltonia.sample`.
+        """
+
+
+#: The registry of plugins' studies, fed by the ``hamiltonia.studies`` entry points (a
+#: :class:`Study` subclass, built with no arguments).
+registry = Registry("hamiltonia.studies", "study", returns=Study)
+
+
+def study_names() -> list[str]:
+    """Names of the studies the installed plugins register, sorted."""
+    return registry.names()
+
+
+def get_study(name: str) -> Study:
+    """The study registered as ``name``, built."""
+    return registry.build(name)
+
+
+def _record(study: Study, scale: str, chains: int | None) -> dict:
+    return {"study": study.name, "scale": scale, "chains": chains}
+
+
+def _check_output(folder: Path, study: Study, scale: str, chains, overwrite: bool) -> None:
+    """Refuse, before any work, a folder that cannot take the study or that holds another
+    (unless ``overwrite``)."""
+    from hamiltonia.reproduce.execute import check_output_folder
+
+    check_output_folder(folder)
+    if not folder.exists():
+        return
+    if (folder / "experiment.json").exists() and not overwrite:
+        raise ValueError(
+            f"output {str(folder)!r} holds a reproduction of a shipped experiment, not the "
+            f"study {study.name!r}: choose another --output, or --overwrite to replace it"
+        )
+    record = folder / STUDY_RECORD
+    if record.exists() and not overwrite:
+        held, mine = json.loads(record.read_text()), _record(study, scale, chains)
+        if held != mine:
+            raise ValueError(
+                f"output {str(folder)!r} holds the study {held.get('study')!r} at scale "
+                f"{held.get('scale')!r} with chains {held.get('chains')}, not this one "
+                f"({mine['study']!r}, {mine['scale']!r}, chains {chains}): choose another "
+                "--output, or --overwrite to replace it"
+            )
+
+
+def run_study(
+    study: Study,
+    output,
+    *,
+    scale: str = "small",
+    chains: int | None = None,
+    only: list[str] | None = None,
+    overwrite: bool = False,
+    figures: bool = True,
+    progress: bool = False,
+    log: Callable[[str], None] | None = None,
+    **sample_options,
+) -> tuple[StudyReport, list[Path]]:
+    """Run ``study`` into the folder ``output`` and write its report there.
+
+    The folder is checked first (module docs); ``scale`` must be one of the study's scales,
+    ``chains`` an integer >= 2 and each of ``only`` one of its cells. Returns the report and
+    the paths written (the report's files, then ``NAME.md`` and ``NAME.rst``).
+    """
+    from hamiltonia.results.runfile import atomic_write_bytes
+
+    if scale not in study.scales:
+        raise ValueError(f"scale must be one of {list(study.scales)} for {study.name!r}, "
+                         f"got {scale!r}")  # fmt: skip
+    if chains is not None and (isinstance(chains, bool) or not isinstance(chains, int)
+                               or chains < 2):  # fmt: skip
+        raise ValueError(f"chains must be an integer >= 2, got {chains!r}")
+    if only is not None:
+        cells = study.cells()
+        unknown = [c for c in only if c not in cells]
+        if unknown:
+            raise ValueError(
+                f"{unknown[0]!r} is not a cell of {study.name}: "
+                + (", ".join(cells) if cells else "this study has no cells to choose from")
+            )
+    folder = Path(output)
+    _check_output(folder, study, scale, chains, overwrite)
+    folder.mkdir(exist_ok=True)
+    if overwrite:
+        # The folder is this study's now: a shipped experiment's record would claim it too.
+        (folder / "experiment.json").unlink(missing_ok=True)
+    (folder / "runs").mkdir(exist_ok=True)
+    atomic_write_bytes(folder / STUDY_RECORD, json.dumps(_record(study, scale, chains)).encode())
+    report = study.run(
+        folder, scale=scale, chains=chains, only=None if only is None else list(only),
+        figures=figures, progress=progress, log=log or (lambda line: None),
+        sample_options=dict(sample_options),
+    )  # fmt: skip
+    if not isinstance(report, StudyReport):
+        raise TypeError(
+            f"study {study.name!r} returned {type(report).__name__} from run(), not a StudyReport"
+        )
+    written = [
+        atomic_write_bytes(folder / f"{study.name}.md", report.markdown.encode()),
+        atomic_write_bytes(folder / f"{study.name}.rst", "\n".join(report.rst).encode()),
+    ]
+    return report, [*map(Path, report.files), *written]
+
+
+def load_study_report(folder) -> list[str] | None:
+    """The reStructuredText lines a study wrote in ``folder``, or ``None`` when the folder
+    holds no study (a shipped experiment's reproduction)."""
+    folder = Path(folder)
+    record = folder / STUDY_RECORD
+    if not record.is_file():
+        return None
+    name = json.loads(record.read_text())["study"]
+    page = folder / f"{name}.rst"
+    if not page.is_file():
+        raise ValueError(f"{str(folder)!r} holds the study {name!r} but no report: run it again")
+    return page.read_text().splitlines()
