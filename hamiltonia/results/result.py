@@ -351,6 +351,8 @@ class Result:
         for name, _shape, block_dims in self.attrs.get("blocks") or []:
             if block_dims:
                 out[name] = list(block_dims)
+        for name, obs_dims in (self.attrs.get("observed_dims") or {}).items():
+            out[name] = list(obs_dims)
         out.update({k: list(v) for k, v in (dims or {}).items()})
         return out
 

@@ -68,6 +68,8 @@ def new_run_attrs(target, smp, path_reason, compiled, seq, options, *, chains, w
         # Named blocks with shapes and dims: the ArviZ variables of the draws.
         attrs["blocks"] = target.blocks
         attrs["coords"] = target.coords
+    if target.observed_dims:
+        attrs["observed_dims"] = target.observed_dims
     order = getattr(smp.reducer, "order", None)
     if smp.reducer.records_gradients and order is not None:
         attrs["control_variates"] = order

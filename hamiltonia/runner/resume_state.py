@@ -144,9 +144,12 @@ def _array(path, field: str, value, shape: tuple, *, finite: bool = True) -> np.
         raise _refusal(path, str(err)) from None
 
 
-def validate(info, previous, path) -> dict:
+def validate(info, previous, path, dim: int) -> dict:
     """``info`` (a checkpoint's resume state) checked against the run ``previous`` read from
-    ``path``: the checked copy, or :class:`~hamiltonia.results.runfile.RunFileError`."""
+    ``path`` of a target of ``dim`` unconstrained coordinates (not the run's reported
+    width: a model's constrained blocks and generated quantities report more, or fewer,
+    numbers than the sampler moves): the checked copy, or
+    :class:`~hamiltonia.results.runfile.RunFileError`."""
     from hamiltonia import samplers
 
     if not isinstance(info, dict):
@@ -155,7 +158,7 @@ def validate(info, previous, path) -> dict:
     missing = [k for k in required if k not in info]
     if missing:
         raise RunFileError(f"{path} cannot be resumed: its resume state lacks {', '.join(missing)}")
-    chains, dim = previous.n_chains, previous.dim
+    chains = previous.n_chains
     draws = previous.attrs.get("draws")
     if isinstance(draws, bool) or not isinstance(draws, int) or not previous.n_draws <= draws:
         raise RunFileError(

@@ -646,9 +646,13 @@ def resume(path, *, progress: bool = True, output=None,
             f"{path} cannot be resumed: the run was not built from registered target and "
             "sampler names with plain options"
         )
-    info = resume_state.validate(info, previous, path)
     try:
         target = previous.get_target()
+    except (KeyError, TypeError, ValueError) as err:
+        message = err.args[0] if isinstance(err, KeyError) and err.args else err
+        raise RunFileError(f"{path} cannot be resumed: {message}") from None
+    info = resume_state.validate(info, previous, path, target.dim)
+    try:
         # The options go through the sampler's own validation, as in sample().
         smp = _resolve_sampler(info["sampler"], target, dict(info["options"]))
     except (KeyError, TypeError, ValueError) as err:

@@ -216,6 +216,12 @@ class Target:
         """Labels of the named dimensions of :attr:`blocks` (ArviZ coords)."""
         return {}
 
+    @property
+    def observed_dims(self) -> dict:
+        """Dimension names of each observed variable ``{name: [dim, ...]}`` (the dims of
+        its ``observed_data``, ``log_likelihood`` and predictive variables)."""
+        return {}
+
     def unconstrain(self, values, chains: int = 1) -> np.ndarray:
         """The unconstrained positions, shape ``(chains, dim)``, of initial ``values``:
         an array of shape ``(dim,)`` or ``(chains, dim)`` here; named values for a target

@@ -105,8 +105,11 @@ class Model(FunctionTarget):
         ``prior(rng) -> {block: value}``: one draw of every block from the prior (the
         distributions that ``logp``'s prior terms are the densities of), constrained.
     coords : mapping, optional
-        Labels of the named dimensions (``dims=`` of the blocks), e.g.
-        ``{"school": ["A", ..., "H"]}``.
+        Labels of the named dimensions (``dims=`` of the blocks, ``generated_dims`` and
+        ``observed_dims``), e.g. ``{"school": ["A", ..., "H"]}``.
+    observed_dims : mapping, optional
+        Dimension names of each observed variable, e.g. ``{"y": ["school"]}``: the dims
+        of its ``observed_data``, ``log_likelihood`` and predictive variables.
     vectorized : bool or None
         Whether the functions accept blocks with the chains as leading axes; ``None``
         finds out.
@@ -136,6 +139,7 @@ class Model(FunctionTarget):
         prior: Callable | None = None,
         coords: Mapping | None = None,
         generated_dims: Mapping | None = None,
+        observed_dims: Mapping | None = None,
         vectorized: bool | None = None,
         backend: str | None = None,
     ):
@@ -190,7 +194,31 @@ class Model(FunctionTarget):
         self._reported = layout.names + tuple(
             n for name, shape, _ in self._generated_blocks for n in element_names(name, shape)
         )
+        self._observed_dims = self._check_observed_dims(observed_dims or {})
         self._check_coords(generated_dims or {})
+
+    def _check_observed_dims(self, observed_dims: Mapping) -> dict:
+        """``observed_dims`` as ``{name: [dim, ...]}``, each naming an observed variable (of
+        ``observed_data``, when given) with one dimension name per axis."""
+        out = {}
+        for name, dims in observed_dims.items():
+            dims = [dims] if isinstance(dims, str) else list(dims)
+            if not all(isinstance(d, str) for d in dims):
+                raise ValueError(f"observed_dims[{name!r}] must be dimension names, got {dims!r}")
+            if self._observed is not None:
+                if name not in self._observed:
+                    raise ValueError(
+                        f"observed_dims names {name!r}, which observed_data does not hold (it "
+                        f"holds {sorted(self._observed)})"
+                    )
+                shape = np.shape(self._observed[name])
+                if len(dims) != len(shape):
+                    raise ValueError(
+                        f"observed_dims[{name!r}] names {len(dims)} dimensions for an "
+                        f"observation of shape {shape}"
+                    )
+            out[str(name)] = dims
+        return out
 
     def _check_coords(self, generated_dims: Mapping) -> None:
         """Every named dimension has one size, its labels (``coords``) that many, and every
@@ -203,7 +231,12 @@ class Model(FunctionTarget):
                 f"{[b[0] for b in self._generated_blocks]})"
             )
         sizes: dict[str, tuple[int, str]] = {}
-        for name, shape, dims in self.blocks:
+        observed = [
+            [name, list(np.shape(self._observed[name])), dims]
+            for name, dims in self._observed_dims.items()
+            if self._observed is not None
+        ]
+        for name, shape, dims in self.blocks + observed:
             for dim, size in zip(dims, shape, strict=True) if dims else ():
                 if dim in sizes and sizes[dim][0] != size:
                     raise ValueError(
@@ -316,6 +349,10 @@ class Model(FunctionTarget):
     @property
     def coords(self):
         return dict(self._coords)
+
+    @property
+    def observed_dims(self):
+        return {k: list(v) for k, v in self._observed_dims.items()}
 
     def pointwise_log_likelihood(self, draws):
         if self._log_likelihood is None:

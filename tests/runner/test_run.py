@@ -617,3 +617,42 @@ def test_a_compiled_run_that_can_no_longer_compile_says_how_to_go_on(tmp_path, m
             hm.resume(path, progress=False)
     resumed = hm.resume(path, progress=False, compiled=False)
     assert resumed.attrs["path_reason"] == "numpy: compiled=False was asked"
+
+
+def _model_reporting_more_than_it_moves():
+    """A model whose reported width (5: a simplex of 3, a positive scale, a generated
+    quantity) differs from its unconstrained dimension (3)."""
+    import autograd.numpy as anp
+
+    y = np.array([0, 1, 1, 2, 1, 0, 1])
+
+    def logp(p):
+        return anp.sum(anp.log(p["w"][y])) + 2 * anp.log(p["s"]) - p["s"]
+
+    return hm.Model(logp, {"w": hm.simplex(3), "s": hm.positive()},
+                    generated=lambda p: {"spread": p["s"] * p["w"][0]})  # fmt: skip
+
+
+@pytest.fixture
+def registered_model():
+    hm.targets.registry.register("reports-more", _model_reporting_more_than_it_moves)
+    yield
+    hm.targets.registry._extra.pop("reports-more", None)
+
+
+def test_resume_continues_a_model_that_reports_more_than_it_moves(
+    tmp_path, monkeypatch, registered_model
+):
+    """The saved chain state is checked against the target's unconstrained dimension, not
+    the run's reported width (a model with a simplex or generated quantities failed with "q
+    has shape (2, 3), expected (2, 5)")."""
+    kwargs = dict(chains=2, warmup=200, draws=3000, seed=6, progress=False)
+    full = hm.sample("reports-more", "nuts", **kwargs)
+    assert full.dim == 5 and hm.targets.get("reports-more").dim == 3
+    path = tmp_path / "run.nc"
+    with pytest.warns(RuntimeWarning, match="interrupted"):
+        part = interrupted(monkeypatch, 2, lambda: hm.sample(
+            "reports-more", "nuts", output=path, checkpoint_seconds=0.0, **kwargs))  # fmt: skip
+    assert 0 < part.n_draws < 3000
+    resumed = hm.resume(path, progress=False)
+    np.testing.assert_array_equal(resumed.draws, full.draws)

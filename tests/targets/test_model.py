@@ -34,6 +34,7 @@ def eight_schools(backend=None):
         observed_data={"y": Y},
         generated=lambda p: {"theta": _theta(p)},
         generated_dims={"theta": "school"},
+        observed_dims={"y": "school"},
         coords={"school": SCHOOLS},
         backend=backend,
     )
@@ -146,6 +147,10 @@ def test_log_likelihood_and_observed_data_make_loo_work(schools_run):
     tree = schools_run.to_datatree()
     assert tree["log_likelihood"]["y"].shape == (4, 500, 8)
     np.testing.assert_array_equal(tree["observed_data"]["y"].values, Y)
+    # observed_dims names the observations' axis, labelled by the coords.
+    assert tree["log_likelihood"]["y"].dims == ("chain", "draw", "school")
+    assert tree["observed_data"]["y"].dims == ("school",)
+    assert list(tree["observed_data"]["school"].values) == SCHOOLS
     assert tree.attrs["inference_library"] == "hamiltonia"
     loo = arviz_stats.loo(tree)
     assert np.isfinite(loo.elpd) and loo.n_data_points == 8
@@ -156,6 +161,7 @@ def test_the_file_keeps_the_blocks_and_groups(schools_run, tmp_path):
     loaded = hm.load(path)
     np.testing.assert_array_equal(loaded.draws, schools_run.draws)
     assert loaded.posterior["eta"].dims == ("chain", "draw", "school")
+    assert loaded.to_datatree()["log_likelihood"]["y"].dims == ("chain", "draw", "school")
     assert set(loaded.to_datatree().children) >= {
         "posterior",
         "sample_stats",
@@ -430,3 +436,24 @@ def test_a_jax_target_gives_the_same_draws_in_worker_processes(compiled):
     here = hm.sample(target, **options)
     there = hm.sample(target, executor="processes", workers=2, **options)
     np.testing.assert_array_equal(there.draws, here.draws)
+
+
+@pytest.mark.parametrize(
+    ("observed_dims", "message"),
+    [
+        ({"z": "school"}, r"observed_dims names 'z', which observed_data does not hold"),
+        ({"y": ["school", "term"]}, r"names 2 dimensions for an observation of shape \(8,\)"),
+        (
+            {"y": "pupil"},
+            r"coords gives 2 labels for the dimension 'pupil', which has 8 "
+            r"entries \(in 'y'\)",
+        ),
+    ],
+)
+def test_observed_dims_are_checked_when_the_model_is_built(observed_dims, message):
+    coords = {"school": SCHOOLS} if observed_dims != {"y": "pupil"} else {"pupil": list("ab")}
+    with pytest.raises(ValueError, match=message):
+        hm.Model(_eight_schools_logp, {"mu": hm.real(), "tau": hm.positive(),
+                                       "eta": hm.real(8, dims="school")},
+                 observed_data={"y": Y}, observed_dims=observed_dims, coords=coords,
+                 backend="autograd")  # fmt: skip
