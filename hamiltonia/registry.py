@@ -18,7 +18,9 @@ third-party plugin takes.
   (:func:`hamiltonia.structures.get`);
 - ``hamiltonia.tuners``: ``factory(**options) -> Tuner`` (:func:`hamiltonia.tuners.get`);
 - ``hamiltonia.reducers``: ``factory(**options) -> VarianceReducer``
-  (:func:`hamiltonia.reducers.get`).
+  (:func:`hamiltonia.reducers.get`);
+- ``hamiltonia.studies``: a :class:`~hamiltonia.reproduce.study.Study` subclass, a plugin's
+  published study that ``hamiltonia reproduce NAME`` runs (:mod:`hamiltonia.reproduce.study`).
 
 A factory is a class or any callable; its keyword arguments are the part's options. A
 plugin package adds, in its ``setup.cfg``::
