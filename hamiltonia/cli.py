@@ -295,8 +295,10 @@ def _cmd_reproduce(args, out) -> int:
         reproduce.check_docs_page(args.docs_page, overwrite=args.overwrite)
         # A plugin study's folder gives its own section; a shipped experiment's is rebuilt.
         reproductions = [
-            reproduce.load_study_report(f) or reproduce.load_reproduction(f) for f in folders
-        ]
+            lines if (lines := reproduce.load_study_report(f)) is not None
+            else reproduce.load_reproduction(f)
+            for f in folders
+        ]  # fmt: skip
         path = reproduce.write_docs_page(reproductions, args.docs_page, overwrite=args.overwrite)
         print(f"wrote {path}", file=out)
         return 0
@@ -346,6 +348,7 @@ def _run_study(args, out) -> int:
     from hamiltonia import reproduce
 
     study = reproduce.get_study(args.name)
+    reproduce.check_study_options(study, args.scale, args.chains, args.only, not args.no_figures)
     folder = args.output
     if folder is None:
         os.makedirs("reproduction", exist_ok=True)
@@ -719,8 +722,12 @@ def main(argv=None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except KeyboardInterrupt as err:
+        from hamiltonia.reproduce.execute import ReproductionInterrupted
         from hamiltonia.runner.run import WarmupInterrupted
 
+        if isinstance(err, ReproductionInterrupted):
+            print(f"hamiltonia: {err}", file=sys.stderr)
+            return EXIT_INTERRUPTED
         if isinstance(err, WarmupInterrupted):
             # Stopped in warm-up with --output: the warm-up so far is saved.
             print(

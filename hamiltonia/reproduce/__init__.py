@@ -39,11 +39,14 @@ from hamiltonia.reproduce.report import (
     write_report,
 )
 from hamiltonia.reproduce.study import (
+    ReproductionInterrupted,
     Study,
     StudyReport,
+    check_study_options,
     get_study,
     load_study_report,
     run_study,
+    stop_if_interrupted,
     study_names,
 )
 
@@ -51,10 +54,12 @@ __all__ = [
     "Experiment",
     "ExperimentError",
     "Reproduction",
+    "ReproductionInterrupted",
     "Study",
     "StudyReport",
     "check_claims",
     "check_docs_page",
+    "check_study_options",
     "docs_page",
     "errata",
     "experiment_names",
@@ -66,6 +71,7 @@ __all__ = [
     "restructured_text",
     "run_experiment",
     "run_study",
+    "stop_if_interrupted",
     "study_names",
     "write_docs_page",
     "write_report",

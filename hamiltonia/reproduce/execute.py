@@ -25,7 +25,16 @@ import numpy as np
 from hamiltonia.reproduce.experiment import Experiment, Protocol
 from hamiltonia.reproduce.metrics import DEFAULT_METRICS, VERSION, cell_metrics
 
-__all__ = ["CellOutcome", "Reproduction", "cell_name", "load_reproduction", "run_experiment"]
+__all__ = [
+    "CellOutcome",
+    "Reproduction",
+    "ReproductionInterrupted",
+    "cell_name",
+    "check_output_folder",
+    "load_reproduction",
+    "run_experiment",
+    "stop_if_interrupted",
+]
 
 
 @dataclasses.dataclass
@@ -88,6 +97,25 @@ def _fingerprint(experiment: Experiment, protocol: Protocol, target, sampler) ->
 
 def _record(experiment, scale: str, protocol: Protocol) -> dict:
     return {"experiment": experiment.name, "scale": scale, "protocol": dataclasses.asdict(protocol)}
+
+
+class ReproductionInterrupted(KeyboardInterrupt):
+    """Ctrl-C stopped a cell's run: :func:`hamiltonia.sample` returned the draws so far (saved
+    with the run), and the reproduction stops there without recording the cell as finished,
+    so that running it again runs the cell again."""
+
+    def __init__(self, where: str, folder=None):
+        saved = f"; the finished cells are saved in {folder}: run the same command again to " \
+                "continue" if folder is not None else ""  # fmt: skip
+        super().__init__(f"interrupted in {where}{saved}")
+
+
+def stop_if_interrupted(run, where: str, folder=None) -> None:
+    """Raise :class:`ReproductionInterrupted` if ``run`` (a :class:`hamiltonia.Result`) was
+    stopped by Ctrl-C, so that a reproduction never takes a truncated run for a finished one
+    (``where`` names the cell)."""
+    if run.attrs.get("complete", True) is False:
+        raise ReproductionInterrupted(where, folder)
 
 
 def check_output_folder(folder: Path) -> None:
@@ -250,6 +278,7 @@ def run_experiment(
                 workers=workers,
                 **options,
             )
+        stop_if_interrupted(result, f"{tspec.label} / {sspec.label}", folder)
         seconds = time.perf_counter() - start
         outcome = CellOutcome(
             target=tspec.label,

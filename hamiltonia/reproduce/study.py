@@ -24,20 +24,26 @@ from __future__ import annotations
 import abc
 import dataclasses
 import json
+import shutil
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar
 
-from hamiltonia.registry import Registry
+from hamiltonia.registry import PluginWarning, Registry
+from hamiltonia.reproduce.execute import ReproductionInterrupted, stop_if_interrupted
 
 __all__ = [
     "STUDY_RECORD",
+    "ReproductionInterrupted",
     "Study",
     "StudyReport",
+    "check_study_options",
     "get_study",
     "load_study_report",
     "registry",
     "run_study",
+    "stop_if_interrupted",
     "study_names",
 ]
 
@@ -120,6 +126,11 @@ class Study(abc.ABC):
         sample_options : dict
             ``compiled``, ``executor``, ``scheduler`` and ``workers``, for
             :func:`hamiltonia.sample`.
+
+        A run stopped by Ctrl-C comes back from :func:`hamiltonia.sample` with its draws so
+        far: pass each run to :func:`stop_if_interrupted` so that the study stops there
+        rather than report on a truncated run. With ``overwrite``, :func:`run_study` has
+        emptied ``output / "runs"`` before calling this.
         """
 
 
@@ -129,13 +140,45 @@ registry = Registry("hamiltonia.studies", "study", returns=Study)
 
 
 def study_names() -> list[str]:
-    """Names of the studies the installed plugins register, sorted."""
-    return registry.names()
+    """Names of the studies the installed plugins register, sorted; a name that a shipped
+    experiment has (which ``hamiltonia reproduce NAME`` runs instead) is left out, with a
+    :class:`~hamiltonia.registry.PluginWarning`."""
+    from hamiltonia.reproduce.experiment import experiment_names
+
+    shipped = set(experiment_names())
+    names = registry.names()
+    for name in sorted(shipped.intersection(names)):
+        warnings.warn(
+            f"the study {name!r} of plugin {registry.source(name)} has the name of an "
+            "experiment shipped with hamiltonia, which 'hamiltonia reproduce' runs instead; "
+            "the plugin should rename it",
+            PluginWarning,
+            stacklevel=2,
+        )
+    return [n for n in names if n not in shipped]
 
 
 def get_study(name: str) -> Study:
-    """The study registered as ``name``, built."""
-    return registry.build(name)
+    """The study registered as ``name``, built; its class's ``name`` must be the name it is
+    registered under (the CLI finds it by one, and names its folder and files by the
+    other)."""
+    study = registry.build(name)
+    if getattr(study, "name", None) != name:
+        raise TypeError(
+            f"study {name!r} from {registry.source(name)} is a {type(study).__name__} named "
+            f"{getattr(study, 'name', None)!r}: register it under its own name"
+        )
+    return study
+
+
+def _read_record(path: Path) -> dict:
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError) as err:
+        raise ValueError(f"{path} is not a readable study record ({err})") from None
+    if not isinstance(record, dict) or not isinstance(record.get("study"), str):
+        raise ValueError(f"{path} is not a study record: it names no study")
+    return record
 
 
 def _record(study: Study, scale: str, chains: int | None) -> dict:
@@ -157,7 +200,7 @@ def _check_output(folder: Path, study: Study, scale: str, chains, overwrite: boo
         )
     record = folder / STUDY_RECORD
     if record.exists() and not overwrite:
-        held, mine = json.loads(record.read_text()), _record(study, scale, chains)
+        held, mine = _read_record(record), _record(study, scale, chains)
         if held != mine:
             raise ValueError(
                 f"output {str(folder)!r} holds the study {held.get('study')!r} at scale "
@@ -165,6 +208,33 @@ def _check_output(folder: Path, study: Study, scale: str, chains, overwrite: boo
                 f"({mine['study']!r}, {mine['scale']!r}, chains {chains}): choose another "
                 "--output, or --overwrite to replace it"
             )
+
+
+def check_study_options(study: Study, scale: str, chains, only, figures: bool = False) -> None:
+    """Refuse, before any work, a ``scale`` the study does not run at, ``chains`` that is not
+    an integer >= 2, a cell of ``only`` it does not have, and ``figures`` without
+    matplotlib."""
+    if scale not in study.scales:
+        raise ValueError(f"scale must be one of {list(study.scales)} for {study.name!r}, "
+                         f"got {scale!r}")  # fmt: skip
+    if chains is not None and (isinstance(chains, bool) or not isinstance(chains, int)
+                               or chains < 2):  # fmt: skip
+        raise ValueError(f"chains must be an integer >= 2, got {chains!r}")
+    if only is not None:
+        cells = study.cells()
+        unknown = [c for c in only if c not in cells]
+        if unknown:
+            raise ValueError(
+                f"{unknown[0]!r} is not a cell of {study.name}: "
+                + (", ".join(cells) if cells else "this study has no cells to choose from")
+            )
+    if figures:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise ValueError(
+                "figures need matplotlib: pip install 'hamiltonia[plot]', or --no-figures"
+            ) from None
 
 
 def run_study(
@@ -182,32 +252,22 @@ def run_study(
 ) -> tuple[StudyReport, list[Path]]:
     """Run ``study`` into the folder ``output`` and write its report there.
 
-    The folder is checked first (module docs); ``scale`` must be one of the study's scales,
-    ``chains`` an integer >= 2 and each of ``only`` one of its cells. Returns the report and
-    the paths written (the report's files, then ``NAME.md`` and ``NAME.rst``).
+    The options (:func:`check_study_options`) and the folder are checked first (module
+    docs); ``overwrite`` empties the folder's ``runs`` before the study runs. Returns the
+    report and the paths written (the report's files, then ``NAME.md`` and ``NAME.rst``).
     """
     from hamiltonia.results.runfile import atomic_write_bytes
 
-    if scale not in study.scales:
-        raise ValueError(f"scale must be one of {list(study.scales)} for {study.name!r}, "
-                         f"got {scale!r}")  # fmt: skip
-    if chains is not None and (isinstance(chains, bool) or not isinstance(chains, int)
-                               or chains < 2):  # fmt: skip
-        raise ValueError(f"chains must be an integer >= 2, got {chains!r}")
-    if only is not None:
-        cells = study.cells()
-        unknown = [c for c in only if c not in cells]
-        if unknown:
-            raise ValueError(
-                f"{unknown[0]!r} is not a cell of {study.name}: "
-                + (", ".join(cells) if cells else "this study has no cells to choose from")
-            )
+    check_study_options(study, scale, chains, only, figures)
     folder = Path(output)
     _check_output(folder, study, scale, chains, overwrite)
     folder.mkdir(exist_ok=True)
     if overwrite:
-        # The folder is this study's now: a shipped experiment's record would claim it too.
-        (folder / "experiment.json").unlink(missing_ok=True)
+        # Replaced, as asked: the runs (which the study would read back as its own) and the
+        # record and report of whatever the folder held.
+        shutil.rmtree(folder / "runs", ignore_errors=True)
+        for old in ("experiment.json", f"{study.name}.md", f"{study.name}.rst"):
+            (folder / old).unlink(missing_ok=True)
     (folder / "runs").mkdir(exist_ok=True)
     atomic_write_bytes(folder / STUDY_RECORD, json.dumps(_record(study, scale, chains)).encode())
     report = study.run(
@@ -233,7 +293,7 @@ def load_study_report(folder) -> list[str] | None:
     record = folder / STUDY_RECORD
     if not record.is_file():
         return None
-    name = json.loads(record.read_text())["study"]
+    name = _read_record(record)["study"]
     page = folder / f"{name}.rst"
     if not page.is_file():
         raise ValueError(f"{str(folder)!r} holds the study {name!r} but no report: run it again")

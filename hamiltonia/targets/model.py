@@ -244,7 +244,12 @@ class Model(FunctionTarget):
                         f"but {size} in {name!r}"
                     )
                 sizes.setdefault(dim, (size, name))
+        # The observations' dims without observed_data: named, of a size only log_likelihood
+        # will tell, so their labels are not counted here.
+        unsized = {d for dims in self._observed_dims.values() for d in dims} - set(sizes)
         for dim, labels in self._coords.items():
+            if dim in unsized:
+                continue
             if dim not in sizes:
                 raise ValueError(
                     f"coords labels the dimension {dim!r}, which no block has (named "

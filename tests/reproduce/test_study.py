@@ -11,6 +11,7 @@ import pytest
 
 import hamiltonia as hm
 from hamiltonia.cli import main
+from hamiltonia.registry import PluginWarning
 from hamiltonia.reproduce import Study, StudyReport, run_study, study
 from hamiltonia.reproduce.experiment import experiment_names
 
@@ -139,3 +140,89 @@ def test_a_run_that_returns_no_report_is_named(coin_study, tmp_path):
 def test_an_unknown_name_lists_the_studies_too(coin_study, capsys):
     assert main(["reproduce", "no-such"]) == 2
     assert "'coin-study'" in capsys.readouterr().err
+
+
+def test_overwrite_runs_the_study_again_rather_than_read_its_old_runs(coin_study, tmp_path):
+    folder = tmp_path / "coin"
+    run_study(coin_study(), folder, only=["Gauss/HMC"])
+    run_study(coin_study(), folder, only=["Gauss/HMC"], chains=3, overwrite=True)
+    assert coin_study.calls == ["Gauss/HMC", "Gauss/HMC"]
+    assert hm.load(folder / "runs" / "Gauss__HMC.nc").n_chains == 3
+
+
+def test_a_study_registered_under_another_name_is_refused(coin_study):
+    study.registry.register("coin-alias", CoinStudy, overwrite=True)
+    try:
+        with pytest.raises(TypeError, match="named 'coin-study': register it under its own"):
+            study.get_study("coin-alias")
+    finally:
+        study.registry._extra.pop("coin-alias", None)
+
+
+def test_a_study_named_as_a_shipped_experiment_is_left_out_with_a_warning(coin_study):
+    study.registry.register("ch5-blr", CoinStudy, overwrite=True)
+    try:
+        with pytest.warns(PluginWarning, match="has the name of an experiment shipped"):
+            names = study.study_names()
+        assert "ch5-blr" not in names and "coin-study" in names
+    finally:
+        study.registry._extra.pop("ch5-blr", None)
+
+
+def test_a_broken_study_record_is_named(coin_study, tmp_path, capsys):
+    folder = tmp_path / "coin"
+    folder.mkdir()
+    (folder / "study.json").write_text("{not json")
+    with pytest.raises(ValueError, match=r"study\.json is not a readable study record"):
+        run_study(coin_study(), folder)
+    assert main(["reproduce", "--docs-page", str(tmp_path / "p.rst"), str(folder)]) == 2
+    assert "is not a readable study record" in capsys.readouterr().err
+
+
+def test_ctrl_c_in_a_run_stops_the_study_and_a_rerun_continues(
+    coin_study, tmp_path, monkeypatch, capsys
+):
+    """sample() returns the draws so far on Ctrl-C; the study stops there (exit 130) rather
+    than report on them, and running it again runs that cell again."""
+    from tests.interrupting import interrupted
+
+    class Interruptible(CoinStudy):
+        def run(self, output, **options):
+            run = hm.sample("gaussian", "hmc", chains=2, warmup=20, draws=400, seed=1,
+                            output=output / "runs" / "g.nc", checkpoint_seconds=0.0,
+                            progress=False, overwrite=True)  # fmt: skip
+            study.stop_if_interrupted(run, "Gauss/HMC", output)
+            return StudyReport(markdown="done", rst=["done"])
+
+    study.registry.register("coin-study", Interruptible, overwrite=True)
+    folder = tmp_path / "coin"
+    argv = ["reproduce", "coin-study", "-o", str(folder), "--no-progress", "--no-figures"]
+    with pytest.warns(RuntimeWarning, match="interrupted"):
+        code = interrupted(monkeypatch, 1, lambda: main(argv))
+    assert code == 130
+    assert "interrupted in Gauss/HMC; the finished cells are saved in" in capsys.readouterr().err
+    assert not (folder / "coin-study.md").exists()
+    assert main(argv) == 0 and (folder / "coin-study.md").read_text() == "done"
+
+
+def test_an_interrupted_cell_of_an_experiment_is_not_recorded_as_finished(
+    tiny_file, tmp_path, monkeypatch
+):
+    """A cell's run that Ctrl-C stopped (sample() returns it with complete False) stops the
+    reproduction; no cell record says it finished, so a rerun runs it again."""
+    from hamiltonia.reproduce import ReproductionInterrupted, load_experiment, run_experiment
+
+    original = hm.sample
+
+    def stopped(*args, **kwargs):
+        result = original(*args, **kwargs)
+        if kwargs.get("output") is not None:  # the cell's run, not the compiling one
+            result.attrs["complete"] = False
+        return result
+
+    monkeypatch.setattr(hm, "sample", stopped)
+    folder = tmp_path / "rep"
+    experiment = load_experiment(tiny_file)
+    with pytest.raises(ReproductionInterrupted, match="interrupted in Banana / HMC"):
+        run_experiment(experiment, output=folder, only=[("Banana", "HMC")])
+    assert list((folder / "cells").iterdir()) == []

@@ -457,3 +457,17 @@ def test_observed_dims_are_checked_when_the_model_is_built(observed_dims, messag
                                        "eta": hm.real(8, dims="school")},
                  observed_data={"y": Y}, observed_dims=observed_dims, coords=coords,
                  backend="autograd")  # fmt: skip
+
+
+def test_observed_dims_without_observed_data_take_their_coords():
+    """The observations' dimension is named for log_likelihood alone; its labels are
+    accepted, and the log_likelihood group carries them."""
+    model = hm.Model(_eight_schools_logp, {"mu": hm.real(), "tau": hm.positive(),
+                                           "eta": hm.real(8)},
+                     log_likelihood=lambda p: -0.5 * ((Y - _theta(p)) / SIGMA) ** 2,
+                     observed_dims={"y": "pupil"}, coords={"pupil": SCHOOLS},
+                     backend="autograd")  # fmt: skip
+    run = hm.sample(model, chains=2, warmup=50, draws=20, seed=1, progress=False)
+    tree = run.to_datatree()
+    assert tree["log_likelihood"]["y"].dims == ("chain", "draw", "pupil")
+    assert list(tree["log_likelihood"]["pupil"].values) == SCHOOLS

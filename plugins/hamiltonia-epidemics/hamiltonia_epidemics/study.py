@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 import hamiltonia as hm
-from hamiltonia.reproduce import Study, StudyReport
+from hamiltonia.reproduce import Study, StudyReport, stop_if_interrupted
 
 __all__ = ["PUBLISHED_LOO", "PUBLISHED_SIR2", "EpidemicsZA"]
 
@@ -44,6 +44,12 @@ SCALES = {
     "full": {"NUTS": (1000, 5000), "HMC": (1000, 5000), "MH": (1000, 5000)},
 }
 FIRST_DAY = dt.date(2020, 3, 5)
+
+
+def _matches(run, chains: int, warmup: int, draws: int) -> bool:
+    """Whether ``run`` has the chains, warm-up and draws this cell asks for."""
+    attrs = run.attrs
+    return (run.n_chains, attrs.get("warmup"), attrs.get("draws")) == (chains, warmup, draws)
 
 
 def _problem(problem) -> str:
@@ -84,19 +90,23 @@ class EpidemicsZA(Study):
         warmup, draws = SCALES[scale][sampler]
         path = runs / f"{model}_{recipe}.nc"
         partial = path.with_name(path.name + ".partial")
-        if path.exists() and not partial.exists():
-            run = hm.load(path)
-            if run.attrs.get("complete", True):
-                log(f"{cell}: read back from {path}")
-                return run
         start = time.perf_counter()
         run = None
-        if partial.exists() or path.exists():
+        if path.exists() and not partial.exists():
+            held = hm.load(path)
+            if held.attrs.get("complete", True) and _matches(held, chains, warmup, draws):
+                log(f"{cell}: read back from {path}")
+                return held
+            log(f"{cell}: {path} holds another run; running the cell again")
+        elif partial.exists():
             log(f"{cell}: continuing the interrupted run {path}")
             try:
                 run = hm.resume(path, progress=progress, **sample_options)
             except (OSError, ValueError) as err:  # an unusable checkpoint: start again
                 log(f"{cell}: cannot continue ({err}); running it again")
+            if run is not None and not _matches(run, chains, warmup, draws):
+                log(f"{cell}: the interrupted run had other settings; running it again")
+                run = None
         if run is None:
             log(f"{cell}: {chains} chains x ({warmup} warm-up + {draws} draws)")
             if recipe == "rwmh" and sample_options.get("compiled") is None:
@@ -107,6 +117,8 @@ class EpidemicsZA(Study):
                 model, recipe, chains=chains, warmup=warmup, draws=draws, seed=seed,
                 progress=progress, output=path, overwrite=True, **options, **sample_options,
             )  # fmt: skip
+        # Ctrl-C returns the draws so far: the study stops, and a rerun continues the cell.
+        stop_if_interrupted(run, cell, runs.parent)
         log(f"{cell}: done in {time.perf_counter() - start:.1f} s")
         return run
 
@@ -230,10 +242,7 @@ class EpidemicsZA(Study):
 
     # ------------------------------------------------------------------ figures
     def _figures(self, output: Path, run_tree):
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        from matplotlib.figure import Figure
 
         run, tree = run_tree
         post = tree["posterior"]
@@ -244,7 +253,8 @@ class EpidemicsZA(Study):
         pred = run.sample_posterior_predictive(seed=0)["new_cases"].reshape(-1, len(dates))
         fit = np.asarray(post["expected_cases"].values).reshape(-1, len(dates))
         files = []
-        fig, ax = plt.subplots(figsize=(8, 4.5))
+        fig = Figure(figsize=(8, 4.5))
+        ax = fig.subplots()
         ax.fill_between(dates, *np.quantile(pred, [0.025, 0.975], axis=0), alpha=0.2,
                         color="C0", label="posterior predictive 95 %")  # fmt: skip
         ax.fill_between(dates, *np.quantile(fit, [0.025, 0.975], axis=0), alpha=0.4,
@@ -257,9 +267,9 @@ class EpidemicsZA(Study):
         fig.autofmt_xdate()
         files.append(folder / "sir2_cases.png")
         fig.savefig(files[-1], dpi=120, bbox_inches="tight")
-        plt.close(fig)
         lam = np.asarray(post["lambda_t"].values).reshape(-1, len(dates))
-        fig, ax = plt.subplots(figsize=(8, 4))
+        fig = Figure(figsize=(8, 4))
+        ax = fig.subplots()
         ax.fill_between(dates, *np.quantile(lam, [0.025, 0.975], axis=0), alpha=0.3)
         ax.plot(dates, np.median(lam, axis=0))
         ax.set_ylabel(r"spreading rate $\lambda_t$ (per day)")
@@ -267,9 +277,9 @@ class EpidemicsZA(Study):
         fig.autofmt_xdate()
         files.append(folder / "sir2_lambda_t.png")
         fig.savefig(files[-1], dpi=120, bbox_inches="tight")
-        plt.close(fig)
         t = np.asarray(post["t"].values).reshape(-1, 2)
-        fig, ax = plt.subplots(figsize=(8, 3.5))
+        fig = Figure(figsize=(8, 3.5))
+        ax = fig.subplots()
         for i, mean in enumerate(target.t_means):
             ax.hist(t[:, i], bins=60, density=True, alpha=0.6, label=f"t{i + 1} posterior")
             xs = np.linspace(mean - 4, mean + 4, 200)
@@ -280,7 +290,6 @@ class EpidemicsZA(Study):
         ax.set_title("change points")
         files.append(folder / "sir2_change_points.png")
         fig.savefig(files[-1], dpi=120, bbox_inches="tight")
-        plt.close(fig)
         return files
 
 

@@ -15,7 +15,7 @@ from typing import ClassVar
 import numpy as np
 
 import hamiltonia as hm
-from hamiltonia.reproduce.study import Study, StudyReport
+from hamiltonia.reproduce.study import Study, StudyReport, stop_if_interrupted
 from hamiltonia_gp_experts import aggregation as agg
 from hamiltonia_gp_experts.targets import (
     GPExperts,
@@ -45,21 +45,24 @@ DIABETES_PPE = 20  # not stated for Table 5.1
 PARTITION_NAMES = {"random": "random", "kmeans": "K-means"}
 
 
-def _sample(target, path: Path, spec, chains, seed, progress, sample_options, problems):
-    """The NUTS run saved at ``path``, read back if it is there (resumed if interrupted);
+def _sample(target, path: Path, spec, chains, seed, progress, sample_options, problems, log):
+    """The NUTS run saved at ``path``, read back if it is there and has these settings;
     its problems (:meth:`hamiltonia.Result.diagnose`: r_hat, divergences, ...) are appended
-    to ``problems`` as ``(run file, message)`` for the report."""
+    to ``problems`` as ``(run file, message)`` for the report.
+
+    An interrupted run is run again from its start: the target is built from arrays, which
+    a run file does not hold, so :func:`hamiltonia.resume` cannot rebuild it."""
     run, reused = None, True
     partial = path.with_name(path.name + ".partial")
     if path.exists() and not partial.exists():
-        run = hm.load(path, target=target)
+        held = hm.load(path, target=target)
+        wanted = (chains, spec["warmup"], spec["draws"])
+        if (held.n_chains, held.attrs.get("warmup"), held.attrs.get("draws")) == wanted:
+            run = held
+        else:
+            log(f"{path.name}: holds a run with other settings; running it again")
     elif partial.exists():
-        try:
-            run = hm.resume(path, progress=progress)
-        except (OSError, ValueError):  # an unusable checkpoint: run the cell again
-            import shutil
-
-            shutil.rmtree(partial, ignore_errors=True)
+        log(f"{path.name}: interrupted before; running it again (its target cannot be rebuilt)")
     if run is None:
         with warnings.catch_warnings():
             # Its problems go in the report, from diagnose() below, as for a run read back.
@@ -69,6 +72,8 @@ def _sample(target, path: Path, spec, chains, seed, progress, sample_options, pr
                 seed=seed, progress=progress, output=path, overwrite=True, **sample_options,
             )  # fmt: skip
         reused = False
+        # Ctrl-C returns the draws so far: the study stops rather than report on them.
+        stop_if_interrupted(run, path.stem, path.parent.parent)
     problems += [(path.name, p.message) for p in run.diagnose()]
     return run, reused
 
@@ -163,7 +168,7 @@ class GPExpertsStudy(Study):
                 log(f"synthetic-{ppe}/NUTS: {target.n_experts} experts")
                 run, reused = _sample(target, output / "runs" / f"synthetic-{ppe}.nc", spec,
                                       chains, 100 + ppe, progress, sample_options,
-                                      self._problems)  # fmt: skip
+                                      self._problems, log)  # fmt: skip
                 thetas = _thin(run, spec["predict_draws"])
                 summary = run.summary()
                 entry["nuts"] = _scores(target, thetas, X_test, y_test, SYNTHETIC_T)
@@ -183,17 +188,15 @@ class GPExpertsStudy(Study):
         return results, files
 
     def _figure(self, output, X, y, full_theta, bands):
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        # A Figure without pyplot: the user's backend (a notebook's) is left alone.
+        from matplotlib.figure import Figure
 
         methods = ("gPoE_var", "BAR_var", "rBCM_diff_entr", "rBCM_var", "BCM", "PoE")
         grid = np.linspace(-7, 7, 400)[:, None]
         fm, fv = agg.full_gp_predict(X, y, full_theta, grid)
         fv = fv + np.exp(full_theta[-1])
-        fig, axes = plt.subplots(len(methods), len(bands), figsize=(3.2 * len(bands), 11),
-                                 sharex=True, sharey=True, squeeze=False)  # fmt: skip
+        fig = Figure(figsize=(3.2 * len(bands), 11))
+        axes = fig.subplots(len(methods), len(bands), sharex=True, sharey=True, squeeze=False)
         for col, (ppe, (target, thetas)) in enumerate(sorted(bands.items(), reverse=True)):
             for row, method in enumerate(methods):
                 ax = axes[row, col]
@@ -214,7 +217,6 @@ class GPExpertsStudy(Study):
         fig.tight_layout()
         path = output / "gp-experts-bands.png"
         fig.savefig(path, dpi=110)
-        plt.close(fig)
         return path
 
     # ---------------------------------------------------------------- diabetes
@@ -250,7 +252,7 @@ class GPExpertsStudy(Study):
                     log(f"{label}/NUTS: {target.n_experts} experts")
                     run, _ = _sample(target, output / "runs" / f"{label}.nc", spec, chains,
                                      2000 + split, progress, sample_options,
-                                     self._problems)  # fmt: skip
+                                     self._problems, log)  # fmt: skip
                     thetas = _thin(run, spec["predict_draws"])
                     entry["nuts"] = _scores(target, thetas, X_test, y_test, DIABETES_T)
                     log(f"{label}/NUTS: done")
