@@ -33,6 +33,7 @@ from hamiltonia.hamiltonians.metrics import DenseMetric, DiagonalMetric, Metric
 from hamiltonia.hamiltonians.random_mass import RandomMassHamiltonian, check_mass_volatility
 from hamiltonia.hamiltonians.shadow import LeapfrogShadowHamiltonian, SeparableShadowHamiltonian
 from hamiltonia.integrators import Integrator, make_integrator
+from hamiltonia.registry import UnknownNameError
 from hamiltonia.samplers.hamiltonian import HamiltonianSampler
 from hamiltonia.state import ChainState, ModelError, PhaseState
 from hamiltonia.structures.base import CanonicalStructure
@@ -439,7 +440,12 @@ def _named(lookup, kind: str, name, given: dict, defaults: dict):
     if not isinstance(name, str):
         raise ValueError(f"{kind} must be the name of a registered {kind}, got {name!r}")
     registry = lookup.registry
-    registry.factory(name)  # an unknown name: the registry's error, with the names it has
+    try:
+        registry.factory(name)
+    except UnknownNameError as err:
+        # A recipe's option: a ValueError (as integrator= and field= give), with the
+        # registry's message of the names it has.
+        raise ValueError(f"{kind}: {err}") from None
     options = {key: value for key, value in given.items() if registry.accepts(name, key)}
     for key, value in given.items():
         if key not in options and value != defaults.get(key):

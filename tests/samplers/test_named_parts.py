@@ -69,5 +69,9 @@ def test_what_a_named_part_cannot_take_is_an_error_naming_it(options, words):
 
 
 def test_an_unknown_name_lists_the_registered_ones():
-    with pytest.raises(KeyError, match="did you mean 'full'"):
+    """A recipe's option: a ValueError naming it (as integrator= gives), with the
+    registry's suggestion and names."""
+    with pytest.raises(ValueError, match="refresh: unknown refresh 'fulll'; did you mean 'full'"):
         hm.samplers.build("hmc", hm.targets.get("banana"), refresh="fulll")
+    with pytest.raises(ValueError, match=r"trajectory: unknown trajectory policy ''"):
+        hm.samplers.build("hmc", hm.targets.get("banana"), trajectory="")
