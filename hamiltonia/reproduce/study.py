@@ -30,6 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar
 
+from hamiltonia._validation import check_int
 from hamiltonia.registry import PluginWarning, Registry
 from hamiltonia.reproduce.execute import ReproductionInterrupted, stop_if_interrupted
 
@@ -106,6 +107,11 @@ class Study(abc.ABC):
     ) -> StudyReport:
         """Run the study into the folder ``output`` (it exists, checked) and report.
 
+        A run stopped by Ctrl-C comes back from :func:`hamiltonia.sample` with its draws so
+        far: pass each run to :func:`stop_if_interrupted` so that the study stops there
+        rather than report on a truncated run. With ``overwrite``, :func:`run_study` has
+        emptied ``output / "runs"`` before calling this.
+
         Parameters
         ----------
         output : Path
@@ -127,10 +133,6 @@ class Study(abc.ABC):
             ``compiled``, ``executor``, ``scheduler`` and ``workers``, for
             :func:`hamiltonia.sample`.
 
-        A run stopped by Ctrl-C comes back from :func:`hamiltonia.sample` with its draws so
-        far: pass each run to :func:`stop_if_interrupted` so that the study stops there
-        rather than report on a truncated run. With ``overwrite``, :func:`run_study` has
-        emptied ``output / "runs"`` before calling this.
         """
 
 
@@ -217,9 +219,8 @@ def check_study_options(study: Study, scale: str, chains, only, figures: bool = 
     if scale not in study.scales:
         raise ValueError(f"scale must be one of {list(study.scales)} for {study.name!r}, "
                          f"got {scale!r}")  # fmt: skip
-    if chains is not None and (isinstance(chains, bool) or not isinstance(chains, int)
-                               or chains < 2):  # fmt: skip
-        raise ValueError(f"chains must be an integer >= 2, got {chains!r}")
+    if chains is not None:
+        check_int(chains, "chains", minimum=2)
     if only is not None:
         cells = study.cells()
         unknown = [c for c in only if c not in cells]

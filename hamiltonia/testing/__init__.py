@@ -15,6 +15,8 @@ when hamiltonia is installed). One concept per module:
 * :mod:`~hamiltonia.testing.moments`: a run recovers exact moments, or a reference run's,
   within z-scores on the Monte Carlo standard error (importance weights honoured);
 * :mod:`~hamiltonia.testing.targets`: a Gaussian with exact moments and an exact sampler.
+* :mod:`~hamiltonia.testing.installed`: a plugin's test module skipped when the plugin is
+  not installed.
 
 A plugin author's test of a new trajectory policy and a new target:
 
@@ -36,6 +38,7 @@ A plugin author's test of a new trajectory policy and a new target:
 from __future__ import annotations
 
 from hamiltonia.testing.gradients import GRADIENT_RTOL, check_gradient, gradient_points
+from hamiltonia.testing.installed import skip_unless_installed
 from hamiltonia.testing.integrators import (
     check_energy_error_order,
     check_integrate_contract,
@@ -78,5 +81,6 @@ __all__ = [
     "gradient_points",
     "min_ess",
     "moment_z_scores",
+    "skip_unless_installed",
     "start_states",
 ]

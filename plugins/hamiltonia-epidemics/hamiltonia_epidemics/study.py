@@ -14,6 +14,7 @@ import numpy as np
 
 import hamiltonia as hm
 from hamiltonia.reproduce import Study, StudyReport, stop_if_interrupted
+from hamiltonia.results.runfile import atomic_write
 
 __all__ = ["PUBLISHED_LOO", "PUBLISHED_SIR2", "EpidemicsZA"]
 
@@ -266,7 +267,10 @@ class EpidemicsZA(Study):
         ax.legend()
         fig.autofmt_xdate()
         files.append(folder / "sir2_cases.png")
-        fig.savefig(files[-1], dpi=120, bbox_inches="tight")
+        atomic_write(
+            files[-1],
+            lambda tmp, fig=fig: fig.savefig(tmp, format="png", dpi=120, bbox_inches="tight"),
+        )
         lam = np.asarray(post["lambda_t"].values).reshape(-1, len(dates))
         fig = Figure(figsize=(8, 4))
         ax = fig.subplots()
@@ -276,7 +280,10 @@ class EpidemicsZA(Study):
         ax.set_title(r"$\lambda_t$ over time (median and 95 % band)")
         fig.autofmt_xdate()
         files.append(folder / "sir2_lambda_t.png")
-        fig.savefig(files[-1], dpi=120, bbox_inches="tight")
+        atomic_write(
+            files[-1],
+            lambda tmp, fig=fig: fig.savefig(tmp, format="png", dpi=120, bbox_inches="tight"),
+        )
         t = np.asarray(post["t"].values).reshape(-1, 2)
         fig = Figure(figsize=(8, 3.5))
         ax = fig.subplots()
@@ -289,7 +296,10 @@ class EpidemicsZA(Study):
         ax.legend()
         ax.set_title("change points")
         files.append(folder / "sir2_change_points.png")
-        fig.savefig(files[-1], dpi=120, bbox_inches="tight")
+        atomic_write(
+            files[-1],
+            lambda tmp, fig=fig: fig.savefig(tmp, format="png", dpi=120, bbox_inches="tight"),
+        )
         return files
 
 

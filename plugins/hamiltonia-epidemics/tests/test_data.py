@@ -3,25 +3,19 @@ refused, with a clear error, when it cannot be used."""
 
 from __future__ import annotations
 
-import importlib.metadata
 import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-try:
-    importlib.metadata.distribution("hamiltonia-epidemics")
-except importlib.metadata.PackageNotFoundError:
-    pytest.skip(
-        "the epidemics plugin is not installed (pip install -e plugins/hamiltonia-epidemics)",
-        allow_module_level=True,
-    )
+from hamiltonia.datasets import fetch
+from hamiltonia.testing import skip_unless_installed
+
+skip_unless_installed("hamiltonia-epidemics")
 
 from hamiltonia_epidemics import data
 from hamiltonia_epidemics.data import CASES, CaseDataError, load_cases, read_cases
-
-from hamiltonia.datasets import fetch
 
 
 @pytest.fixture

@@ -8,22 +8,15 @@ Run from this folder (``python -m pytest``) with the plugin installed
 
 from __future__ import annotations
 
-import importlib.metadata
 import math
 
 import numpy as np
 import pytest
 
 import hamiltonia as hm
-from hamiltonia.testing import check_gradient
+from hamiltonia.testing import check_gradient, skip_unless_installed
 
-try:
-    importlib.metadata.distribution("hamiltonia-epidemics")
-except importlib.metadata.PackageNotFoundError:
-    pytest.skip(
-        "the epidemics plugin is not installed (pip install -e plugins/hamiltonia-epidemics)",
-        allow_module_level=True,
-    )
+skip_unless_installed("hamiltonia-epidemics")
 
 from hamiltonia_epidemics.data import Cases, load_cases
 from hamiltonia_epidemics.kernel import PRIORS

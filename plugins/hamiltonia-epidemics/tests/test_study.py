@@ -2,17 +2,9 @@
 
 from __future__ import annotations
 
-import importlib.metadata
+from hamiltonia.testing import skip_unless_installed
 
-import pytest
-
-try:
-    importlib.metadata.distribution("hamiltonia-epidemics")
-except importlib.metadata.PackageNotFoundError:
-    pytest.skip(
-        "the epidemics plugin is not installed (pip install -e plugins/hamiltonia-epidemics)",
-        allow_module_level=True,
-    )
+skip_unless_installed("hamiltonia-epidemics")
 
 from hamiltonia_epidemics.study import EpidemicsZA
 

@@ -7,21 +7,17 @@ Run from this folder (``python -m pytest``) with the plugin installed
 
 from __future__ import annotations
 
-import importlib.metadata
-
 import numpy as np
-import pytest
 
 import hamiltonia as hm
-from hamiltonia.testing import assert_moments_recovered, assert_paths_agree, check_gradient
+from hamiltonia.testing import (
+    assert_moments_recovered,
+    assert_paths_agree,
+    check_gradient,
+    skip_unless_installed,
+)
 
-try:
-    importlib.metadata.distribution("hamiltonia-example")
-except importlib.metadata.PackageNotFoundError:
-    pytest.skip(
-        "the example plugin is not installed (pip install -e plugins/hamiltonia-example)",
-        allow_module_level=True,
-    )
+skip_unless_installed("hamiltonia-example")
 
 from hamiltonia_example.targets import Ring
 

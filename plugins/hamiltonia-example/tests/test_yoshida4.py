@@ -7,7 +7,6 @@ it is not.
 
 from __future__ import annotations
 
-import importlib.metadata
 import subprocess
 import sys
 
@@ -16,14 +15,9 @@ import pytest
 
 import hamiltonia as hm
 from hamiltonia.hamiltonians import EuclideanHamiltonian
+from hamiltonia.testing import skip_unless_installed
 
-try:
-    importlib.metadata.distribution("hamiltonia-example")
-except importlib.metadata.PackageNotFoundError:
-    pytest.skip(
-        "the example plugin is not installed (pip install -e plugins/hamiltonia-example)",
-        allow_module_level=True,
-    )
+skip_unless_installed("hamiltonia-example")
 
 from hamiltonia_example.integrators import Yoshida4
 

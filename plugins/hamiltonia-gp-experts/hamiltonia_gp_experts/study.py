@@ -16,6 +16,7 @@ import numpy as np
 
 import hamiltonia as hm
 from hamiltonia.reproduce.study import Study, StudyReport, stop_if_interrupted
+from hamiltonia.results.runfile import atomic_write, atomic_write_bytes
 from hamiltonia_gp_experts import aggregation as agg
 from hamiltonia_gp_experts.targets import (
     GPExperts,
@@ -216,7 +217,7 @@ class GPExpertsStudy(Study):
                     ax.set_ylabel(method)
         fig.tight_layout()
         path = output / "gp-experts-bands.png"
-        fig.savefig(path, dpi=110)
+        atomic_write(path, lambda tmp, fig=fig: fig.savefig(tmp, format="png", dpi=110))
         return path
 
     # ---------------------------------------------------------------- diabetes
@@ -287,7 +288,7 @@ class GPExpertsStudy(Study):
         data = {"scale": scale, "chains": chains, "synthetic": synthetic, "diabetes": diabetes,
                 "warnings": [list(p) for p in self._problems]}  # fmt: skip
         data_path = output / "gp-experts-results.json"
-        data_path.write_text(json.dumps(data, indent=1))
+        atomic_write_bytes(data_path, json.dumps(data, indent=1).encode())  # never half written
         files.append(data_path)
         markdown, rst = self._report(data, spec, [f.name for f in files if f.suffix == ".png"])
         return StudyReport(markdown=markdown, rst=rst, files=files)

@@ -27,6 +27,13 @@ that they add nothing; the NumPy path is batched over a ``(J, m, m)`` stack (one
 Cholesky, no Python loop over experts) and the compiled kernel
 (:func:`gp_experts_log_prob`) loops over the experts in numba, so the sampler's whole chain
 runs compiled. Both cost :math:`O(J m^3)`.
+
+The kernel is a second form of the same density, kept as a measured optimisation: on the
+1-D study a log density and gradient at 4 chains take 0.13 ms in the kernel against 0.61 ms
+on the batched NumPy path with 3 points per expert, and 0.80 against 1.86 ms with 20 (each
+kernel call made from Python; inside the compiled chain it costs less still). The NumPy form
+serves the NumPy path and the L-BFGS fit; the tests hold the two to agreement at random
+points, with padded experts.
 """
 
 from __future__ import annotations

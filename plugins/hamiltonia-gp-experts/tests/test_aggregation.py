@@ -7,19 +7,14 @@ Run from this folder (``python -m pytest``) with the plugin installed
 
 from __future__ import annotations
 
-import importlib.metadata
 import math
 
 import numpy as np
 import pytest
 
-try:
-    importlib.metadata.distribution("hamiltonia-gp-experts")
-except importlib.metadata.PackageNotFoundError:
-    pytest.skip(
-        "the GP-experts plugin is not installed (pip install -e plugins/hamiltonia-gp-experts)",
-        allow_module_level=True,
-    )
+from hamiltonia.testing import skip_unless_installed
+
+skip_unless_installed("hamiltonia-gp-experts")
 
 from hamiltonia_gp_experts import aggregation as agg
 from hamiltonia_gp_experts.targets import gp_experts

@@ -3,20 +3,11 @@ one L-BFGS cell run, the report written, and the run read back on a rerun."""
 
 from __future__ import annotations
 
-import importlib.metadata
-
-import pytest
-
-try:
-    importlib.metadata.distribution("hamiltonia-gp-experts")
-except importlib.metadata.PackageNotFoundError:
-    pytest.skip(
-        "the GP-experts plugin is not installed (pip install -e plugins/hamiltonia-gp-experts)",
-        allow_module_level=True,
-    )
-
 from hamiltonia import reproduce
 from hamiltonia.cli import main
+from hamiltonia.testing import skip_unless_installed
+
+skip_unless_installed("hamiltonia-gp-experts")
 
 
 def test_the_study_is_listed_runs_two_cells_and_reads_its_run_back(tmp_path, capsys):

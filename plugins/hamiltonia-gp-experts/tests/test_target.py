@@ -6,22 +6,15 @@ Run from this folder (``python -m pytest``) with the plugin installed (``pip ins
 
 from __future__ import annotations
 
-import importlib.metadata
 import math
 
 import numpy as np
 import pytest
 
 import hamiltonia as hm
-from hamiltonia.testing import check_gradient
+from hamiltonia.testing import check_gradient, skip_unless_installed
 
-try:
-    importlib.metadata.distribution("hamiltonia-gp-experts")
-except importlib.metadata.PackageNotFoundError:
-    pytest.skip(
-        "the GP-experts plugin is not installed (pip install -e plugins/hamiltonia-gp-experts)",
-        allow_module_level=True,
-    )
+skip_unless_installed("hamiltonia-gp-experts")
 
 from hamiltonia_gp_experts.aggregation import fit_lbfgs
 from hamiltonia_gp_experts.targets import GPExperts, gp_experts, make_partition
