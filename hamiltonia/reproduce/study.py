@@ -32,7 +32,12 @@ from typing import ClassVar
 
 from hamiltonia._validation import check_int
 from hamiltonia.registry import PluginWarning, Registry
-from hamiltonia.reproduce.execute import ReproductionInterrupted, stop_if_interrupted
+from hamiltonia.reproduce.execute import (
+    ReproductionInterrupted,
+    check_output_folder,
+    stop_if_interrupted,
+)
+from hamiltonia.reproduce.experiment import experiment_names
 
 __all__ = [
     "STUDY_RECORD",
@@ -145,8 +150,6 @@ def study_names() -> list[str]:
     """Names of the studies the installed plugins register, sorted; a name that a shipped
     experiment has (which ``hamiltonia reproduce NAME`` runs instead) is left out, with a
     :class:`~hamiltonia.registry.PluginWarning`."""
-    from hamiltonia.reproduce.experiment import experiment_names
-
     shipped = set(experiment_names())
     names = registry.names()
     for name in sorted(shipped.intersection(names)):
@@ -190,8 +193,6 @@ def _record(study: Study, scale: str, chains: int | None) -> dict:
 def _check_output(folder: Path, study: Study, scale: str, chains, overwrite: bool) -> None:
     """Refuse, before any work, a folder that cannot take the study or that holds another
     (unless ``overwrite``)."""
-    from hamiltonia.reproduce.execute import check_output_folder
-
     check_output_folder(folder)
     if not folder.exists():
         return
