@@ -10,6 +10,10 @@ Two models, written as a user would:
   N(0, 5)`, :math:`\\tau \\sim \\text{half-}N(0, 1)`, :math:`z_k \\sim N(0, 1)`,
   :math:`\\beta = \\tau z`, :math:`y_i \\sim \\text{Bernoulli}(\\operatorname{logit}^{-1}(\\alpha
   + x_i^\\top \\beta))`.
+* **a simplex and an interval**: category shares :math:`w \\sim \\text{Dirichlet}(1, 1, 1,
+  1)` with counts :math:`y \\sim \\text{Multinomial}(100, w)`, :math:`y = (12, 30, 8, 50)`,
+  and a rate :math:`p \\sim U(0, 1)` with :math:`k = 37` successes in :math:`n = 60`
+  Bernoulli trials.
 
 For hamiltonia each is one ``logp`` over named, constrained blocks, written once with
 ``autograd.numpy`` for a batch of chains, and run as a :class:`hamiltonia.Model` with the
@@ -20,10 +24,11 @@ for each gradient: :attr:`hamiltonia.Target.compiled_callback`). For NumPyro, wi
 ``numpyro.sample`` sites. Every row is NUTS with a diagonal metric, 4 chains, 1000 warm-up
 iterations and 1000 draws.
 
-Each implementation runs in a fresh process with an empty kernel folder, so that its first
-run includes every compilation (numba's chain kernel and model, or JAX's: "cold"); the second
-run reuses the same model object (compilation excluded). A hamiltonia implementation then
-runs again in a new process with the same kernel folder: its first run there ("warm cache")
+Each implementation runs in a fresh process with an empty kernel folder and numba cache, so
+that its first run includes every compilation (numba's chain kernel and model, or JAX's:
+"cold"); the second run reuses the same model object (compilation excluded). A hamiltonia
+implementation then runs again in a new process with the same folders: its first run there
+("warm cache")
 is what a user sees once numba has cached the kernels on disk, in every later session (the
 chain kernel serves every model; a model's own code is cached by its structure). JAX keeps
 no compilation across processes by default, so NumPyro's first run is always cold. Per row:
@@ -49,7 +54,10 @@ __all__ = ["IMPLEMENTATIONS", "MODELS", "main", "run_implementation"]
 
 Y = np.array([28.0, 8, -3, 7, -1, 1, 18, 12])
 SIGMA = np.array([15.0, 10, 16, 11, 9, 11, 10, 18])
-MODELS = ("eight-schools", "hier-logistic")
+#: The simplex model's data: counts of four categories, and successes in trials.
+COUNTS = np.array([12.0, 30.0, 8.0, 50.0])
+SUCCESSES, TRIALS = 37.0, 60.0
+MODELS = ("eight-schools", "hier-logistic", "simplex")
 IMPLEMENTATIONS = ("numba", "autograd", "jax", "numpyro")
 _LABELS = {
     "numba": "hamiltonia Model, numba backend (compiled)",
@@ -107,6 +115,25 @@ def _logistic_model(backend: str):
     return hm.Model(logp, blocks, backend=backend)
 
 
+def _simplex_model(backend: str):
+    import autograd.numpy as anp
+
+    import hamiltonia as hm
+
+    def logp(p):  # flat priors: the Dirichlet(1) and U(0, 1) densities are constant
+        counts = anp.sum(COUNTS * anp.log(p["w"]), -1)
+        return counts + SUCCESSES * anp.log(p["p"]) + (TRIALS - SUCCESSES) * anp.log1p(-p["p"])
+
+    return hm.Model(logp, {"w": hm.simplex(4), "p": hm.interval(0, 1)}, backend=backend)
+
+
+_HAMILTONIA_MODELS = {
+    "eight-schools": _schools_model,
+    "hier-logistic": _logistic_model,
+    "simplex": _simplex_model,
+}
+
+
 def _jax_model(model: str):
     import jax.numpy as jnp
 
@@ -122,6 +149,13 @@ def _jax_model(model: str):
         return hm.Target.from_jax(
             logp, params={"mu": hm.real(), "tau": hm.positive(), "eta": hm.real(8)}
         )
+    if model == "simplex":
+
+        def logp(p):
+            counts = jnp.sum(COUNTS * jnp.log(p["w"]))
+            return counts + SUCCESSES * jnp.log(p["p"]) + (TRIALS - SUCCESSES) * jnp.log1p(-p["p"])
+
+        return hm.Target.from_jax(logp, params={"w": hm.simplex(4), "p": hm.interval(0, 1)})
     X, y = _credit()
 
     def logp(p):
@@ -150,8 +184,7 @@ def _hamiltonia_runs(model: str, implementation: str, seed: int) -> list[tuple[f
     if implementation == "jax":
         target = _jax_model(model)
     else:
-        make = _schools_model if model == "eight-schools" else _logistic_model
-        target = make(implementation)
+        target = _HAMILTONIA_MODELS[model](implementation)
     built = time.perf_counter() - began
     first_s, first_ess = run(target)
     return [(built + first_s, first_ess), run(target)]
@@ -175,6 +208,15 @@ def _numpyro_runs(model: str, seed: int) -> list[tuple[float, float]]:
             with numpyro.plate("school", 8):
                 eta = numpyro.sample("eta", dist.Normal(0.0, 1.0))
                 numpyro.sample("y", dist.Normal(mu + tau * eta, SIGMA), obs=Y)
+
+    elif model == "simplex":
+        names, data = ("w", "p"), ()
+
+        def program():
+            w = numpyro.sample("w", dist.Dirichlet(jnp.ones(4)))
+            numpyro.sample("y", dist.Multinomial(total_count=100, probs=w), obs=COUNTS)
+            p = numpyro.sample("p", dist.Uniform(0.0, 1.0))
+            numpyro.sample("k", dist.Binomial(TRIALS, probs=p), obs=SUCCESSES)
 
     else:
         names = ("alpha", "tau", "z")
@@ -228,7 +270,10 @@ def _in_fresh_process(model: str, implementation: str, seed: int) -> dict:
                implementation, "--seed", str(seed)]  # fmt: skip
     records = []
     with tempfile.TemporaryDirectory(prefix="hamiltonia-kernels-") as folder:
-        env = {**os.environ, "HAMILTONIA_KERNEL_DIR": folder}
+        # Empty numba caches, the package's own (under HAMILTONIA_CACHE) included, as on a
+        # fresh machine; the data sets come from HAMILTONIA_DATA where it is set.
+        env = {**os.environ, "HAMILTONIA_KERNEL_DIR": folder,
+               "HAMILTONIA_CACHE": os.path.join(folder, "cache")}  # fmt: skip
         for _ in range(1 if implementation == "numpyro" else 2):
             done = subprocess.run(command, env=env, capture_output=True, text=True)
             lines = [ln for ln in done.stdout.splitlines() if ln.startswith(_MARK)]

@@ -347,6 +347,10 @@ def import_generated(text: str, files=(), prefix: str = "hk_") -> types.ModuleTy
     the text, numba's version and the source ``files`` it imports from, and imported."""
     import numba
 
+    from hamiltonia.compiled import inlining
+
+    # Before numba first compiles the module's functions (on their first call).
+    inlining.install()
     digest = hashlib.sha256(text.encode())
     digest.update(numba.__version__.encode())
     for file in sorted(files):

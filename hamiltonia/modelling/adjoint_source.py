@@ -77,6 +77,13 @@ def reshape_code(code: str, source: tuple, target: tuple) -> str:
     return f"np.ascontiguousarray({code}).reshape({_shape_code(target)})"
 
 
+def sum_axis_code(code: str, axis: int, ndim: int) -> str:
+    """``code`` (``ndim`` dimensions) summed over ``axis``; a 1-d value by the plain sum, the
+    same number: numba compiles a sum over an axis, with its bounds check and the error
+    message it formats, in about 2.5 s, once per process, on a model's first compilation."""
+    return f"np.sum({code})" if ndim == 1 else f"np.sum({code}, axis={axis})"
+
+
 def unbroadcast_code(code: str, source: tuple, target: tuple) -> str:
     """Sum ``code`` (shape ``source``) over the axes that broadcasting added to ``target``."""
     source, target = tuple(source), tuple(target)
@@ -87,12 +94,12 @@ def unbroadcast_code(code: str, source: tuple, target: tuple) -> str:
     if not source:  # a scalar adjoint spread over an array operand
         return f"np.full({_shape_code(target)}, {code})"
     lead = len(source) - len(target)
-    for _ in range(lead):
-        code = f"np.sum({code}, axis=0)"
+    for k in range(lead):
+        code = sum_axis_code(code, 0, len(source) - k)
     kept = source[lead:]
     for axis in reversed(range(len(target))):
         if target[axis] == 1 and kept[axis] != 1:
-            code = f"np.sum({code}, axis={axis})"
+            code = sum_axis_code(code, axis, len(kept))
             kept = kept[:axis] + kept[axis + 1 :]
     return reshape_code(code, kept, target)
 
@@ -162,7 +169,11 @@ class _Emitter:
         start = self.offsets[which]
         self.offsets[which] += data.size
         store.append(data)
-        code = f"{flat}[{start}:{start + data.size}].reshape({shape})"
+        code = f"{flat}[{start}:{start + data.size}]"
+        if array.ndim > 1:
+            # Not for a 1-d constant, which the slice is: numba compiles a reshape, with
+            # the error message it formats, in about 2 s, once per process.
+            code = f"{code}.reshape({shape})"
         self.setup.append(f"{name} = ({code}{suffix})" if suffix else f"{name} = {code}")
         self.constants[key] = name
         return name
@@ -296,7 +307,7 @@ class Sum(Rule):
         else:
             code, kept = a[0], list(source)
             for axis in reversed(axes):
-                code = f"np.sum({code}, axis={axis})"
+                code = sum_axis_code(code, axis, len(kept))
                 del kept[axis]
             code = reshape_code(code, tuple(kept), op.shape)
         if len(axes) == len(source) and op.shape != ():
@@ -612,7 +623,20 @@ class GetItem(Rule):
         basic = tuple(p for p in parts if p is not None)
         kept = tuple(np.empty(source)[basic].shape)
         index = ", ".join(c for c in codes if c != "None")
-        return [f"{{target}}[{index}] += {reshape_code(g, op.shape, kept)}"]
+        value = reshape_code(g, op.shape, kept)
+        if not kept:
+            return [f"{{target}}[{index}] += {value}"]
+        # Element by element into the view: numba compiles an array assigned to a slice
+        # with the error message it formats for a mismatch of shapes, about 1.7 s once
+        # per process on a model's first compilation; the shapes here are known to agree.
+        view, src = e.temp("view"), e.temp("src")
+        ks = [e.temp("k") for _ in kept]
+        lines = [f"{view} = {{target}}[{index}]", f"{src} = {value}"]
+        for depth, (k, n) in enumerate(zip(ks, kept, strict=True)):
+            lines.append("    " * depth + f"for {k} in range({n}):")
+        at = ", ".join(ks)
+        lines.append("    " * len(kept) + f"{view}[{at}] += {src}[{at}]")
+        return lines
 
 
 # One template per elementwise function: forward, then the derivative of each argument.

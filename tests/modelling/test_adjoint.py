@@ -5,6 +5,8 @@ Each density below exercises a group of rules; :func:`compile_log_density` itsel
 the compiled value and gradient with autograd's at three points when it builds them, and
 the tests compare again at other points, far from the ones it was traced at."""
 
+import re
+
 import autograd
 import autograd.numpy as np
 import autograd.scipy.special as special
@@ -110,6 +112,24 @@ def test_the_data_go_into_arrays_not_the_source():
     target = compile_log_density(density, 2)
     assert "fdata[0:50]" in target.source and repr(float(big[0])) not in target.source
     onp.testing.assert_array_equal(target.fdata, big)
+
+
+def test_the_source_avoids_the_forms_numba_is_slow_to_compile():
+    """A sum of a vector over its axis, a 1-d constant reshaped and an array added into a
+    slice each make numba compile a formatted error message (seconds on a model's first
+    run): the generated source writes them as a plain sum, the slice, and a loop."""
+    weights = onp.linspace(0.5, 1.5, 4)
+
+    def density(x):
+        centre = x[0:1] * weights  # (4,): its adjoint sums a vector into a slice of one
+        return -0.5 * np.sum((centre - weights) ** 2) - 0.5 * np.sum(x[1:5] ** 2)
+
+    target = compile_log_density(density, 5)
+    assert "axis=" not in target.source and ".reshape(" not in target.source
+    # An index with a slice is an array: never the target of an augmented assignment.
+    assert not re.search(r"\[[^\]]*:[^\]]*\]\s*\+=", target.source)
+    assert "view_" in target.source  # the slices' adjoints went in by a loop
+    assert_matches_autograd(target, density, onp.random.default_rng(1).normal(size=(3, 5)))
 
 
 def test_branching_on_a_parameter_is_refused_with_the_way_out():
