@@ -22,8 +22,10 @@ written to a temporary file (``--no-output`` to leave it in memory), with each p
 The ratio is post-run seconds over sampling seconds. ``--arviz`` also times ArviZ's own
 estimators (``arviz_stats``: :math:`\\hat R`, bulk and tail ESS, per parameter, over
 threads as hamiltonia called them before) on the same draws, for the same numbers by the
-former road. A first, small run loads the kernels: the figures are those of a process that
-has sampled before, with its imports done (the first run of a process adds them once).
+former road. A first, small run loads the sampling kernels, and the checks' kernels are run
+once at a size that takes their compiled road: the figures are those of a process that has
+sampled before, with its imports done (the first run of a process adds them once; the table
+ends with the seconds the checks' kernels took to load).
 """
 
 from __future__ import annotations
@@ -105,15 +107,18 @@ def _run(draws: int, chains: int, warmup: int, step_size: float, n_steps: int, s
                          output=output, overwrite=True)  # fmt: skip
 
 
-def _load_diagnostic_kernels() -> None:
-    """Run the checks' kernels once at a size that uses them all (a short run does not):
-    compiled, or loaded from numba's cache, before anything is timed."""
+def _load_diagnostic_kernels() -> float:
+    """Run the checks' kernels once at a size that takes their compiled road (a short run
+    does not): compiled, or loaded from numba's cache, before anything is timed; the
+    seconds it took (the first large run of a process pays them once)."""
     from hamiltonia.diagnostics import estimators
 
-    x = np.random.default_rng(0).normal(size=(2, 40_000, 2))
+    began = time.perf_counter()
+    x = np.random.default_rng(0).normal(size=(2, estimators.COMPILED_MIN_SIZE // 4 + 1, 2))
     estimators.screened_convergence(x, 1.01, 200.0)
     estimators.convergence(x)
     estimators.extremes(x)
+    return time.perf_counter() - began
 
 
 def _arviz_seconds(draws: np.ndarray) -> float:
@@ -150,7 +155,7 @@ def measure(draws: int = DEFAULT_DRAWS, *, chains: int = 4, warmup: int = 1000,
         path = Path(folder) / "run.nc"
         # Loads the kernels and does the imports: those of a process's first run.
         _run(100, chains, 10, step_size, n_steps, seed, path if output else None)
-        _load_diagnostic_kernels()
+        load_s = _load_diagnostic_kernels()
         clock = _Clock()
         with _timing(clock):
             result = _run(draws, chains, warmup, step_size, n_steps, seed,
@@ -177,6 +182,7 @@ def measure(draws: int = DEFAULT_DRAWS, *, chains: int = 4, warmup: int = 1000,
         "ratio": post / result.sampling_seconds,
         "file_mb": size,
         "acceptance": result.acceptance_rate,
+        "kernel_load_s": load_s,
     }
     if arviz:
         report["arviz_s"] = _arviz_seconds(result.draws)
@@ -204,6 +210,9 @@ def render(report: dict) -> str:
         lines.append(f"| ArviZ's R-hat, bulk and tail ESS (former road) | {arviz:.3f} | "
                      f"{arviz / sampling:.1%} |")  # fmt: skip
     lines += ["", f"post-run / sampling: {report['ratio']:.1%}"]
+    if "kernel_load_s" in report:
+        lines.append(f"(before the timed run, once per process: the checks' kernels loaded or "
+                     f"compiled in {report['kernel_load_s']:.2f} s)")  # fmt: skip
     return "\n".join(lines)
 
 

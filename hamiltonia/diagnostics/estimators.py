@@ -45,6 +45,10 @@ after 2 s of sampling). For each quantity, with the :math:`m` chains split in ha
   words of 64 bits). The direct sums differ from the FFT's in the last bits, which moves an
   ESS by about :math:`10^{-13}` of itself.
 
+Below :data:`COMPILED_MIN_SIZE` numbers the same estimators run in NumPy (ranks by
+``argsort``, the autocovariances by FFT), without compiling the kernels and without
+importing ``arviz_stats`` (a second, with xarray and pandas: a small run's end-of-run
+checks, whose computation takes milliseconds, took 1.1 s of a first run in a process).
 Quantities with an infinite value, and the other methods, are ArviZ's own computation.
 
 The checks of a finished run
@@ -70,8 +74,14 @@ width :math:`w_i` of its bucket's middle. With :math:`a_j = \\frac1h\\sum_{i \\i
 upper bounds of its pair sums stop being positive). The median and the tail quantiles are
 exact, read from the few draws of their buckets, and so is the tail ESS. A bound on the
 right side of its threshold decides the check as the exact value would; one that does not
-is replaced by the exact value, which is also what a warning reports. A healthy long run
-costs a few passes over its draws instead of a sort of each parameter.
+is replaced by the exact value, which is also what a warning reports. The sums over a
+sequence's middles and half widths are sums over its count of draws in each bucket, so one
+pass counts the draws of each sequence into buckets (and keeps each draw's bucket, for the
+autocovariances of the middles), and one more the distances to the median. A healthy long
+run costs a few passes over its draws instead of a sort of each parameter: 4 chains of
+300,000 draws of 10 parameters took the checks 0.26 s before they counted per sequence
+(a pass summing the middles of each draw, another for the folded draws), 0.16 s since, on 2
+cores beside another job (``python -m hamiltonia.bench postrun``).
 """
 
 from __future__ import annotations
@@ -286,18 +296,20 @@ def _scores_kernel(values, order, median, table, out):
     return places[:h], ranks[:h]
 
 
-def _lags_kernel(x, means, n_lags):
+def _lags_kernel(x, table, means, n_lags):
     """The autocovariances :math:`\\frac1h\\sum_s (x_s - \\bar x)(x_{s+t} - \\bar x)` of
     each row of ``x`` ``(rows, h)`` about its mean ``means[row]``, for the lags
-    :math:`t < \\min(\\text{n\\_lags}, h)`."""
+    :math:`t < \\min(\\text{n\\_lags}, h)`; with a non-empty ``table``, of the rows of
+    ``table[x]`` (``x`` then holds indices, as :func:`_bucket_kernel` writes them)."""
     rows, n = x.shape
     k_max = min(n_lags, n)
     out = np.zeros((rows, k_max))
     centred = np.empty(n)
+    gather = table.size > 0
     for r in range(rows):
         m = means[r]
         for t in range(n):
-            centred[t] = x[r, t] - m
+            centred[t] = (table[int(x[r, t])] if gather else x[r, t]) - m
         for k in range(k_max):
             s = 0.0
             for t in range(n - k):
@@ -306,120 +318,116 @@ def _lags_kernel(x, means, n_lags):
     return out
 
 
-def _indicator_lags_kernel(x, thresholds, n_lags):
-    """For the indicators :math:`I_s = [x_s \\le q]` of each row of ``x``, one for each of
-    the ``thresholds``: the counts of ones ``(thresholds, rows)`` (exact, so that the means
-    :math:`p = ` ``counts / h`` are NumPy's to the bit) and the autocovariances
-    ``(thresholds, rows, lags)``, for the lags :math:`t < \\min(\\text{n\\_lags}, h)`,
+def _bucket_kernel(split, lo, scale, n_buckets, median, keys):
+    """The count of each row's draws of ``split`` ``(rows, h)`` in each of ``n_buckets``
+    buckets of the key (the value, or with ``median`` not NaN its distance to it) from
+    ``lo`` on, ``1 / scale`` wide (the first and last buckets open-ended), ``(rows,
+    n_buckets)``; each draw's bucket is written to ``keys`` where it has the rows. The
+    bucket is non-decreasing in the key, so a bucket's draws hold a known range of ranks."""
+    rows, n = split.shape
+    counts = np.zeros((rows, n_buckets), np.int64)
+    folded = not np.isnan(median)
+    keep = keys.shape[0] == rows
+    top = n_buckets - 1
+    for r in range(rows):
+        row = counts[r]
+        for t in range(n):
+            key = abs(split[r, t] - median) if folded else split[r, t]
+            v = (key - lo) * scale
+            k = top if v >= top else (int(v) if v > 0.0 else 0)
+            row[k] += 1
+            if keep:
+                keys[r, t] = k
+    return counts
+
+
+def _pack_kernel(split, thresholds):
+    """The indicators :math:`I_s = [x_s \\le q]` of each row of ``split`` ``(rows, h)``,
+    for each of the ``thresholds``, packed in words of 64 bits ``(thresholds, rows, words +
+    1)`` (a word of zeros after the last), and their counts ``(thresholds, rows)``."""
+    rows, n = split.shape
+    n_q = thresholds.size
+    words = (n + 63) // 64
+    bits = np.zeros((n_q, rows, words + 1), np.uint64)
+    ones = np.zeros((n_q, rows), np.int64)
+    for j in range(n_q):
+        q = thresholds[j]
+        for r in range(rows):
+            c = 0
+            for i in range(words):
+                # A word at a time, in a register.
+                w = np.uint64(0)
+                for b in range(min(64, n - i * 64)):
+                    below = split[r, i * 64 + b] <= q
+                    w |= np.uint64(below) << np.uint64(b)
+                    c += below
+                bits[j, r, i] = w
+            ones[j, r] = c
+    return bits, ones
+
+
+def _bit_lags_kernel(bits, ones, n, n_lags):
+    """The autocovariances ``(thresholds, rows, lags)`` of the indicators that
+    :func:`_pack_kernel` packed (``n`` a row), for the lags :math:`t < \\min(\\text{n\\_lags},
+    n)`, with :math:`p = c / n` from the exact count :math:`c` of ones (NumPy's mean to
+    the bit):
 
     .. math::
 
-        \\frac1h \\sum_{s<h-t} (I_s - p)(I_{s+t} - p)
-        = \\frac1h \\Bigl(P_t - p\\bigl(\\textstyle\\sum_{s<h-t} I_s
-        + \\sum_{s \\ge t} I_s\\bigr) + (h - t) p^2\\Bigr),
+        \\frac1n \\sum_{s<n-t} (I_s - p)(I_{s+t} - p)
+        = \\frac1n \\Bigl(P_t - p\\bigl(\\textstyle\\sum_{s<n-t} I_s
+        + \\sum_{s \\ge t} I_s\\bigr) + (n - t) p^2\\Bigr),
 
-    with the count :math:`P_t` of pairs both below counted 64 at a time in words of bits:
-    the indicators are packed once, and a lag costs a pass over :math:`h/64` words."""
-    rows, n = x.shape
-    n_q = thresholds.size
+    with the count :math:`P_t` of pairs both below counted 64 at a time (a lag costs a pass
+    over :math:`n/64` words), and the two partial sums :math:`2c` less the ones among the
+    first and among the last :math:`t`."""
+    n_q, rows, width = bits.shape
+    words = width - 1
     k_max = min(n_lags, n)
-    words = (n + 63) // 64
-    counts = np.zeros((n_q, rows), np.int64)
     out = np.zeros((n_q, rows, k_max))
-    bits = np.zeros(words + 1, np.uint64)  # a word of zeros after the last
-    prefix = np.zeros(n + 1, np.int64)  # prefix[t]: ones before s = t
     one = np.uint64(1)
     m1, m2 = np.uint64(0x5555555555555555), np.uint64(0x3333333333333333)
     m4, h01 = np.uint64(0x0F0F0F0F0F0F0F0F), np.uint64(0x0101010101010101)
-    for r in range(rows):
-        row = x[r]
-        for j in range(n_q):
-            q = thresholds[j]
-            bits[:] = 0
-            c = 0
-            for t in range(n):
-                if row[t] <= q:
-                    bits[t >> 6] |= one << np.uint64(t & 63)
-                    c += 1
-                prefix[t + 1] = c
-            counts[j, r] = c
+    for j in range(n_q):
+        for r in range(rows):
+            row = bits[j, r]
+            c = ones[j, r]
             p = c / n
+            head = 0  # ones among the first k
+            tail = 0  # ones among the last k
             for k in range(k_max):
                 ws, bs = k >> 6, np.uint64(k & 63)
                 pairs = 0
                 for i in range(words - ws):
                     # The bits of s + k brought to the places of s.
-                    shifted = bits[i + ws] >> bs
+                    shifted = row[i + ws] >> bs
                     if bs != 0:
-                        shifted |= bits[i + ws + 1] << (np.uint64(64) - bs)
-                    v = bits[i] & shifted
+                        shifted |= row[i + ws + 1] << (np.uint64(64) - bs)
+                    v = row[i] & shifted
                     # Population count (the pattern LLVM turns into one instruction).
                     v = v - ((v >> one) & m1)
                     v = (v & m2) + ((v >> np.uint64(2)) & m2)
                     v = (v + (v >> np.uint64(4))) & m4
                     pairs += np.int64((v * h01) >> np.uint64(56))
-                total = prefix[n - k] + c - prefix[k]
+                total = 2 * c - head - tail
                 out[j, r, k] = (pairs - p * total + (n - k) * p * p) / n
-    return counts, out
+                head += np.int64((row[k >> 6] >> np.uint64(k & 63)) & one)
+                s = n - 1 - k
+                tail += np.int64((row[s >> 6] >> np.uint64(s & 63)) & one)
+    return out
 
 
-def _counts_kernel(values, lo, scale, n_buckets, median):
-    """How many of ``values`` fall in each of ``n_buckets`` buckets of the key (the value,
-    or with ``median`` not NaN its distance to it) from ``lo`` on, ``1 / scale`` wide (the
-    first and last buckets open-ended): the bucket is non-decreasing in the key, so a
-    bucket's draws hold a known range of ranks."""
-    counts = np.zeros(n_buckets, np.int64)
-    folded = not np.isnan(median)
-    for i in range(values.size):
-        key = abs(values[i] - median) if folded else values[i]
-        v = (key - lo) * scale
-        k = n_buckets - 1 if v >= n_buckets - 1 else (int(v) if v > 0.0 else 0)
-        counts[k] += 1
-    return counts
-
-
-def _members_kernel(values, lo, scale, n_buckets, median, wanted, size):
-    """The keys of :func:`_counts_kernel` that fall in the ``wanted`` buckets (``size`` of
-    them), with their buckets."""
-    keys = np.empty(size)
-    buckets = np.empty(size, np.int64)
-    folded = not np.isnan(median)
+def _members_kernel(values, buckets, wanted, size):
+    """The ``values`` whose ``buckets`` (as :func:`_bucket_kernel` writes them, of the same
+    shape) are ``wanted`` (``size`` of them)."""
+    out = np.empty(size)
+    flat_values, flat_buckets = values.ravel(), buckets.ravel()
     j = 0
-    for i in range(values.size):
-        key = abs(values[i] - median) if folded else values[i]
-        v = (key - lo) * scale
-        k = n_buckets - 1 if v >= n_buckets - 1 else (int(v) if v > 0.0 else 0)
-        if wanted[k]:
-            keys[j] = key
-            buckets[j] = k
+    for i in range(flat_values.size):
+        if wanted[flat_buckets[i]]:
+            out[j] = flat_values[i]
             j += 1
-    return keys, buckets
-
-
-def _bucket_sums_kernel(split, lo, scale, n_buckets, median, middle, half, out):
-    """Per row of ``split`` ``(rows, h)``, with each draw's normal score taken as the
-    ``middle`` of its bucket's scores (off by at most the bucket's ``half`` width): the sums
-    of the scores, of their squares, of the half widths and of their squares,
-    ``(rows, 4)``; the scores are written to ``out`` where it has the rows."""
-    rows, n = split.shape
-    sums = np.zeros((rows, 4))
-    folded = not np.isnan(median)
-    keep = out.shape[0] == rows
-    for r in range(rows):
-        s1 = s2 = sw = sww = 0.0
-        for t in range(n):
-            key = abs(split[r, t] - median) if folded else split[r, t]
-            v = (key - lo) * scale
-            k = n_buckets - 1 if v >= n_buckets - 1 else (int(v) if v > 0.0 else 0)
-            z, w = middle[k], half[k]
-            s1 += z
-            s2 += z * z
-            sw += w
-            sww += w * w
-            if keep:
-                out[r, t] = z
-        sums[r, 0], sums[r, 1], sums[r, 2], sums[r, 3] = s1, s2, sw, sww
-    return sums
+    return out
 
 
 def _extremes_kernel(draws):
@@ -446,9 +454,10 @@ _KERNELS: SimpleNamespace | None = None
 _KERNELS_LOCK = threading.Lock()
 
 #: Fewest numbers (chains x draws x parameters) for which the compiled road below is taken.
-#: Below it, ArviZ's estimators and NumPy's reductions take less than numba's first
-#: compilation of these kernels (about 7 s, once per install; measured), so a small run,
-#: and a user's first, never waits for it: 4 million numbers take ArviZ about 4 s.
+#: Below it, the same estimators by NumPy (argsort ranks, FFT autocovariances) take less
+#: than numba's first compilation of these kernels (about 7 s, once per install; measured),
+#: so a small run, and a user's first, never waits for it: 4 million numbers take ArviZ
+#: about 4 s.
 COMPILED_MIN_SIZE = 4_000_000
 
 
@@ -477,10 +486,10 @@ def _kernels() -> SimpleNamespace:
                 sort=plain(_sort_kernel),
                 scores=plain(_scores_kernel),
                 lags=summing(_lags_kernel),
-                indicator_lags=plain(_indicator_lags_kernel),
-                counts=plain(_counts_kernel),
+                buckets=plain(_bucket_kernel),
+                pack=plain(_pack_kernel),
+                bit_lags=plain(_bit_lags_kernel),
                 members=plain(_members_kernel),
-                bucket_sums=summing(_bucket_sums_kernel),
                 extremes=plain(_extremes_kernel),
             )
         return _KERNELS
@@ -515,6 +524,10 @@ _DIRECT_MIN = 65_536
 #: Blom's offset of the normal scores of ranks.
 _BLOM = 3 / 8
 _RESOLUTION = np.finfo(float).resolution
+
+#: The empty arguments of the kernels that take a table of scores or an array of keys.
+_NO_TABLE = np.empty(0)
+_NO_KEYS = np.empty((0, 0), np.int32)
 
 _TABLES: dict[int, np.ndarray] = {}
 _TABLES_LOCK = threading.Lock()
@@ -629,31 +642,34 @@ def _geyer(acov: np.ndarray, chain_mean: np.ndarray, n_draw: int) -> float | Non
     return ess / tau_hat
 
 
-def _ess_of(y: np.ndarray) -> float:
-    """ArviZ's ESS of the sequences ``y`` ``(sequences, draws)`` (already split)."""
+def _ess_of(y: np.ndarray, direct: bool = True) -> float:
+    """ArviZ's ESS of the sequences ``y`` ``(sequences, draws)`` (already split); the
+    autocovariances by FFT unless ``direct`` and the sequences are long."""
     y = np.asarray(y, dtype=float)
     if np.max(y) - np.min(y) < _RESOLUTION:
         return float(y.size)
     n_draw = y.shape[1]
     chain_mean = y.mean(axis=1)
-    if y.size >= _DIRECT_MIN:
+    if direct and y.size >= _DIRECT_MIN:
         for lags in _LAG_STEPS:
-            ess = _geyer(_kernels().lags(y, chain_mean, lags), chain_mean, n_draw)
+            ess = _geyer(_kernels().lags(y, _NO_TABLE, chain_mean, lags), chain_mean, n_draw)
             if ess is not None:
                 return float(ess)
     return float(_geyer(_autocov_fft(y - chain_mean[:, None]), chain_mean, n_draw))
 
 
-def _ess_tails(split: np.ndarray, q_low: float, q_high: float) -> float:
+def _ess_tails(split: np.ndarray, q_low: float, q_high: float, direct: bool = True) -> float:
     """ArviZ's tail ESS: the smaller ESS of the indicators ``split <= q`` of the split draws
-    at the two quantiles, from counts and lag sums without the indicator arrays."""
+    at the two quantiles, from counts and lag sums of the indicators packed in bits (unless
+    not ``direct``, or the draws are few: then by FFT of the indicators)."""
     n = split.shape[1]
-    if split.size < _DIRECT_MIN:
-        return min(_ess_of(split <= q_low), _ess_of(split <= q_high))
+    if not direct or split.size < _DIRECT_MIN:
+        return min(_ess_of(split <= q_low, direct), _ess_of(split <= q_high, direct))
     thresholds = np.array([q_low, q_high])
     found = [None, None]
+    bits, counts = _kernels().pack(split, thresholds)
     # All the direct lags at once: packing the indicators costs more than the lags.
-    counts, acov = _kernels().indicator_lags(split, thresholds, DIRECT_LAGS)
+    acov = _kernels().bit_lags(bits, counts, n, DIRECT_LAGS)
     for j in range(2):
         if counts[j].min() == counts[j].max() and counts[j, 0] in (0, n):
             found[j] = float(split.size)  # all below, or none: a constant sequence
@@ -668,13 +684,32 @@ def _ess_tails(split: np.ndarray, q_low: float, q_high: float) -> float:
     return min(float(found[0]), float(found[1]))  # ArviZ's min, nan kept as it keeps it
 
 
+def _rank_scores(a: np.ndarray) -> np.ndarray:
+    """The normal scores (Blom) of the ranks of all the numbers of ``a``, ties given their
+    average rank (``scipy.stats.rankdata``), in the shape of ``a``: the road of NumPy, for
+    draws too few for the compiled kernels (:data:`COMPILED_MIN_SIZE`)."""
+    from scipy.special import ndtri
+
+    flat = a.ravel()
+    size = flat.size
+    order = np.argsort(flat, kind="stable")
+    ordered = flat[order]
+    edges = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1], True])
+    # A run of equal values at the places [s, e) of the order: rank (s + 1 + e) / 2.
+    ranks = np.empty(size)
+    ranks[order] = np.repeat((edges[:-1] + 1 + edges[1:]) / 2, np.diff(edges))
+    return ndtri((ranks - _BLOM) / (size - 2 * _BLOM + 1)).reshape(a.shape)
+
+
 class _Quantity:
     """The draws ``(chains, draws)`` of one quantity, finite and at least four per chain:
-    its rank diagnostics, each computed once and sharing the sort of the split draws."""
+    its rank diagnostics, each computed once and sharing the sort of the split draws (by
+    the compiled kernels, or by NumPy unless ``compiled``)."""
 
-    def __init__(self, x: np.ndarray, split: np.ndarray | None = None):
+    def __init__(self, x: np.ndarray, split: np.ndarray | None = None, compiled: bool = True):
         self.x = x
         self.split = _split(x) if split is None else split
+        self.compiled = compiled
 
     @cached_property
     def _sorted(self) -> tuple:
@@ -682,11 +717,15 @@ class _Quantity:
 
     @cached_property
     def z_bulk(self) -> np.ndarray:
+        if not self.compiled:
+            return _rank_scores(self.split)
         order, values = self._sorted
         return _scores(values, order, self.split.shape)
 
     @cached_property
     def z_folded(self) -> np.ndarray:
+        if not self.compiled:
+            return _rank_scores(np.abs(self.split - np.median(self.split)))
         order, values = self._sorted
         h = values.size // 2  # the split draws are always an even number
         median = (values[h - 1] + values[h]) / 2  # np.median's, of an even count
@@ -696,7 +735,7 @@ class _Quantity:
         return max(_rhat_of(self.z_bulk), _rhat_of(self.z_folded))
 
     def ess_bulk(self) -> float:
-        return _ess_of(self.z_bulk)
+        return _ess_of(self.z_bulk, self.compiled)
 
     def ess_tail(self, prob: float) -> float:
         low, high = sorted((prob, 1 - prob))
@@ -706,10 +745,10 @@ class _Quantity:
             q_low, q_high = (np.quantile(self._sorted[1], p) for p in (low, high))
         else:
             q_low, q_high = (np.quantile(self.x, p) for p in (low, high))
-        return _ess_tails(self.split, q_low, q_high)
+        return _ess_tails(self.split, q_low, q_high, self.compiled)
 
     def ess_mean(self) -> float:
-        return _ess_of(self.split)
+        return _ess_of(self.split, self.compiled)
 
     def mcse_mean(self) -> float:
         return np.std(self.x, ddof=1) / np.sqrt(self.ess_mean())
@@ -741,6 +780,14 @@ def _bucket_scores(counts: np.ndarray, table: np.ndarray) -> tuple:
         np.abs(low), np.abs(high)
     )
     return middle, half, starts, ends
+
+
+def _bucket_sums(row_counts: np.ndarray, middle: np.ndarray, half: np.ndarray) -> np.ndarray:
+    """Per row, with each draw's normal score taken as the ``middle`` of its bucket's
+    scores (off by at most the bucket's ``half`` width): the sums of the scores, of their
+    squares, of the half widths and of their squares, ``(rows, 4)``, from the rows' counts
+    of draws per bucket ``(rows, buckets)``."""
+    return row_counts.astype(float) @ np.stack((middle, middle * middle, half, half * half), 1)
 
 
 def _parts(sums: np.ndarray, h: int) -> tuple:
@@ -861,7 +908,9 @@ def _screened(x: np.ndarray, prob: float, r_hat_max: float, ess_min: float,
     kernels = _kernels()
     b = _SCREEN_BUCKETS
     table = _score_table(n)
-    counts = kernels.counts(flat, low_value, scale, b, np.nan)
+    keys = np.empty((rows, h), np.int32)
+    row_counts = kernels.buckets(split, low_value, scale, b, np.nan, keys)
+    counts = row_counts.sum(axis=0)
     middle, half, starts, ends = _bucket_scores(counts, table)
     # The order statistics wanted exactly: the median's, and the tail quantiles' where the
     # split draws are all the draws (an even number a chain).
@@ -874,33 +923,32 @@ def _screened(x: np.ndarray, prob: float, r_hat_max: float, ess_min: float,
             positions += [before, min(before + 1, n - 1)]
     wanted = np.zeros(b, dtype=bool)
     wanted[np.searchsorted(ends, positions, side="right")] = True
-    keys, _ = kernels.members(flat, low_value, scale, b, np.nan, wanted, int(counts[wanted].sum()))
-    keys.sort()  # the buckets follow the keys: sorted keys are in bucket order
+    members = kernels.members(split, keys, wanted, int(counts[wanted].sum()))
+    members.sort()  # the buckets follow the keys: sorted keys are in bucket order
     offsets = np.cumsum(np.where(wanted, counts, 0)) - np.where(wanted, counts, 0)
 
     def order_statistic(i: int) -> float:
         k = int(np.searchsorted(ends, i, side="right"))
-        return keys[offsets[k] + i - starts[k]]
+        return members[offsets[k] + i - starts[k]]
 
     median = (order_statistic(n // 2 - 1) + order_statistic(n // 2)) / 2
     if even:
         q_low, q_high = (_quantile_of(order_statistic, n, p) for p in (low, high))
     else:
         q_low, q_high = (np.quantile(x, p) for p in (low, high))
+
     ess_tail = _ess_tails(split, q_low, q_high)
 
-    scores = np.empty((rows, h))
-    sums = kernels.bucket_sums(split, low_value, scale, b, np.nan, middle, half, scores)
+    sums = _bucket_sums(row_counts, middle, half)
     values, exact = [np.nan, np.nan, ess_tail], [chains < 2, False, True]
     if chains >= 2:
         far = max(high_value - median, median - low_value)  # the largest distance
         f_scale = b / far if far > 0 else 0.0
         r_hat = math.inf
         if 0.0 < f_scale < math.inf:
-            f_counts = kernels.counts(flat, 0.0, f_scale, b, median)
-            f_middle, f_half, _, _ = _bucket_scores(f_counts, table)
-            f_sums = kernels.bucket_sums(split, 0.0, f_scale, b, median, f_middle, f_half,
-                                         np.empty((0, 0)))  # fmt: skip
+            f_row_counts = kernels.buckets(split, 0.0, f_scale, b, median, _NO_KEYS)
+            f_middle, f_half, _, _ = _bucket_scores(f_row_counts.sum(axis=0), table)
+            f_sums = _bucket_sums(f_row_counts, f_middle, f_half)
             r_hat = max(_rhat_upper(sums, h), _rhat_upper(f_sums, h))
         if r_hat <= r_hat_max:
             values[0] = r_hat
@@ -909,11 +957,12 @@ def _screened(x: np.ndarray, prob: float, r_hat_max: float, ess_min: float,
     means = sums[:, 0] / h
     ess = 0.0
     for lags in _LAG_STEPS:
-        ess = _ess_lower(sums, h, kernels.lags(scores, means, lags))
+        ess = _ess_lower(sums, h, kernels.lags(keys, middle, means, lags))
         if ess >= ess_min:
             break
     else:
         # Every lag, by FFT: cheaper than the sort, and the sequence then ends within them.
+        scores = middle[keys.astype(np.int64)]
         ess = _ess_lower(sums, h, _autocov_fft(scores - means[:, None]))
     if ess >= ess_min:
         values[1] = ess
@@ -1037,13 +1086,14 @@ def _ours(quantity: _Quantity, name: str, prob: float) -> float:
 def _one(x: np.ndarray, names: tuple, prob: float, compiled: bool = True) -> list[float]:
     """The diagnostics ``names`` of one quantity's ``(chains, draws)``: nan where ArviZ
     refuses it (any NaN, fewer than 4 draws, fewer chains than the diagnostic needs);
-    ArviZ's own estimators unless ``compiled`` (:func:`_compiled_road`)."""
+    ArviZ's own estimators where a draw is infinite; else ours, by the compiled kernels, or
+    by NumPy unless ``compiled`` (:func:`_compiled_road`)."""
     x = np.asarray(x, dtype=float)
     m, n = x.shape
     if n < 4 or m < 1 or np.isnan(x).any():
         return [np.nan] * len(names)
-    finite = compiled and bool(np.isfinite(x).all())
-    quantity = _Quantity(x) if finite else None
+    finite = bool(np.isfinite(x).all())
+    quantity = _Quantity(x, compiled=compiled) if finite else None
     out = []
     for name in names:
         if m < _MIN_CHAINS[name]:

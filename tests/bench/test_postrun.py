@@ -15,7 +15,8 @@ def test_a_small_run_reports_every_part_and_the_ratio(capsys):
     assert report["file_mb"] > 0
     text = postrun.render(report)
     assert "| rank diagnostics |" in text and "| file write |" in text
-    assert text.splitlines()[-1].startswith("post-run / sampling: ")
+    assert text.splitlines()[-2].startswith("post-run / sampling: ")
+    assert report["kernel_load_s"] >= 0 and "kernels loaded or compiled in" in text
     assert postrun.main(["--draws", "500", "--warmup", "20", "--n-steps", "2", "--no-output"]) == 0
     out = capsys.readouterr().out
     assert "| sampling |" in out and "| file write |" not in out

@@ -23,7 +23,7 @@ def compiled_road(monkeypatch):
     monkeypatch.setattr(est, "COMPILED_MIN_SIZE", 0)
 
 
-def test_a_small_run_takes_arviz_road_and_a_large_one_the_compiled(monkeypatch):
+def test_a_small_run_takes_numpy_road_and_a_large_one_the_compiled(monkeypatch):
     monkeypatch.undo()
     x = np.random.default_rng(1).normal(size=(4, 1000, 3))
     assert not est._compiled_road(x)
@@ -121,9 +121,13 @@ KINDS = ["normal", "ar", "antithetic", "ties", "cauchy", "shifted", "constant",
          "frozen-chain", "signed-zeros", "nan", "inf"]  # fmt: skip
 
 
+@pytest.mark.parametrize("road", ["compiled", "numpy"])
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("chains, n", [(1, 1001), (2, 7), (4, 4), (4, 5000), (3, 40_001)])
-def test_the_rank_diagnostics_are_arviz_s(kind, chains, n):
+def test_the_rank_diagnostics_are_arviz_s(monkeypatch, road, kind, chains, n):
+    """On the compiled road and on NumPy's (what runs too small for the kernels take)."""
+    if road == "numpy":
+        monkeypatch.setattr(est, "COMPILED_MIN_SIZE", 10**12)
     x = _draws(kind, chains, n, seed=chains * n)
     _assert_same(_ours(x), _arviz(x))
 
@@ -247,3 +251,26 @@ def test_a_healthy_long_run_is_decided_without_a_sort(monkeypatch):
     x[0, :, 1] += 0.5
     values, is_exact = est.screened_convergence(x, 1.01, 400.0)
     assert is_exact["r_hat"][1] and values["r_hat"][1] == est.convergence(x)["r_hat"][1] > 1.01
+
+
+def test_a_small_run_s_checks_import_neither_arviz_stats_nor_compile_kernels():
+    """The end-of-run checks of a small run take the NumPy road: no second spent importing
+    arviz_stats (with xarray and pandas), no diagnostic kernel compiled."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys, warnings\n"
+        "import hamiltonia as hm\n"
+        "from hamiltonia.diagnostics import estimators\n"
+        "with warnings.catch_warnings():\n"
+        "    warnings.simplefilter('ignore')\n"
+        "    r = hm.sample('gaussian-d10', 'hmc', chains=4, warmup=100, draws=400, seed=0,\n"
+        "                  progress=False, compiled=False)\n"
+        "r.diagnose()\n"
+        "print(sorted(m for m in ('arviz_stats', 'xarray') if m in sys.modules),\n"
+        "      estimators._KERNELS is None)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["[]", "True"]
