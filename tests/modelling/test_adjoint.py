@@ -170,3 +170,33 @@ def test_what_is_not_a_log_density_is_refused(density, message):
 def test_the_supported_functions_are_listed_by_name():
     names = supported_functions()
     assert {"exp", "logaddexp", "indexing", "dot", "gammaln", "logpdf"} <= set(names)
+
+
+def test_the_source_imports_only_the_special_functions_it_calls():
+    plain = compile_log_density(lambda x: -0.5 * np.sum(x**2), 3)
+    assert "hamiltonia.modelling.special" not in plain.source
+    with_gamma = compile_log_density(lambda x: np.sum(special.gammaln(np.exp(x))), 3)
+    assert "from hamiltonia.modelling.special import digamma, lgamma\n" in with_gamma.source
+
+
+def test_compiling_a_model_without_scipy_stats_does_not_import_it():
+    """Importing scipy.stats takes 0.4 s of a first run; its rule is registered when a
+    model calls it (through autograd.scipy.stats, which imports it)."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "import autograd.numpy as np\n"
+        "from hamiltonia.modelling.user_target import compile_log_density\n"
+        "compile_log_density(lambda x: -0.5 * np.sum(x ** 2), 3)\n"
+        "print('scipy.stats' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False"]
+    # A model that calls it gets its rule.
+    target = compile_log_density(lambda x: np.sum(norm.logpdf(x, 0.5, 2.0)), 3)
+    assert_matches_autograd(
+        target, lambda x: np.sum(norm.logpdf(x, 0.5, 2.0)), onp.ones((2, 3))
+    )
