@@ -197,6 +197,4 @@ def test_compiling_a_model_without_scipy_stats_does_not_import_it():
     assert done.stdout.split() == ["False"]
     # A model that calls it gets its rule.
     target = compile_log_density(lambda x: np.sum(norm.logpdf(x, 0.5, 2.0)), 3)
-    assert_matches_autograd(
-        target, lambda x: np.sum(norm.logpdf(x, 0.5, 2.0)), onp.ones((2, 3))
-    )
+    assert_matches_autograd(target, lambda x: np.sum(norm.logpdf(x, 0.5, 2.0)), onp.ones((2, 3)))
