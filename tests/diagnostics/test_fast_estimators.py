@@ -12,6 +12,7 @@ from arviz_stats.base import array_stats
 
 from hamiltonia import diagnostics as dg
 from hamiltonia.diagnostics import estimators as est
+from tests.fresh_process import printed_by
 
 PROB = rcParams["stats.ci_prob"]
 
@@ -256,9 +257,6 @@ def test_a_healthy_long_run_is_decided_without_a_sort(monkeypatch):
 def test_a_small_run_s_checks_import_neither_arviz_stats_nor_compile_kernels():
     """The end-of-run checks of a small run take the NumPy road: no second spent importing
     arviz_stats (with xarray and pandas), no diagnostic kernel compiled."""
-    import subprocess
-    import sys
-
     script = (
         "import sys, warnings\n"
         "import hamiltonia as hm\n"
@@ -271,6 +269,4 @@ def test_a_small_run_s_checks_import_neither_arviz_stats_nor_compile_kernels():
         "print(sorted(m for m in ('arviz_stats', 'xarray') if m in sys.modules),\n"
         "      estimators._KERNELS is None)\n"
     )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["[]", "True"]
+    assert printed_by(script) == ["[]", "True"]
