@@ -95,7 +95,9 @@ class NumbaTarget:
         checks of a kernel must go through compiled code, as this does)."""
         q = np.ascontiguousarray(q, dtype=np.float64)
         grad = np.empty_like(q)
-        lp = _trampoline()(self.function, q, grad, self.fdata, self.idata)
+        from hamiltonia.compiled.calls import at_point
+
+        lp = at_point(self.function, q, grad, self.fdata, self.idata)
         return lp, grad
 
     @classmethod
@@ -117,21 +119,7 @@ class NumbaTarget:
         grad = np.empty_like(q)
         idata = self.idata.copy()
         idata[0] = m
-        lp = _trampoline()(self.function, q, grad, self.fdata, idata)
+        from hamiltonia.compiled.calls import at_point
+
+        lp = at_point(self.function, q, grad, self.fdata, idata)
         return lp, grad
-
-
-_TRAMPOLINE = []
-
-
-def _trampoline():
-    """An njit function calling a compiled log density, built once."""
-    if not _TRAMPOLINE:
-        from numba import njit
-
-        @njit(cache=False)
-        def call(function, q, grad, fdata, idata):
-            return function(q, grad, fdata, idata)
-
-        _TRAMPOLINE.append(call)
-    return _TRAMPOLINE[0]

@@ -70,7 +70,9 @@ class CompiledDensity(NumbaTarget):
         flat = np.ascontiguousarray(x.reshape(-1, x.shape[-1]))
         lp = np.empty(flat.shape[0])
         grad = np.empty_like(flat)
-        _rows()(self.function, flat, lp, grad, self.fdata, self.idata)
+        from hamiltonia.compiled.calls import at_rows
+
+        at_rows(self.function, flat, lp, grad, self.fdata, self.idata)
         return lp.reshape(x.shape[:-1]), grad.reshape(x.shape)
 
 
@@ -87,23 +89,6 @@ def _load(text: str):
 
 def _rebuild(text: str, fdata, idata, seconds: float) -> CompiledDensity:
     return CompiledDensity(_load(text)[1], fdata, idata, source=text, seconds=seconds)
-
-
-_ROWS: list = []
-
-
-def _rows():
-    """An njit loop calling a compiled log density on each row, built once per process."""
-    if not _ROWS:
-        from numba import njit
-
-        @njit(cache=False, nogil=True)
-        def rows(function, x, lp, grad, fdata, idata):
-            for i in range(x.shape[0]):
-                lp[i] = function(x[i], grad[i], fdata, idata)
-
-        _ROWS.append(rows)
-    return _ROWS[0]
 
 
 def compile_log_density(
