@@ -1,6 +1,6 @@
 """A user's own models, side by side with NumPyro (``python -m hamiltonia.bench.models``).
 
-Two models, written as a user would:
+Three models, written as a user would:
 
 * **eight schools**, non-centred: :math:`\\mu \\sim N(0, 5)`, :math:`\\tau \\sim
   \\text{half-Cauchy}(0, 5)`, :math:`\\eta_j \\sim N(0, 1)`, :math:`y_j \\sim N(\\mu + \\tau
@@ -28,9 +28,9 @@ Each implementation runs in a fresh process with an empty kernel folder and numb
 that its first run includes every compilation (numba's chain kernel and model, or JAX's:
 "cold"); the second run reuses the same model object (compilation excluded). A hamiltonia
 implementation then runs again in a new process with the same folders: its first run there
-("warm cache")
-is what a user sees once numba has cached the kernels on disk, in every later session (the
-chain kernel serves every model; a model's own code is cached by its structure). JAX keeps
+("warm cache") is what a user sees once numba has cached the kernels on disk, in every later
+session (the chain kernel serves every model; a model's own code is cached by its
+structure). JAX keeps
 no compilation across processes by default, so NumPyro's first run is always cold. Per row:
 the wall times (the model's construction included in a first run), the smallest bulk ESS
 over the parameters, and the time to 1000 bulk ESS, :math:`t \\cdot 1000 / \\min

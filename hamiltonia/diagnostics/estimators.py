@@ -687,7 +687,9 @@ def _ess_tails(split: np.ndarray, q_low: float, q_high: float, direct: bool = Tr
 def _rank_scores(a: np.ndarray) -> np.ndarray:
     """The normal scores (Blom) of the ranks of all the numbers of ``a``, ties given their
     average rank (``scipy.stats.rankdata``), in the shape of ``a``: the road of NumPy, for
-    draws too few for the compiled kernels (:data:`COMPILED_MIN_SIZE`)."""
+    draws too few for the compiled kernels (:data:`COMPILED_MIN_SIZE`). The compiled road
+    (:func:`_sort_kernel`, :func:`_scores_kernel`) is the measured optimisation of the same
+    numbers for long runs (module docs); the tests hold both to ArviZ's."""
     from scipy.special import ndtri
 
     flat = a.ravel()
@@ -936,7 +938,6 @@ def _screened(x: np.ndarray, prob: float, r_hat_max: float, ess_min: float,
         q_low, q_high = (_quantile_of(order_statistic, n, p) for p in (low, high))
     else:
         q_low, q_high = (np.quantile(x, p) for p in (low, high))
-
     ess_tail = _ess_tails(split, q_low, q_high)
 
     sums = _bucket_sums(row_counts, middle, half)
@@ -962,7 +963,7 @@ def _screened(x: np.ndarray, prob: float, r_hat_max: float, ess_min: float,
             break
     else:
         # Every lag, by FFT: cheaper than the sort, and the sequence then ends within them.
-        scores = middle[keys.astype(np.int64)]
+        scores = middle[keys]
         ess = _ess_lower(sums, h, _autocov_fft(scores - means[:, None]))
     if ess >= ess_min:
         values[1] = ess

@@ -173,8 +173,8 @@ class _Emitter:
         code = f"{flat}[{start}:{start + data.size}]"
         if array.ndim > 1:
             # Not for a 1-d constant, which the slice is: numba compiles a reshape with the
-            # error message it formats (with the other two forms of sum_axis_code and the
-            # slice adjoint, 2.7 s of eight schools' first compilation, once per process).
+            # error message it formats (this, the axis sums of sum_axis_code and an array
+            # added into a slice took 2.7 s of eight schools' first compilation).
             code = f"{code}.reshape({shape})"
         self.setup.append(f"{name} = ({code}{suffix})" if suffix else f"{name} = {code}")
         self.constants[key] = name
