@@ -135,25 +135,34 @@ class Problem:
     where: tuple = field(default=())
 
 
-def e_bfmi(energy: np.ndarray) -> np.ndarray:
+def e_bfmi(energy: np.ndarray, compiled: bool | None = None) -> np.ndarray:
     """E-BFMI of each chain from the energies of shape ``(chains, draws)`` (see the module
-    docstring); ``nan`` for a chain of fewer than two draws or constant energy."""
+    docstring); ``nan`` for a chain of fewer than two draws or constant energy.
+
+    ``compiled``: whether to take the diagnostics' compiled road
+    (:data:`~hamiltonia.diagnostics.estimators.COMPILED_MIN_SIZE`; by default, when the
+    energies alone are that many), the same numbers in fewer passes."""
+    from hamiltonia.diagnostics import estimators
+
     e = np.asarray(energy, dtype=float)
     if e.ndim != 2:
         raise ValueError(f"energy must have shape (chains, draws), got {e.shape}")
     if e.shape[1] < 2:
         return np.full(e.shape[0], np.nan)
-    centred = e - e.mean(axis=1, keepdims=True)
-    # ArviZ's estimate of energies scaled per chain first: those of a log density near the
-    # float limit must not overflow when squared (the ratio does not change).
-    scale = np.maximum(centred.max(axis=1, keepdims=True), -centred.min(axis=1, keepdims=True))
-    centred /= np.where(scale > 0, scale, 1.0)
-    # arviz_stats' bfmi (the mean squared step over the variance), without importing
-    # arviz_stats (a second, at the end of every run), and in place: a long run's energies
-    # are as large as one parameter's draws.
-    steps = np.diff(centred, axis=1)
-    np.square(steps, out=steps)
-    with np.errstate(invalid="ignore", divide="ignore"):
+    if estimators._compiled_road(e) if compiled is None else compiled:
+        return estimators._kernels().bfmi(e)
+    # A chain with an energy that is not finite has no E-BFMI (nan), without a warning.
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        centred = e - e.mean(axis=1, keepdims=True)
+        # ArviZ's estimate of energies scaled per chain first: those of a log density near
+        # the float limit must not overflow when squared (the ratio does not change).
+        scale = np.maximum(centred.max(axis=1, keepdims=True), -centred.min(axis=1, keepdims=True))
+        centred /= np.where(scale > 0, scale, 1.0)
+        # arviz_stats' bfmi (the mean squared step over the variance), without importing
+        # arviz_stats (a second, at the end of every run), and in place: a long run's
+        # energies are as large as one parameter's draws.
+        steps = np.diff(centred, axis=1)
+        np.square(steps, out=steps)
         bfmi = steps.mean(axis=1) / np.var(centred, axis=1, ddof=1)
     return np.where(scale[:, 0] > 0, bfmi, np.nan)
 
@@ -292,10 +301,10 @@ def diagnose(result, summary=None) -> list[Problem]:
     if n == 0:
         return problems
 
-    from hamiltonia.diagnostics.estimators import extremes
+    from hamiltonia.diagnostics import estimators
 
     # One pass over the draws for the frozen chains, the fixed values and the runaways.
-    least, most, has_nan = extremes(result.draws)
+    least, most, has_nan = estimators.extremes(result.draws)
     improper = runaways(result, (least, most, has_nan))
     if improper is not None:
         problems.append(improper)
@@ -359,7 +368,7 @@ def diagnose(result, summary=None) -> list[Problem]:
     # so the energy moves slowly whatever the model.
     fresh = not result.attrs.get("momentum_memory", 0.0) > 0.0
     if fresh and "energy" in stats and np.any(np.asarray(stats.get("n_grad", 1)) > 0):
-        bfmi = e_bfmi(stats["energy"])
+        bfmi = e_bfmi(stats["energy"], compiled=estimators._compiled_road(result.draws))
         low = np.flatnonzero(bfmi < E_BFMI_MIN)
         if low.size:
             problems.append(

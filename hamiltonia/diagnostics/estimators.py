@@ -77,11 +77,14 @@ right side of its threshold decides the check as the exact value would; one that
 is replaced by the exact value, which is also what a warning reports. The sums over a
 sequence's middles and half widths are sums over its count of draws in each bucket, so one
 pass counts the draws of each sequence into buckets (and keeps each draw's bucket, for the
-autocovariances of the middles), and one more the distances to the median. A healthy long
-run costs a few passes over its draws instead of a sort of each parameter: 4 chains of
-300,000 draws of 10 parameters took the checks 0.26 s before they counted per sequence
-(a pass summing the middles of each draw, another for the folded draws), 0.16 s since, on 2
-cores beside another job (``python -m hamiltonia.bench postrun``).
+autocovariances of the middles); the same counts bound the ranks of the folded draws
+(:func:`_folded_bucket_scores`), and the normal scores are computed at the buckets' edges
+only. A quantity's split draws are copied by one pass that also finds their range and
+whether all are finite. A healthy long run costs a few passes over its draws instead of a
+sort of each parameter: for 4 chains of 300,000 draws of 10 parameters, on 2 idle cores,
+the first call after sampling took 0.11 to 0.16 s when the folded draws had a pass of
+their own and the split, its range and its check of finite values took four, and 0.09 to
+0.10 s since (side by side, fresh processes).
 """
 
 from __future__ import annotations
@@ -296,49 +299,75 @@ def _scores_kernel(values, order, median, table, out):
     return places[:h], ranks[:h]
 
 
-def _lags_kernel(x, table, means, n_lags):
+def _lags_kernel(x, table, means, first, n_lags):
     """The autocovariances :math:`\\frac1h\\sum_s (x_s - \\bar x)(x_{s+t} - \\bar x)` of
     each row of ``x`` ``(rows, h)`` about its mean ``means[row]``, for the lags
-    :math:`t < \\min(\\text{n\\_lags}, h)`; with a non-empty ``table``, of the rows of
-    ``table[x]`` (``x`` then holds indices, as :func:`_bucket_kernel` writes them)."""
+    :math:`\\text{first} \\le t < \\min(\\text{n\\_lags}, h)` (``(rows, lags)``); with a
+    non-empty ``table``, of the rows of ``table[x]`` (``x`` then holds indices, as
+    :func:`_bucket_kernel` writes them)."""
     rows, n = x.shape
     k_max = min(n_lags, n)
-    out = np.zeros((rows, k_max))
+    out = np.zeros((rows, max(k_max - first, 0)))
     centred = np.empty(n)
     gather = table.size > 0
     for r in range(rows):
         m = means[r]
         for t in range(n):
             centred[t] = (table[int(x[r, t])] if gather else x[r, t]) - m
-        for k in range(k_max):
+        for k in range(k_max - first):
+            # Two views, not one array at two offsets: LLVM keeps the sum in vector lanes
+            # only then (measured: three times slower otherwise).
+            ahead, behind = centred[: n - first - k], centred[first + k :]
             s = 0.0
-            for t in range(n - k):
-                s += centred[t] * centred[t + k]
+            for t in range(ahead.size):
+                s += ahead[t] * behind[t]
             out[r, k] = s / n
     return out
 
 
-def _bucket_kernel(split, lo, scale, n_buckets, median, keys):
+def _bucket_kernel(split, lo, scale, n_buckets, keys):
     """The count of each row's draws of ``split`` ``(rows, h)`` in each of ``n_buckets``
-    buckets of the key (the value, or with ``median`` not NaN its distance to it) from
-    ``lo`` on, ``1 / scale`` wide (the first and last buckets open-ended), ``(rows,
-    n_buckets)``; each draw's bucket is written to ``keys`` where it has the rows. The
-    bucket is non-decreasing in the key, so a bucket's draws hold a known range of ranks."""
+    buckets from ``lo`` on, ``1 / scale`` wide (the first and last open-ended), ``(rows,
+    n_buckets)``; each draw's bucket is written to ``keys``. The bucket is non-decreasing in
+    the value, so a bucket's draws hold a known range of ranks."""
     rows, n = split.shape
     counts = np.zeros((rows, n_buckets), np.int64)
-    folded = not np.isnan(median)
-    keep = keys.shape[0] == rows
     top = n_buckets - 1
     for r in range(rows):
+        # The keys first, then the counts: a loop without the store-to-load dependence of
+        # a count runs in vector lanes.
+        for t in range(n):
+            v = (split[r, t] - lo) * scale
+            keys[r, t] = top if v >= top else (int(v) if v > 0.0 else 0)
         row = counts[r]
         for t in range(n):
-            key = abs(split[r, t] - median) if folded else split[r, t]
-            v = (key - lo) * scale
-            k = top if v >= top else (int(v) if v > 0.0 else 0)
-            row[k] += 1
-            if keep:
-                keys[r, t] = k
+            row[keys[r, t]] += 1
     return counts
+
+
+def _split_kernel(x, out):
+    """The chains ``x`` ``(m, n)`` of one quantity cut in halves as :func:`_split` cuts
+    them, written to ``out`` ``(2m, n // 2)``, in one pass that also finds the least and
+    greatest split draw and whether every draw is finite (NumPy's ``min``, ``max`` and
+    ``isfinite`` would take three more)."""
+    chains, n = x.shape
+    h = n // 2
+    low, high = np.inf, -np.inf
+    finite = True
+    for c in range(chains):
+        for t in range(n):
+            v = x[c, t]
+            if not np.isfinite(v):
+                finite = False
+            if t < h:
+                out[c, t] = v
+            elif t >= n - h:
+                out[chains + c, t - (n - h)] = v
+            else:
+                continue  # the middle draw of an odd count
+            low = min(low, v)
+            high = max(high, v)
+    return low, high, finite
 
 
 def _pack_kernel(split, thresholds):
@@ -430,6 +459,72 @@ def _members_kernel(values, buckets, wanted, size):
     return out
 
 
+def _nearer_kernel(v, q, cumulative, strict):
+    """For each ``q[i]``, the count of draws in the buckets :math:`j` with ``v[j] < q[i]``
+    (``strict``) or ``v[j] <= q[i]``, from the ``cumulative`` counts (``cumulative[j]``
+    the draws of the buckets before :math:`j`); ``v`` and ``q`` each fall, then rise.
+
+    The buckets found form an interval about ``v``'s least value, which grows with the
+    query: taken in increasing order (a merge of ``q``'s two runs), the queries widen it
+    step by step, each bucket passed once."""
+    b, n_q = v.size, q.size
+    out = np.zeros(n_q, np.int64)
+    pv, pq = np.argmin(v), np.argmin(q)
+    lo, hi = pv + 1, pv  # the interval [lo, hi] found so far: empty
+    down, up = pq, pq + 1  # the next query of the falling run, of the rising one
+    while down >= 0 or up < n_q:
+        if down >= 0 and (up >= n_q or q[down] <= q[up]):
+            i = down
+            down -= 1
+        else:
+            i = up
+            up += 1
+        t = q[i]
+        while lo > 0 and (v[lo - 1] < t if strict else v[lo - 1] <= t):
+            lo -= 1
+        while hi + 1 < b and (v[hi + 1] < t if strict else v[hi + 1] <= t):
+            hi += 1
+        if hi >= lo:
+            out[i] = cumulative[hi + 1] - cumulative[lo]
+    return out
+
+
+def _bfmi_kernel(energy):
+    """E-BFMI of each chain of ``energy`` ``(chains, n)``, ``n >= 2``, as
+    :func:`hamiltonia.diagnostics.checks.e_bfmi` computes it in NumPy (the energies centred
+    and scaled by their largest distance from the mean, the mean squared step over the
+    variance), in three passes over a chain and no array made: NumPy's form takes about
+    ten passes and three arrays of the energies' size, 30 to 50 ms at 4 chains of 300,000
+    draws (measured), most of a long run's checks besides the rank diagnostics."""
+    chains, n = energy.shape
+    out = np.full(chains, np.nan)
+    for c in range(chains):
+        e = energy[c]
+        total, lo, hi = 0.0, np.inf, -np.inf
+        for t in range(n):
+            total += e[t]
+            lo = min(lo, e[t])
+            hi = max(hi, e[t])
+        mean = total / n
+        scale = max(hi - mean, mean - lo)
+        if not (np.isfinite(mean) and scale > 0):
+            continue
+        centred_sum, steps = 0.0, 0.0
+        previous = (e[0] - mean) / scale
+        for t in range(n):
+            z = (e[t] - mean) / scale
+            centred_sum += z
+            steps += (z - previous) * (z - previous)
+            previous = z
+        centred_mean = centred_sum / n
+        squares = 0.0
+        for t in range(n):
+            d = (e[t] - mean) / scale - centred_mean
+            squares += d * d
+        out[c] = (steps / (n - 1)) / (squares / (n - 1))
+    return out
+
+
 def _extremes_kernel(draws):
     """The least and greatest value of each chain and parameter of ``draws``
     ``(chains, draws, dim)``, NaN left out, and whether there was a NaN."""
@@ -487,10 +582,13 @@ def _kernels() -> SimpleNamespace:
                 scores=plain(_scores_kernel),
                 lags=summing(_lags_kernel),
                 buckets=plain(_bucket_kernel),
+                split=plain(_split_kernel),
+                nearer=plain(_nearer_kernel),
                 pack=plain(_pack_kernel),
                 bit_lags=plain(_bit_lags_kernel),
                 members=plain(_members_kernel),
                 extremes=plain(_extremes_kernel),
+                bfmi=summing(_bfmi_kernel),
             )
         return _KERNELS
 
@@ -515,9 +613,9 @@ def extremes(draws: np.ndarray) -> tuple:
 #: Lags of the autocovariance summed directly (without FFT) in a long sequence; a sequence
 #: whose Geyer sum goes on beyond them is computed again by FFT.
 DIRECT_LAGS = 64
-#: The lags summed directly at the first try, then at the second: most sequences of a
-#: mixing chain end within the first.
-_LAG_STEPS = (8, DIRECT_LAGS)
+#: The lags summed directly, growing at each try until the sequence ends within them (most
+#: sequences of a mixing chain end within the first); a try sums only its new lags.
+_LAG_STEPS = (8, 16, 32, DIRECT_LAGS)
 #: Numbers in the split array from which the autocovariance lags are summed directly: below
 #: it the FFT is as cheap, and exactly ArviZ's.
 _DIRECT_MIN = 65_536
@@ -548,6 +646,20 @@ def _score_table(size: int) -> np.ndarray:
                 _TABLES.pop(next(iter(_TABLES)))
             _TABLES[size] = table
         return table
+
+
+def _scores_at(positions: np.ndarray, size: int) -> np.ndarray:
+    """``_score_table(size)[positions]``: read from the kept table where there is one, else
+    computed at these positions alone, by the same arithmetic (the same numbers to the
+    bit). The screen needs the scores at its buckets' edges only: a few tens of thousands
+    where the table of a long run holds millions (50 ms at 1.2 million, measured)."""
+    table = _TABLES.get(size)
+    if table is not None:
+        return table[positions]
+    from scipy.special import ndtri
+
+    ranks = positions + 1.0
+    return ndtri((ranks - _BLOM) / (size - 2 * _BLOM + 1))
 
 
 def _scores(values: np.ndarray, order: np.ndarray, shape: tuple, median=np.nan) -> np.ndarray:
@@ -651,11 +763,20 @@ def _ess_of(y: np.ndarray, direct: bool = True) -> float:
     n_draw = y.shape[1]
     chain_mean = y.mean(axis=1)
     if direct and y.size >= _DIRECT_MIN:
-        for lags in _LAG_STEPS:
-            ess = _geyer(_kernels().lags(y, _NO_TABLE, chain_mean, lags), chain_mean, n_draw)
+        for acov in _growing_lags(y, _NO_TABLE, chain_mean):
+            ess = _geyer(acov, chain_mean, n_draw)
             if ess is not None:
                 return float(ess)
     return float(_geyer(_autocov_fft(y - chain_mean[:, None]), chain_mean, n_draw))
+
+
+def _growing_lags(x: np.ndarray, table: np.ndarray, means: np.ndarray):
+    """The autocovariances of :func:`_lags_kernel` for each number of lags of
+    :data:`_LAG_STEPS` in turn, each step summing only the lags it adds."""
+    acov = np.empty((x.shape[0], 0))
+    for lags in _LAG_STEPS:
+        acov = np.hstack((acov, _kernels().lags(x, table, means, acov.shape[1], lags)))
+        yield acov
 
 
 def _ess_tails(split: np.ndarray, q_low: float, q_high: float, direct: bool = True) -> float:
@@ -766,30 +887,75 @@ _SCREEN_MIN = 65_536
 _SLACK = 1e-9
 
 
-def _bucket_scores(counts: np.ndarray, table: np.ndarray) -> tuple:
+def _bucket_scores(counts: np.ndarray, size: int) -> tuple:
     """The middle and half width of the normal scores of the ranks each bucket holds
     (bucket :math:`k` holds the ranks after those of the buckets before it, ties
     included: an average rank lies in the same range), and the buckets' first and last
     rank positions."""
     ends = np.cumsum(counts)
     starts = ends - counts
+    middle, half = _scores_between(counts, starts, ends - 1, size)
+    return middle, half, starts, ends
+
+
+def _scores_between(counts: np.ndarray, first: np.ndarray, last: np.ndarray,
+                    size: int) -> tuple:  # fmt: skip
+    """The middle and half width of the normal scores (of ``size`` ranks) at the rank
+    positions ``first`` to ``last`` of each bucket's draws (ties averaged: an average rank
+    lies between the same positions); zeros for an empty bucket."""
     full = counts > 0
-    low = table[np.where(full, starts, 0)]
-    high = table[np.where(full, ends - 1, 0)]
+    low = _scores_at(np.where(full, first, 0), size)
+    high = _scores_at(np.where(full, last, 0), size)
     middle = np.where(full, (low + high) / 2, 0.0)
     # One rounding of the middle: the score stays within the half width.
     half = np.where(full, (high - low) / 2, 0.0) + 4 * np.finfo(float).eps * np.maximum(
         np.abs(low), np.abs(high)
     )
-    return middle, half, starts, ends
+    return middle, half
 
 
-def _bucket_sums(row_counts: np.ndarray, middle: np.ndarray, half: np.ndarray) -> np.ndarray:
+def _folded_bucket_scores(counts: np.ndarray, lo: float, scale: float, high_value: float,
+                          median: float, size: int) -> tuple:  # fmt: skip
+    """The middle and half width of the normal scores (of ``size`` ranks) of the folded draws
+    :math:`|x - \\text{median}|` in each bucket of the draws (:func:`_bucket_kernel`),
+    without counting the folded draws into buckets of their own.
+
+    The draws of bucket :math:`k`, :math:`[e_k, e_{k+1}]`, lie at distances
+    :math:`[d^-_k, d^+_k]` from the median, with :math:`d^-_k = \\max(e_k - m, m - e_{k+1},
+    0)` and :math:`d^+_k = \\max(m - e_k, e_{k+1} - m)`, each widened by a margin for the
+    roundings of the buckets' edges and of the distances. A folded rank position of bucket
+    :math:`k` is at least the count of draws in the buckets with :math:`d^+_j < d^-_k`
+    (certainly nearer the median) and at most one less than the count in those with
+    :math:`d^-_j \\le d^+_k` (possibly as near). Both sequences fall then rise over the
+    buckets, so each count is of an interval of buckets about the sequence's least value,
+    found for every bucket in one sweep (:func:`_nearer_kernel`), no sort. The ranges
+    overlap: about three buckets' counts, where buckets of the distances themselves would
+    hold one.
+    """
+    eps = np.finfo(float).eps
+    b = counts.size
+    edges = lo + np.arange(b + 1) / scale
+    edges[-1] = max(edges[-1], high_value)
+    margin = 1e-6 / scale + 16 * eps * max(abs(lo), abs(high_value), abs(median))
+    below, above = median - edges[:-1], edges[1:] - median
+    near = np.maximum(np.maximum(-below, -above), 0.0) - margin
+    far = np.maximum(below, above) + margin
+    cumulative = np.concatenate(([0], np.cumsum(counts)))
+    nearer = _kernels().nearer
+    first = nearer(far, near, cumulative, True)
+    last = np.maximum(nearer(near, far, cumulative, False) - 1, first)
+    return _scores_between(counts, first, last, size)
+
+
+def _bucket_sums(row_counts: np.ndarray, *scores: tuple) -> np.ndarray:
     """Per row, with each draw's normal score taken as the ``middle`` of its bucket's
-    scores (off by at most the bucket's ``half`` width): the sums of the scores, of their
-    squares, of the half widths and of their squares, ``(rows, 4)``, from the rows' counts
-    of draws per bucket ``(rows, buckets)``."""
-    return row_counts.astype(float) @ np.stack((middle, middle * middle, half, half * half), 1)
+    scores (off by at most the bucket's ``half`` width), for each ``(middle, half)`` of
+    ``scores``: the sums of the scores, of their squares, of the half widths and of their
+    squares, ``(len(scores), rows, 4)``, from the rows' counts of draws per bucket ``(rows,
+    buckets)``, by one product."""
+    columns = [c for middle, half in scores for c in (middle, middle * middle, half, half * half)]
+    sums = row_counts.astype(float) @ np.stack(columns, 1)
+    return sums.reshape(sums.shape[0], len(scores), 4).transpose(1, 0, 2)
 
 
 def _parts(sums: np.ndarray, h: int) -> tuple:
@@ -882,26 +1048,25 @@ def _quantile_of(order_statistic, count: int, prob: float) -> float:
 
 
 def _screened(x: np.ndarray, prob: float, r_hat_max: float, ess_min: float,
-              split: np.ndarray | None = None) -> tuple:  # fmt: skip
-    """``r_hat``, ``ess_bulk``, ``ess_tail`` of one quantity's finite draws (at least 4 a
-    chain), and whether each is the exact value (else a bound that decides its check: an
+              split: np.ndarray, low_value: float, high_value: float) -> tuple:  # fmt: skip
+    """``r_hat``, ``ess_bulk``, ``ess_tail`` of one quantity's finite draws ``x`` (at least 4
+    a chain; ``split`` as :func:`_split` cuts them, its least and greatest values given),
+    and whether each is the exact value (else a bound that decides its check: an
     :math:`\\hat R` of at most ``r_hat_max``, a bulk ESS of at least ``ess_min``).
 
     The split draws are counted into buckets over their range; the ranks in a bucket are
     known to within its count, so each normal score to within its bucket's half width,
     which bounds :math:`\\hat R` above (:func:`_rhat_upper`) and the bulk ESS below
-    (:func:`_ess_lower`). The median and the tail quantiles are exact: their order
-    statistics are read from the few draws of their buckets; so is the tail ESS, which
-    needs no ranks. A diagnostic whose bound does not decide its check is computed exactly
-    (:class:`_Quantity`); a healthy run costs a few passes over its draws, no sort.
+    (:func:`_ess_lower`); the same counts bound the folded draws' ranks
+    (:func:`_folded_bucket_scores`). The median and the tail quantiles are exact: their
+    order statistics are read from the few draws of their buckets; so is the tail ESS,
+    which needs no ranks. A diagnostic whose bound does not decide its check is computed
+    exactly (:class:`_Quantity`); a healthy run costs a few passes over its draws, no sort.
     """
-    split = _split(x) if split is None else split
     rows, h = split.shape
-    flat = split.ravel()
-    n = flat.size
+    n = split.size
     chains = x.shape[0]
     quantity = _Quantity(x, split)
-    low_value, high_value = float(flat.min()), float(flat.max())
     scale = _SCREEN_BUCKETS / (high_value - low_value) if high_value > low_value else 0.0
     if n < _SCREEN_MIN or not 0.0 < scale < math.inf:
         # Few draws (the exact road is as cheap), one value, or a range too narrow.
@@ -909,11 +1074,10 @@ def _screened(x: np.ndarray, prob: float, r_hat_max: float, ess_min: float,
         return [r_hat, quantity.ess_bulk(), quantity.ess_tail(prob)], [True] * 3
     kernels = _kernels()
     b = _SCREEN_BUCKETS
-    table = _score_table(n)
     keys = np.empty((rows, h), np.int32)
-    row_counts = kernels.buckets(split, low_value, scale, b, np.nan, keys)
+    row_counts = kernels.buckets(split, low_value, scale, b, keys)
     counts = row_counts.sum(axis=0)
-    middle, half, starts, ends = _bucket_scores(counts, table)
+    middle, half, starts, ends = _bucket_scores(counts, n)
     # The order statistics wanted exactly: the median's, and the tail quantiles' where the
     # split draws are all the draws (an even number a chain).
     low, high = sorted((prob, 1 - prob))
@@ -940,25 +1104,21 @@ def _screened(x: np.ndarray, prob: float, r_hat_max: float, ess_min: float,
         q_low, q_high = (np.quantile(x, p) for p in (low, high))
     ess_tail = _ess_tails(split, q_low, q_high)
 
-    sums = _bucket_sums(row_counts, middle, half)
     values, exact = [np.nan, np.nan, ess_tail], [chains < 2, False, True]
     if chains >= 2:
-        far = max(high_value - median, median - low_value)  # the largest distance
-        f_scale = b / far if far > 0 else 0.0
-        r_hat = math.inf
-        if 0.0 < f_scale < math.inf:
-            f_row_counts = kernels.buckets(split, 0.0, f_scale, b, median, _NO_KEYS)
-            f_middle, f_half, _, _ = _bucket_scores(f_row_counts.sum(axis=0), table)
-            f_sums = _bucket_sums(f_row_counts, f_middle, f_half)
-            r_hat = max(_rhat_upper(sums, h), _rhat_upper(f_sums, h))
+        folded = _folded_bucket_scores(counts, low_value, scale, high_value, median, n)
+        sums, f_sums = _bucket_sums(row_counts, (middle, half), folded)
+        r_hat = max(_rhat_upper(sums, h), _rhat_upper(f_sums, h))
         if r_hat <= r_hat_max:
             values[0] = r_hat
         else:
             values[0], exact[0] = quantity.rhat(), True
+    else:
+        (sums,) = _bucket_sums(row_counts, (middle, half))
     means = sums[:, 0] / h
     ess = 0.0
-    for lags in _LAG_STEPS:
-        ess = _ess_lower(sums, h, kernels.lags(keys, middle, means, lags))
+    for acov in _growing_lags(keys, middle, means):
+        ess = _ess_lower(sums, h, acov)
         if ess >= ess_min:
             break
     else:
@@ -972,20 +1132,33 @@ def _screened(x: np.ndarray, prob: float, r_hat_max: float, ess_min: float,
     return values, exact
 
 
-def _screen_one(x: np.ndarray, prob: float, r_hat_max: float, ess_min: float,
-                compiled: bool = True) -> tuple:  # fmt: skip
-    """:func:`_screened`, or the exact values where ArviZ refuses a quantity, it has a
-    value that is not finite, or the draws are too few for the compiled road."""
-    x = np.asarray(x, dtype=float)
-    n = x.shape[1]
-    split = _split(x) if n >= 4 else x
-    # The split's extremes say whether all is finite (a NaN makes them NaN) without an
-    # array of flags; the middle draw of an odd count is not in the split.
-    middle = x[:, n // 2 : n - n // 2]
-    finite = np.isfinite(split.min()) and np.isfinite(split.max()) and np.isfinite(middle).all()
-    if n < 4 or not finite or not compiled:
-        return _one(x, ("r_hat", "ess_bulk", "ess_tail"), prob, compiled), [True] * 3
-    return _screened(x, prob, r_hat_max, ess_min, split)
+def _screen_compiled(draws: np.ndarray, prob: float, r_hat_max: float, ess_min: float) -> list:
+    """:func:`_screened` of each quantity of ``draws`` ``(count, chains, n)`` (``n`` at
+    least 4), or its exact values where a draw is not finite, the quantities over threads.
+    A quantity's draws are split by one pass (:func:`_split_kernel`) into an array of its
+    own, which the allocator reuses for the next (one array for all would be new memory,
+    slow to touch first)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    kernels = _kernels()
+    count, chains, n = draws.shape
+    workers = max(min(os.cpu_count() or 1, count), 1)
+    size = 2 * chains * (n // 2)
+    if 4 * _SCREEN_BUCKETS * count >= size * workers:
+        # The quantities' bucket edges (four scores a bucket, over the threads) hold more
+        # scores than the table: make it once, and keep it.
+        _score_table(size)
+
+    def one(i):
+        x = draws[i]
+        split = np.empty((2 * chains, n // 2))
+        low, high, finite = kernels.split(x, split)
+        if not finite:
+            return _one(x, ("r_hat", "ess_bulk", "ess_tail"), prob), [True] * 3
+        return _screened(x, prob, r_hat_max, ess_min, split, low, high)
+
+    with ThreadPoolExecutor(workers) as pool:
+        return list(pool.map(one, range(count)))
 
 
 def screened_convergence(draws: np.ndarray, r_hat_max: float, ess_min: float,
@@ -997,7 +1170,8 @@ def screened_convergence(draws: np.ndarray, r_hat_max: float, ess_min: float,
     Returns ``(values, exact)``, dicts of arrays by ``r_hat``, ``ess_bulk``, ``ess_tail``,
     the second saying which values are exact. The decisions ``r_hat <= r_hat_max`` and
     ``ess_bulk >= ess_min`` are those of the exact values; the exact values are those of
-    :func:`convergence`. See :func:`_screened` for the bounds.
+    :func:`convergence`. See :func:`_screened` for the bounds; they are used on the
+    compiled road (:data:`COMPILED_MIN_SIZE`), and a smaller run's values are all exact.
     """
     import warnings
 
@@ -1006,25 +1180,14 @@ def screened_convergence(draws: np.ndarray, r_hat_max: float, ess_min: float,
     flat = x.reshape((-1, *x.shape[-2:])) if lead else x[None]
     prob = _ci_prob() if prob is None else prob
     count = flat.shape[0]
-
-    compiled = _compiled_road(x)
-
-    def one(i):
-        return _screen_one(flat[i], prob, r_hat_max, ess_min, compiled)
-
+    names = ("r_hat", "ess_bulk", "ess_tail")
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", "divide by zero", RuntimeWarning)
         warnings.filterwarnings("ignore", "invalid value", RuntimeWarning)
-        if x.size >= _THREADED_SIZE and count > 1:
-            from concurrent.futures import ThreadPoolExecutor
-
-            if compiled:
-                _kernels()
-            with ThreadPoolExecutor(min(os.cpu_count() or 1, count)) as pool:
-                rows = list(pool.map(one, range(count)))
-        else:
-            rows = [one(i) for i in range(count)]
-    names = ("r_hat", "ess_bulk", "ess_tail")
+        if not _compiled_road(x) or flat.shape[2] < 4:
+            table = _diagnostics(draws, names, prob)
+            return table, {k: np.ones(lead, dtype=bool) for k in names}
+        rows = _screen_compiled(flat, prob, r_hat_max, ess_min)
     values = np.array([r[0] for r in rows], dtype=float).reshape((count, 3))
     exact = np.array([r[1] for r in rows], dtype=bool).reshape((count, 3))
     return (

@@ -77,11 +77,21 @@ def test_low_bulk_and_tail_ess_per_chain():
     assert problems["ess_bulk"].value == pytest.approx(hm.diagnostics.ess(x)[()] / CHAINS)
 
 
-def test_e_bfmi_is_arviz_s_and_flags_a_slow_energy():
+@pytest.mark.parametrize("compiled", [False, True])
+def test_e_bfmi_is_arviz_s_and_flags_a_slow_energy(compiled):
     energy = np.cumsum(np.random.default_rng(2).normal(size=(CHAINS, N)), axis=1)
-    np.testing.assert_allclose(e_bfmi(energy), array_stats.bfmi(energy), rtol=1e-12)
+    bfmi = e_bfmi(energy, compiled=compiled)
+    np.testing.assert_allclose(bfmi, array_stats.bfmi(energy), rtol=1e-12)
     # Scaled near the float limit, the ratio is the same (no overflow in the squares).
-    np.testing.assert_allclose(e_bfmi(energy * 1e300), e_bfmi(energy), rtol=1e-12)
+    np.testing.assert_allclose(e_bfmi(energy * 1e300, compiled=compiled), bfmi, rtol=1e-12)
+    # A constant chain, or one with a value that is not finite, has none.
+    energy[0] = 3.0
+    energy[1, 5] = np.nan
+    energy[2, 7] = np.inf
+    bfmi = e_bfmi(energy, compiled=compiled)
+    assert np.isnan(bfmi[:3]).all() and np.isfinite(bfmi[3:]).all()
+    np.testing.assert_allclose(bfmi, e_bfmi(energy, compiled=not compiled), rtol=1e-12)
+    energy = np.cumsum(np.random.default_rng(2).normal(size=(CHAINS, N)), axis=1)
     result = _healthy()
     result.stats["energy"] = energy
     assert _checks(result) == ["e_bfmi"]

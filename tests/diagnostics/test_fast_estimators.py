@@ -270,3 +270,74 @@ def test_a_small_run_s_checks_import_neither_arviz_stats_nor_compile_kernels():
         "      estimators._KERNELS is None)\n"
     )
     assert printed_by(script) == ["[]", "True"]
+
+
+@pytest.mark.parametrize("kind", [*SCREEN_KINDS, "signed-zeros", "offset", "skewed"])
+def test_the_folded_scores_lie_within_their_value_bucket_s_bounds(kind):
+    """Every folded draw's exact normal score :math:`z(|x - \\text{median}|)` lies within
+    the middle and half width that the screen gives its value bucket: the bounds on the
+    folded :math:`\\hat R` rest on it."""
+    if kind == "offset":  # a narrow range far from zero: the edges' rounding matters
+        x = 1e6 + 1e-4 * _draws("normal", 4, 6000, seed=12)
+    elif kind == "skewed":  # the median far from the middle of the range
+        x = np.random.default_rng(13).exponential(size=(4, 6000)) ** 3
+    else:
+        x = _draws(kind, 4, 6000, seed=14)
+    split = est._split(x)
+    low, high = float(split.min()), float(split.max())
+    for buckets in (7, 256, 32_768):
+        scale = buckets / (high - low)
+        keys = np.empty(split.shape, np.int32)
+        counts = est._kernels().buckets(split, low, scale, buckets, keys).sum(axis=0)
+        median = float(np.median(split))
+        middle, half = est._folded_bucket_scores(counts, low, scale, high, median, split.size)
+        exact = est._rank_scores(np.abs(split - median))
+        assert np.all(np.abs(exact - middle[keys]) <= half[keys]), buckets
+
+
+def test_the_scores_at_a_few_positions_are_the_table_s_to_the_bit():
+    size = 12_345
+    positions = np.array([0, 1, 77, size // 2, size - 2, size - 1])
+    est._TABLES.pop(size, None)
+    alone = est._scores_at(positions, size)
+    np.testing.assert_array_equal(alone, est._score_table(size)[positions])
+    np.testing.assert_array_equal(est._scores_at(positions, size), alone)  # from the table
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_nearer_counts_are_those_of_a_direct_count(seed):
+    rng = np.random.default_rng(seed)
+    b = int(rng.integers(1, 60))
+    pivot = int(rng.integers(0, b))
+    # Falling then rising, with runs of equal values (rounded steps) and a flat bottom.
+    steps = np.round(rng.exponential(size=b), 1)
+    v = np.concatenate((np.cumsum(steps[:pivot])[::-1], [0.0], np.cumsum(steps[pivot + 1 :])))
+    q_pivot = int(rng.integers(0, b))
+    q = np.abs(np.arange(b) - q_pivot) * rng.uniform(0.0, 1.0) + rng.uniform(-0.5, 0.5)
+    q = np.round(q, 1)
+    counts = rng.integers(0, 5, size=b)
+    cumulative = np.concatenate(([0], np.cumsum(counts)))
+    for strict in (True, False):
+        got = est._kernels().nearer(v, q, cumulative, strict)
+        want = [counts[(v < t) if strict else (v <= t)].sum() for t in q]
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("n", [4, 5, 1001])
+def test_the_split_kernel_splits_as_arviz_and_flags_what_is_not_finite(n):
+    draws = np.random.default_rng(15).normal(size=(3, n, 5))
+    draws[1, 0, 1] = np.nan
+    draws[2, n - 1, 2] = -np.inf
+    draws[0, n // 2, 3] = np.inf  # the middle draw of an odd count: not in its split
+    finite = []
+    for d in range(5):
+        x = draws[:, :, d]  # strided, as the screen reads the draws
+        out = np.empty((6, n // 2))
+        low, high, ok = est._kernels().split(x, out)
+        split = est._split(x)
+        np.testing.assert_array_equal(out, split)
+        assert ok == np.isfinite(x).all()
+        if ok:
+            assert (low, high) == (split.min(), split.max())
+        finite.append(ok)
+    assert finite == [True, False, False, False, True]
