@@ -1,10 +1,11 @@
 """The work after the last draw: what a run's checks and final write cost against its
 sampling (``python -m hamiltonia.bench.postrun``, or ``python -m hamiltonia.bench postrun``).
 
-One run of ``hm.sample("gaussian-d10", "hmc", chains=4, warmup=1000, draws=300_000)`` with
-a fixed step size and number of steps (the compiled path; ``--draws`` for other sizes),
-written to a temporary file (``--no-output`` to leave it in memory), with each part of what
-:func:`hamiltonia.sample` does after sampling timed where it runs:
+One run of ``hm.sample("gaussian-d10", chains=4, warmup=1000, draws=300_000)`` (the default
+sampler, NUTS, on the compiled path: the run the issue timed; ``--sampler hmc`` for HMC
+with a fixed step size and number of steps, whose draws cost fewer gradients; ``--draws``
+for other sizes), written to a temporary file (``--no-output`` to leave it in memory), with
+each part of what :func:`hamiltonia.sample` does after sampling timed where it runs:
 
 ``rank diagnostics``
     Rank-normalised split :math:`\\hat R` and bulk and tail ESS of every parameter
@@ -96,15 +97,19 @@ def _timing(clock: _Clock):
             setattr(owner, name, original)
 
 
-def _run(draws: int, chains: int, warmup: int, step_size: float, n_steps: int, seed: int,
+#: The samplers the benchmark runs: the default, and HMC with a fixed trajectory.
+SAMPLERS = ("nuts", "hmc")
+
+
+def _run(draws: int, chains: int, warmup: int, sampler: str, options: dict, seed: int,
          output) -> object:  # fmt: skip
     import hamiltonia as hm
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the run's own warnings are not what is measured
-        return hm.sample("gaussian-d10", "hmc", chains=chains, warmup=warmup, draws=draws,
-                         seed=seed, progress=False, step_size=step_size, n_steps=n_steps,
-                         output=output, overwrite=True)  # fmt: skip
+        return hm.sample("gaussian-d10", sampler, chains=chains, warmup=warmup, draws=draws,
+                         seed=seed, progress=False, output=output, overwrite=True,
+                         **options)  # fmt: skip
 
 
 def _load_diagnostic_kernels() -> float:
@@ -140,26 +145,32 @@ def _arviz_seconds(draws: np.ndarray) -> float:
     return time.perf_counter() - began
 
 
-def measure(draws: int = DEFAULT_DRAWS, *, chains: int = 4, warmup: int = 1000,
-            step_size: float = 0.3, n_steps: int = 10, output: bool = True,
-            arviz: bool = False, seed: int = 0) -> dict:  # fmt: skip
-    """Time one run and its post-run parts (module docstring).
+def measure(draws: int = DEFAULT_DRAWS, *, sampler: str = "nuts", chains: int = 4,
+            warmup: int = 1000, step_size: float = 0.3, n_steps: int = 10,
+            output: bool = True, arviz: bool = False, seed: int = 0) -> dict:  # fmt: skip
+    """Time one run and its post-run parts (module docstring); ``step_size`` and ``n_steps``
+    are HMC's (NUTS adapts its step size and builds its own trajectories).
 
-    Returns ``draws``, ``chains``, ``sampling_s``, ``parts`` (seconds by the keys of
-    :data:`PARTS`; the write parts absent without ``output``), ``post_s`` (their sum),
-    ``ratio`` (``post_s / sampling_s``), ``file_mb`` (the file's size, ``None`` without
-    ``output``), ``acceptance`` and, with ``arviz``, ``arviz_s``.
+    Returns ``draws``, ``chains``, ``sampler``, ``trajectory`` (how the draws were made, in
+    words), ``sampling_s``, ``parts`` (seconds by the keys of :data:`PARTS`; the write parts
+    absent without ``output``), ``post_s`` (their sum), ``ratio`` (``post_s /
+    sampling_s``), ``file_mb`` (the file's size, ``None`` without ``output``),
+    ``gradients_per_draw``, ``acceptance`` and, with ``arviz``, ``arviz_s``.
     """
+    if sampler not in SAMPLERS:
+        raise ValueError(f"sampler must be one of {', '.join(SAMPLERS)}, got {sampler!r}")
     if min(draws, chains, n_steps) < 1 or warmup < 0:
         raise ValueError("draws, chains and n_steps must be >= 1 and warmup >= 0")
+    options = {"step_size": step_size, "n_steps": n_steps} if sampler == "hmc" else {}
+    trajectory = f"step size {step_size:g}, {n_steps} steps" if options else "step size adapted"
     with tempfile.TemporaryDirectory(prefix="hamiltonia-postrun-") as folder:
         path = Path(folder) / "run.nc"
         # Loads the kernels and does the imports: those of a process's first run.
-        _run(100, chains, 10, step_size, n_steps, seed, path if output else None)
+        _run(100, chains, 10, sampler, options, seed, path if output else None)
         load_s = _load_diagnostic_kernels()
         clock = _Clock()
         with _timing(clock):
-            result = _run(draws, chains, warmup, step_size, n_steps, seed,
+            result = _run(draws, chains, warmup, sampler, options, seed,
                           path if output else None)  # fmt: skip
         size = path.stat().st_size / 1e6 if output else None
     s = clock.seconds
@@ -175,8 +186,9 @@ def measure(draws: int = DEFAULT_DRAWS, *, chains: int = 4, warmup: int = 1000,
     report = {
         "draws": draws,
         "chains": chains,
-        "n_steps": n_steps,
-        "step_size": step_size,
+        "sampler": sampler,
+        "trajectory": trajectory,
+        "gradients_per_draw": float(np.mean(result.stats["n_grad"])),
         "sampling_s": result.sampling_seconds,
         "parts": parts,
         "post_s": post,
@@ -197,8 +209,9 @@ def render(report: dict) -> str:
     rows += [(label, report["parts"][key]) for key, label in PARTS if key in report["parts"]]
     rows.append(("post-run total", report["post_s"]))
     lines = [
-        f"gaussian-d10, hmc, {report['chains']} chains x {report['draws']:,} draws "
-        f"(step size {report['step_size']:g}, {report['n_steps']} steps, acceptance "
+        f"gaussian-d10, {report['sampler']}, {report['chains']} chains x "
+        f"{report['draws']:,} draws ({report['trajectory']}, "
+        f"{report['gradients_per_draw']:.1f} gradients a draw, acceptance "
         f"{report['acceptance']:.2f})"
         + (f", file {report['file_mb']:.0f} MB" if report["file_mb"] is not None else ""),
         "",
@@ -224,15 +237,22 @@ def main(argv=None) -> int:
     parser.add_argument("--draws", type=int, default=DEFAULT_DRAWS, help="draws per chain")
     parser.add_argument("--chains", type=int, default=4)
     parser.add_argument("--warmup", type=int, default=1000)
-    parser.add_argument("--step-size", type=float, default=0.3)
-    parser.add_argument("--n-steps", type=int, default=10, help="leapfrog steps per iteration")
+    parser.add_argument(
+        "--sampler",
+        choices=SAMPLERS,
+        default="nuts",
+        help="nuts (the default sampler) or hmc with a fixed trajectory",
+    )
+    parser.add_argument("--step-size", type=float, default=0.3, help="hmc's step size")
+    parser.add_argument("--n-steps", type=int, default=10,
+                        help="hmc's leapfrog steps per iteration")  # fmt: skip
     parser.add_argument("--no-output", action="store_true", help="keep the run in memory")
     parser.add_argument("--arviz", action="store_true", help="also time ArviZ's estimators")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     try:
-        report = measure(args.draws, chains=args.chains, warmup=args.warmup,
-                         step_size=args.step_size, n_steps=args.n_steps,
+        report = measure(args.draws, sampler=args.sampler, chains=args.chains,
+                         warmup=args.warmup, step_size=args.step_size, n_steps=args.n_steps,
                          output=not args.no_output, arviz=args.arviz, seed=args.seed)  # fmt: skip
     except ValueError as err:
         print(f"hamiltonia bench postrun: error: {err}", file=sys.stderr)
