@@ -212,6 +212,25 @@ def _build_parser() -> argparse.ArgumentParser:
     pp.add_argument("--output", "-o", required=True, help="the image file (.png, .pdf, .svg)")
     pp.add_argument("--overwrite", action="store_true", help="replace an existing image")
     _reproduce_arguments(sub)
+    from hamiltonia.compiled.prebuild import DEFAULT_SAMPLERS
+
+    cp = sub.add_parser(
+        "compile",
+        help="compile the kernels of a first run into the cache, once per machine (after "
+        "pip install: a Docker image, a cluster's setup)",
+    )
+    cp.add_argument(
+        "samplers",
+        nargs="*",
+        metavar="SAMPLER",
+        help=f"samplers whose chain kernels to compile (default: {', '.join(DEFAULT_SAMPLERS)})",
+    )
+    cp.add_argument("--all", action="store_true", help="every registered sampler")
+    cp.add_argument(
+        "--no-diagnostics",
+        action="store_true",
+        help="leave the kernels of a long run's checks to their first use",
+    )
     # Everything after "bench" goes to hamiltonia.bench.main (its options start with "-",
     # which this subparser must not interpret: hence the prefix character it never sees).
     bp = sub.add_parser(
@@ -368,6 +387,25 @@ def _run_study(args, out) -> int:
 #: Width of ``hamiltonia list``'s lines: a description longer than the rest of the line
 #: continues on the next, under the descriptions.
 LIST_WIDTH = 100
+
+
+def _cmd_compile(args, out) -> int:
+    import hamiltonia as hm
+    from hamiltonia._numba_cache import package_cache_dir
+    from hamiltonia.compiled.compose import kernel_dir
+    from hamiltonia.compiled.prebuild import DEFAULT_SAMPLERS, prebuild
+
+    if args.all and args.samplers:
+        raise _UsageError("give sampler names or --all, not both")
+    names = hm.samplers.names() if args.all else args.samplers or list(DEFAULT_SAMPLERS)
+    done = prebuild(names, diagnostics=not args.no_diagnostics)
+    print(f"kernels compiled (or loaded, where cached) in {package_cache_dir()} and "
+          f"{kernel_dir()}:", file=out)  # fmt: skip
+    width = max(len(item.what) for item in done)
+    for item in done:
+        note = "" if item.compiled else "  (no compiled path: it runs in NumPy)"
+        print(f"  {item.what:<{width}}  {item.seconds:6.1f} s{note}", file=out)
+    return 0
 
 
 def _cmd_list(out) -> int:
@@ -710,6 +748,8 @@ def main(argv=None) -> int:
             return _cmd_plot(args, sys.stdout)
         if args.command == "reproduce":
             return _cmd_reproduce(args, sys.stdout)
+        if args.command == "compile":
+            return _cmd_compile(args, sys.stdout)
         if args.command == "bench":
             from hamiltonia import bench
 

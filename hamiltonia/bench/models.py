@@ -30,7 +30,9 @@ that its first run includes every compilation (numba's chain kernel and model, o
 implementation then runs again in a new process with the same folders: its first run there
 ("warm cache") is what a user sees once numba has cached the kernels on disk, in every later
 session (the chain kernel serves every model; a model's own code is cached by its
-structure). JAX keeps
+structure). The compiled implementations also run first in new empty folders after
+``hamiltonia compile`` has run there ("after hamiltonia compile"): a fresh machine set up
+with that step after ``pip install``, the model's own code still to compile. JAX keeps
 no compilation across processes by default, so NumPyro's first run is always cold. Per row:
 the wall times (the model's construction included in a first run), the smallest bulk ESS
 over the parameters, and the time to 1000 bulk ESS, :math:`t \\cdot 1000 / \\min
@@ -263,27 +265,47 @@ def run_implementation(model: str, implementation: str, seed: int = 0) -> dict:
     }
 
 
+def _fresh_env(folder: str) -> dict:
+    # Empty numba caches, the package's own (under HAMILTONIA_CACHE) included, as on a fresh
+    # machine; the data sets come from HAMILTONIA_DATA where it is set.
+    return {**os.environ, "HAMILTONIA_KERNEL_DIR": folder,
+            "HAMILTONIA_CACHE": os.path.join(folder, "cache")}  # fmt: skip
+
+
 def _in_fresh_process(model: str, implementation: str, seed: int) -> dict:
     """The record of a fresh process with an empty kernel folder; for hamiltonia, with the
-    first run of a second process on the same folder as ``first_warm_s``."""
+    first run of a second process on the same folder as ``first_warm_s``, and for its
+    compiled implementations the first run in a fresh folder after ``hamiltonia compile``
+    as ``first_compiled_s``."""
     command = [sys.executable, "-m", "hamiltonia.bench.models", "--one", model,
                implementation, "--seed", str(seed)]  # fmt: skip
     records = []
+
+    def first_run(env) -> str | None:
+        done = subprocess.run(command, env=env, capture_output=True, text=True)
+        lines = [ln for ln in done.stdout.splitlines() if ln.startswith(_MARK)]
+        if not lines:
+            tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
+            return tail[0]
+        records.append(json.loads(lines[0][len(_MARK) :]))
+        return None
+
     with tempfile.TemporaryDirectory(prefix="hamiltonia-kernels-") as folder:
-        # Empty numba caches, the package's own (under HAMILTONIA_CACHE) included, as on a
-        # fresh machine; the data sets come from HAMILTONIA_DATA where it is set.
-        env = {**os.environ, "HAMILTONIA_KERNEL_DIR": folder,
-               "HAMILTONIA_CACHE": os.path.join(folder, "cache")}  # fmt: skip
         for _ in range(1 if implementation == "numpyro" else 2):
-            done = subprocess.run(command, env=env, capture_output=True, text=True)
-            lines = [ln for ln in done.stdout.splitlines() if ln.startswith(_MARK)]
-            if not lines:
-                tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
+            error = first_run(_fresh_env(folder))
+            if error:
                 return {"model": model, "implementation": _LABELS[implementation],
-                        "error": tail[0]}  # fmt: skip
-            records.append(json.loads(lines[0][len(_MARK) :]))
+                        "error": error}  # fmt: skip
     record = records[0]
-    record["first_warm_s"] = records[-1]["first_s"] if len(records) > 1 else None
+    record["first_warm_s"] = records[1]["first_s"] if len(records) > 1 else None
+    record["first_compiled_s"] = None
+    if implementation in ("numba", "jax"):
+        with tempfile.TemporaryDirectory(prefix="hamiltonia-kernels-") as folder:
+            env = _fresh_env(folder)
+            subprocess.run([sys.executable, "-m", "hamiltonia.cli", "compile"], env=env,
+                           check=True, capture_output=True)  # fmt: skip
+            if first_run(env) is None:
+                record["first_compiled_s"] = records[-1]["first_s"]
     return record
 
 
@@ -311,7 +333,8 @@ def main(argv=None) -> int:
     if args.one:
         print(_MARK + json.dumps(run_implementation(*args.one, args.seed)), flush=True)
         return 0
-    header = ["model", "implementation", "first run s, cold", "first run s, warm cache",
+    header = ["model", "implementation", "first run s, cold",
+              "first run s, after hamiltonia compile", "first run s, warm cache",
               "second run s", "min bulk ESS", "s to 1000 ESS, cold",
               "s to 1000 ESS, warm cache", "s to 1000 ESS, second run"]  # fmt: skip
     print("| " + " | ".join(header) + " |")
@@ -324,10 +347,11 @@ def main(argv=None) -> int:
                 print(f"| {model} | {r['implementation']} | failed: {r['error']} |", flush=True)
                 continue
             warm, per_ess = r["first_warm_s"], 1000 / r["ess_first"]
-            cells = [r["first_s"], warm, r["second_s"], r["ess"], r["first_s"] * per_ess,
-                     None if warm is None else warm * per_ess, r["to_1000_second_s"]]  # fmt: skip
+            cells = [r["first_s"], r["first_compiled_s"], warm, r["second_s"], r["ess"],
+                     r["first_s"] * per_ess, None if warm is None else warm * per_ess,
+                     r["to_1000_second_s"]]  # fmt: skip
             row = [model, r["implementation"]] + [
-                "–" if v is None else f"{v:.0f}" if k == 3 else f"{v:.2f}"
+                "–" if v is None else f"{v:.0f}" if k == 4 else f"{v:.2f}"
                 for k, v in enumerate(cells)
             ]
             table.append(row)

@@ -116,14 +116,10 @@ def _load_diagnostic_kernels() -> float:
     """Run the checks' kernels once at a size that takes their compiled road (a short run
     does not): compiled, or loaded from numba's cache, before anything is timed; the
     seconds it took (the first large run of a process pays them once)."""
-    from hamiltonia.diagnostics import checks, estimators
+    from hamiltonia.compiled.prebuild import diagnostic_kernels
 
     began = time.perf_counter()
-    x = np.random.default_rng(0).normal(size=(2, estimators.COMPILED_MIN_SIZE // 4 + 1, 2))
-    estimators.screened_convergence(x, 1.01, 200.0)
-    estimators.convergence(x)
-    estimators.extremes(x)
-    checks.e_bfmi(x[..., 0], compiled=True)
+    diagnostic_kernels()
     return time.perf_counter() - began
 
 
