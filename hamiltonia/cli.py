@@ -212,7 +212,7 @@ def _build_parser() -> argparse.ArgumentParser:
     pp.add_argument("--output", "-o", required=True, help="the image file (.png, .pdf, .svg)")
     pp.add_argument("--overwrite", action="store_true", help="replace an existing image")
     _reproduce_arguments(sub)
-    from hamiltonia.compiled.prebuild import DEFAULT_SAMPLERS
+    from hamiltonia.runner.prebuild import DEFAULT_SAMPLERS
 
     cp = sub.add_parser(
         "compile",
@@ -393,7 +393,7 @@ def _cmd_compile(args, out) -> int:
     import hamiltonia as hm
     from hamiltonia._numba_cache import package_cache_dir
     from hamiltonia.compiled.compose import kernel_dir
-    from hamiltonia.compiled.prebuild import DEFAULT_SAMPLERS, prebuild
+    from hamiltonia.runner.prebuild import DEFAULT_SAMPLERS, prebuild
 
     if args.all and args.samplers:
         raise _UsageError("give sampler names or --all, not both")

@@ -116,7 +116,7 @@ def _load_diagnostic_kernels() -> float:
     """Run the checks' kernels once at a size that takes their compiled road (a short run
     does not): compiled, or loaded from numba's cache, before anything is timed; the
     seconds it took (the first large run of a process pays them once)."""
-    from hamiltonia.compiled.prebuild import diagnostic_kernels
+    from hamiltonia.runner.prebuild import diagnostic_kernels
 
     began = time.perf_counter()
     diagnostic_kernels()

@@ -1,1 +1,2 @@
-"""Running chains: the run loop, its recording and checkpoints, resuming, executors."""
+"""Running chains: the run loop, its recording and checkpoints, resuming, executors, and
+compiling a machine's kernels before its first run."""

@@ -1,4 +1,4 @@
-"""``hamiltonia compile`` (hamiltonia.compiled.prebuild): the kernels it compiles are those a
+"""``hamiltonia compile`` (hamiltonia.runner.prebuild): the kernels it compiles are those a
 user's first run on the same machine needs, so that run compiles no chain kernel."""
 
 import os
@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from hamiltonia import cli
-from hamiltonia.compiled import prebuild
+from hamiltonia.runner import prebuild
 
 #: Prints the names of the functions numba compiles while a user's model runs.
 FIRST_RUN = """
