@@ -302,10 +302,14 @@ def _in_fresh_process(model: str, implementation: str, seed: int) -> dict:
     if implementation in ("numba", "jax"):
         with tempfile.TemporaryDirectory(prefix="hamiltonia-kernels-") as folder:
             env = _fresh_env(folder)
-            subprocess.run([sys.executable, "-m", "hamiltonia.cli", "compile"], env=env,
-                           check=True, capture_output=True)  # fmt: skip
-            if first_run(env) is None:
-                record["first_compiled_s"] = records[-1]["first_s"]
+            done = subprocess.run([sys.executable, "-m", "hamiltonia.cli", "compile"],
+                                  env=env, capture_output=True, text=True)  # fmt: skip
+            tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
+            error = f"hamiltonia compile: {tail[0]}" if done.returncode else first_run(env)
+            if error:
+                return {"model": model, "implementation": _LABELS[implementation],
+                        "error": error}  # fmt: skip
+            record["first_compiled_s"] = records[-1]["first_s"]
     return record
 
 

@@ -150,7 +150,8 @@ def e_bfmi(energy: np.ndarray, compiled: bool | None = None) -> np.ndarray:
     if e.shape[1] < 2:
         return np.full(e.shape[0], np.nan)
     if estimators._compiled_road(e) if compiled is None else compiled:
-        return estimators._kernels().bfmi(e)
+        # Contiguous, as a run's energies are: one compiled form for every call.
+        return estimators._kernels().bfmi(np.ascontiguousarray(e))
     # A chain with an energy that is not finite has no E-BFMI (nan), without a warning.
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         centred = e - e.mean(axis=1, keepdims=True)

@@ -84,7 +84,7 @@ whether all are finite. A healthy long run costs a few passes over its draws ins
 sort of each parameter: for 4 chains of 300,000 draws of 10 parameters, on 2 idle cores,
 the first call after sampling took 0.11 to 0.16 s when the folded draws had a pass of
 their own and the split, its range and its check of finite values took four, and 0.09 to
-0.10 s since (side by side, fresh processes).
+0.11 s since (side by side, fresh processes).
 """
 
 from __future__ import annotations
@@ -345,18 +345,20 @@ def _bucket_kernel(split, lo, scale, n_buckets, keys):
     return counts
 
 
-def _split_kernel(x, out):
-    """The chains ``x`` ``(m, n)`` of one quantity cut in halves as :func:`_split` cuts
-    them, written to ``out`` ``(2m, n // 2)``, in one pass that also finds the least and
-    greatest split draw and whether every draw is finite (NumPy's ``min``, ``max`` and
-    ``isfinite`` would take three more)."""
-    chains, n = x.shape
+def _split_kernel(draws, j, out):
+    """The chains of quantity ``j`` of ``draws`` ``(m, n, count)`` cut in halves as
+    :func:`_split` cuts them, written to ``out`` ``(2m, n // 2)``, in one pass that also
+    finds the least and greatest split draw and whether every draw is finite (NumPy's
+    ``min``, ``max`` and ``isfinite`` would take three more). The whole array and an index,
+    not a strided view of one quantity: one layout whatever the count, so one compiled
+    form serves every run."""
+    chains, n, _ = draws.shape
     h = n // 2
     low, high = np.inf, -np.inf
     finite = True
     for c in range(chains):
         for t in range(n):
-            v = x[c, t]
+            v = draws[c, t, j]
             if not np.isfinite(v):
                 finite = False
             if t < h:
@@ -1133,7 +1135,7 @@ def _screened(x: np.ndarray, prob: float, r_hat_max: float, ess_min: float,
 
 
 def _screen_compiled(draws: np.ndarray, prob: float, r_hat_max: float, ess_min: float) -> list:
-    """:func:`_screened` of each quantity of ``draws`` ``(count, chains, n)`` (``n`` at
+    """:func:`_screened` of each quantity of ``draws`` ``(chains, n, count)`` (``n`` at
     least 4), or its exact values where a draw is not finite, the quantities over threads.
     A quantity's draws are split by one pass (:func:`_split_kernel`) into an array of its
     own, which the allocator reuses for the next (one array for all would be new memory,
@@ -1141,7 +1143,8 @@ def _screen_compiled(draws: np.ndarray, prob: float, r_hat_max: float, ess_min: 
     from concurrent.futures import ThreadPoolExecutor
 
     kernels = _kernels()
-    count, chains, n = draws.shape
+    draws = np.ascontiguousarray(draws, dtype=float)  # the draws' own order: no copy
+    chains, n, count = draws.shape
     workers = max(min(os.cpu_count() or 1, count), 1)
     size = 2 * chains * (n // 2)
     if 4 * _SCREEN_BUCKETS * count >= size * workers:
@@ -1150,9 +1153,9 @@ def _screen_compiled(draws: np.ndarray, prob: float, r_hat_max: float, ess_min: 
         _score_table(size)
 
     def one(i):
-        x = draws[i]
+        x = draws[:, :, i]
         split = np.empty((2 * chains, n // 2))
-        low, high, finite = kernels.split(x, split)
+        low, high, finite = kernels.split(draws, i, split)
         if not finite:
             return _one(x, ("r_hat", "ess_bulk", "ess_tail"), prob), [True] * 3
         return _screened(x, prob, r_hat_max, ess_min, split, low, high)
@@ -1187,7 +1190,9 @@ def screened_convergence(draws: np.ndarray, r_hat_max: float, ess_min: float,
         if not _compiled_road(x) or flat.shape[2] < 4:
             table = _diagnostics(draws, names, prob)
             return table, {k: np.ones(lead, dtype=bool) for k in names}
-        rows = _screen_compiled(flat, prob, r_hat_max, ess_min)
+        # (count, chains, n) back to the draws' own order (chains, n, count): a view of
+        # draws of shape (chains, n, dim) or (chains, n).
+        rows = _screen_compiled(np.moveaxis(flat, 0, -1), prob, r_hat_max, ess_min)
     values = np.array([r[0] for r in rows], dtype=float).reshape((count, 3))
     exact = np.array([r[1] for r in rows], dtype=bool).reshape((count, 3))
     return (

@@ -14,11 +14,18 @@ use as before, and cached by its structure.
 
 The kernels are compiled by short runs on small built-in targets, so they are exactly those
 a run of the same sampler with its default options uses; a run with other options (a dense
-metric, another integrator) composes another kernel, compiled at its first use.
+metric, another integrator) composes another kernel, compiled at its first use. numba's
+cache is keyed to the processor it compiled on (its name and features): kernels compiled
+on one machine serve machines of the same processor, and another one compiles its own
+(``NUMBA_CPU_NAME=generic``, set for both, makes code for any x86-64 processor, at some
+cost in speed). They are written under ``HAMILTONIA_CACHE`` (by default the user's cache
+folder, :func:`hamiltonia.datasets.fetch.cache_root`) and ``HAMILTONIA_KERNEL_DIR``: an
+image built by one user for another sets them to a folder both can read.
 """
 
 from __future__ import annotations
 
+import os
 import time
 import warnings
 from dataclasses import dataclass
@@ -70,6 +77,28 @@ def diagnostic_kernels() -> None:
     checks.e_bfmi(x[..., 0], compiled=True)
 
 
+def _check_writable() -> None:
+    """Both folders of compiled kernels can be written: else numba would keep them for this
+    process only (the package's own in a temporary folder), and a pre-build would do
+    nothing for the next."""
+    import tempfile
+
+    from hamiltonia._numba_cache import package_cache_dir
+    from hamiltonia.compiled.compose import kernel_dir
+
+    for folder, variable in ((package_cache_dir(), "HAMILTONIA_CACHE"),
+                             (str(kernel_dir()), "HAMILTONIA_KERNEL_DIR")):  # fmt: skip
+        try:
+            os.makedirs(folder, exist_ok=True)
+            with tempfile.TemporaryFile(dir=folder):
+                pass
+        except OSError as err:
+            raise OSError(
+                f"cannot write the kernel cache folder {folder} ({err.strerror or err}); "
+                f"point {variable} to a folder this user can write"
+            ) from None
+
+
 def _calls() -> None:
     import hamiltonia as hm
     from hamiltonia.compiled.calls import at_point, at_rows
@@ -105,12 +134,16 @@ def prebuild(samplers=DEFAULT_SAMPLERS, *, diagnostics: bool = True) -> list[Pre
     KeyError
         An unknown sampler name (the message lists the registered ones), before anything
         is compiled.
+    OSError
+        A cache folder that cannot be written (the kernels would be compiled for this
+        process only), before anything is compiled.
     """
     import hamiltonia as hm
 
     names = [samplers] if isinstance(samplers, str) else list(samplers)
     for name in names:
         hm.samplers.options(name)  # an unknown name is an error before any work
+    _check_writable()
     done = []
     for name in names:
         began = time.perf_counter()

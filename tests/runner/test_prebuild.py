@@ -83,3 +83,13 @@ def test_bad_input_is_refused_before_any_work(capsys, argv, fragment, monkeypatc
     monkeypatch.setattr(prebuild, "_calls", lambda: pytest.fail("work was done"))
     assert cli.main(argv) == 2
     assert fragment in capsys.readouterr().err
+
+
+def test_a_cache_folder_it_cannot_write_is_refused_before_any_work(capsys, tmp_path,
+                                                                    monkeypatch):  # fmt: skip
+    (tmp_path / "a-file").write_text("")
+    monkeypatch.setenv("HAMILTONIA_CACHE", str(tmp_path / "a-file" / "cache"))
+    monkeypatch.setattr(prebuild, "_calls", lambda: pytest.fail("work was done"))
+    assert cli.main(["compile", "mala"]) == 2
+    err = capsys.readouterr().err
+    assert "cannot write the kernel cache folder" in err and "HAMILTONIA_CACHE" in err
