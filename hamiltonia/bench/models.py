@@ -265,6 +265,11 @@ def run_implementation(model: str, implementation: str, seed: int = 0) -> dict:
     }
 
 
+def _last_line(done: subprocess.CompletedProcess) -> str:
+    """What a failed subprocess said last."""
+    return ((done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"])[0]
+
+
 def _fresh_env(folder: str) -> dict:
     # Empty numba caches, the package's own (under HAMILTONIA_CACHE) included, as on a fresh
     # machine; the data sets come from HAMILTONIA_DATA where it is set.
@@ -285,8 +290,7 @@ def _in_fresh_process(model: str, implementation: str, seed: int) -> dict:
         done = subprocess.run(command, env=env, capture_output=True, text=True)
         lines = [ln for ln in done.stdout.splitlines() if ln.startswith(_MARK)]
         if not lines:
-            tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
-            return tail[0]
+            return _last_line(done)
         records.append(json.loads(lines[0][len(_MARK) :]))
         return None
 
@@ -304,8 +308,7 @@ def _in_fresh_process(model: str, implementation: str, seed: int) -> dict:
             env = _fresh_env(folder)
             done = subprocess.run([sys.executable, "-m", "hamiltonia.cli", "compile"],
                                   env=env, capture_output=True, text=True)  # fmt: skip
-            tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
-            error = f"hamiltonia compile: {tail[0]}" if done.returncode else first_run(env)
+            error = f"hamiltonia compile: {_last_line(done)}" if done.returncode else first_run(env)
             if error:
                 return {"model": model, "implementation": _LABELS[implementation],
                         "error": error}  # fmt: skip

@@ -141,19 +141,28 @@ def _chain_draw_last(draws: np.ndarray) -> np.ndarray:
 _THREADED_SIZE = 1_000_000
 
 
+def _workers(count: int) -> int:
+    """Threads for ``count`` quantities: one a core, at most one a quantity."""
+    return max(min(os.cpu_count() or 1, count), 1)
+
+
+def _over_threads(function, count: int) -> list:
+    """``[function(i) for i in range(count)]``, over :func:`_workers` threads."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(_workers(count)) as pool:
+        return list(pool.map(function, range(count)))
+
+
 def _per_parameter(function, draws: np.ndarray) -> np.ndarray:
     """``function`` of the ``(..., chains, draws)`` array, per parameter, threaded by blocks
     of parameters when the draws are many."""
     x = _chain_draw_last(draws)
     if x.size < _THREADED_SIZE or x.ndim < 3 or x.shape[0] < 2:
         return np.asarray(function(x))
-    from concurrent.futures import ThreadPoolExecutor
-
-    workers = min(os.cpu_count() or 1, x.shape[0])
-    blocks = np.array_split(np.arange(x.shape[0]), workers)
-    with ThreadPoolExecutor(workers) as pool:
-        parts = pool.map(lambda idx: np.asarray(function(x[idx])), blocks)
-        return np.concatenate(list(parts))
+    blocks = np.array_split(np.arange(x.shape[0]), _workers(x.shape[0]))
+    parts = _over_threads(lambda i: np.asarray(function(x[blocks[i]])), len(blocks))
+    return np.concatenate(parts)
 
 
 # ------------------------------------------------------------------ the compiled kernels
@@ -625,25 +634,29 @@ _DIRECT_MIN = 65_536
 _BLOM = 3 / 8
 _RESOLUTION = np.finfo(float).resolution
 
-#: The empty arguments of the kernels that take a table of scores or an array of keys.
+#: The empty table of :func:`_lags_kernel` for sequences of values, not of bucket keys.
 _NO_TABLE = np.empty(0)
-_NO_KEYS = np.empty((0, 0), np.int32)
 
 _TABLES: dict[int, np.ndarray] = {}
 _TABLES_LOCK = threading.Lock()
 
 
+def _blom_scores(ranks: np.ndarray, size: int) -> np.ndarray:
+    """The normal scores :math:`\\Phi^{-1}((r - 3/8) / (N - 3/4 + 1))` of the ranks ``ranks``
+    (from 1, ties averaged) among ``size`` numbers, as ArviZ computes them from
+    ``scipy.stats.rankdata``'s ranks (``norm.ppf`` is ``ndtri``)."""
+    from scipy.special import ndtri
+
+    return ndtri((ranks - _BLOM) / (size - 2 * _BLOM + 1))
+
+
 def _score_table(size: int) -> np.ndarray:
-    """:math:`\\Phi^{-1}((r - 3/8) / (N - 3/4 + 1))` for the ranks :math:`r = 1 .. N`,
-    computed as ArviZ computes it from ``scipy.stats.rankdata``'s ranks (``norm.ppf`` is
-    ``ndtri``); the last two sizes are kept."""
+    """:func:`_blom_scores` of the ranks :math:`r = 1 .. N` (``size``); the last two sizes
+    are kept."""
     with _TABLES_LOCK:
         table = _TABLES.get(size)
         if table is None:
-            from scipy.special import ndtri
-
-            ranks = np.arange(1, size + 1, dtype=float)
-            table = ndtri((ranks - _BLOM) / (size - 2 * _BLOM + 1))
+            table = _blom_scores(np.arange(1, size + 1, dtype=float), size)
             if len(_TABLES) >= 2:
                 _TABLES.pop(next(iter(_TABLES)))
             _TABLES[size] = table
@@ -658,10 +671,7 @@ def _scores_at(positions: np.ndarray, size: int) -> np.ndarray:
     table = _TABLES.get(size)
     if table is not None:
         return table[positions]
-    from scipy.special import ndtri
-
-    ranks = positions + 1.0
-    return ndtri((ranks - _BLOM) / (size - 2 * _BLOM + 1))
+    return _blom_scores(positions + 1.0, size)
 
 
 def _scores(values: np.ndarray, order: np.ndarray, shape: tuple, median=np.nan) -> np.ndarray:
@@ -671,9 +681,7 @@ def _scores(values: np.ndarray, order: np.ndarray, shape: tuple, median=np.nan) 
     out = np.empty(size)
     places, ranks = _kernels().scores(values, order, float(median), _score_table(size), out)
     if places.size:
-        from scipy.special import ndtri
-
-        out[places] = ndtri((ranks - _BLOM) / (size - 2 * _BLOM + 1))
+        out[places] = _blom_scores(ranks, size)
     return out.reshape(shape)
 
 
@@ -813,8 +821,6 @@ def _rank_scores(a: np.ndarray) -> np.ndarray:
     draws too few for the compiled kernels (:data:`COMPILED_MIN_SIZE`). The compiled road
     (:func:`_sort_kernel`, :func:`_scores_kernel`) is the measured optimisation of the same
     numbers for long runs (module docs); the tests hold both to ArviZ's."""
-    from scipy.special import ndtri
-
     flat = a.ravel()
     size = flat.size
     order = np.argsort(flat, kind="stable")
@@ -823,7 +829,7 @@ def _rank_scores(a: np.ndarray) -> np.ndarray:
     # A run of equal values at the places [s, e) of the order: rank (s + 1 + e) / 2.
     ranks = np.empty(size)
     ranks[order] = np.repeat((edges[:-1] + 1 + edges[1:]) / 2, np.diff(edges))
-    return ndtri((ranks - _BLOM) / (size - 2 * _BLOM + 1)).reshape(a.shape)
+    return _blom_scores(ranks, size).reshape(a.shape)
 
 
 class _Quantity:
@@ -1140,14 +1146,11 @@ def _screen_compiled(draws: np.ndarray, prob: float, r_hat_max: float, ess_min: 
     A quantity's draws are split by one pass (:func:`_split_kernel`) into an array of its
     own, which the allocator reuses for the next (one array for all would be new memory,
     slow to touch first)."""
-    from concurrent.futures import ThreadPoolExecutor
-
     kernels = _kernels()
     draws = np.ascontiguousarray(draws, dtype=float)  # the draws' own order: no copy
     chains, n, count = draws.shape
-    workers = max(min(os.cpu_count() or 1, count), 1)
     size = 2 * chains * (n // 2)
-    if 4 * _SCREEN_BUCKETS * count >= size * workers:
+    if 4 * _SCREEN_BUCKETS * count >= size * _workers(count):
         # The quantities' bucket edges (four scores a bucket, over the threads) hold more
         # scores than the table: make it once, and keep it.
         _score_table(size)
@@ -1160,8 +1163,7 @@ def _screen_compiled(draws: np.ndarray, prob: float, r_hat_max: float, ess_min: 
             return _one(x, ("r_hat", "ess_bulk", "ess_tail"), prob), [True] * 3
         return _screened(x, prob, r_hat_max, ess_min, split, low, high)
 
-    with ThreadPoolExecutor(workers) as pool:
-        return list(pool.map(one, range(count)))
+    return _over_threads(one, count)
 
 
 def screened_convergence(draws: np.ndarray, r_hat_max: float, ess_min: float,
@@ -1285,12 +1287,9 @@ def _diagnostics(draws: np.ndarray, names: tuple, prob: float | None = None) -> 
     count = flat.shape[0]
     compiled = _compiled_road(x)
     if x.size >= _THREADED_SIZE and count > 1:
-        from concurrent.futures import ThreadPoolExecutor
-
         if compiled:
             _kernels()  # compiled (or loaded) once, before the threads ask for it
-        with ThreadPoolExecutor(min(os.cpu_count() or 1, count)) as pool:
-            rows = list(pool.map(lambda i: _one(flat[i], names, prob, compiled), range(count)))
+        rows = _over_threads(lambda i: _one(flat[i], names, prob, compiled), count)
     else:
         rows = [_one(flat[i], names, prob, compiled) for i in range(count)]
     values = np.array(rows, dtype=float).reshape((count, len(names)))
