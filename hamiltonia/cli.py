@@ -663,7 +663,10 @@ def _print_report(result, target, output, out) -> int:
             file=out,
         )
     print(f"gradient evaluations {result.n_grad}", file=out)
-    print(f"max r_hat            {np.max(summary['r_hat']):.4f}", file=out)
+    if result.n_chains > 1:
+        print(f"max r_hat            {np.max(summary['r_hat']):.4f}", file=out)
+    else:
+        print("max r_hat            - (one chain: r_hat compares chains)", file=out)
     if result.pairs:
         _print_pairs(result, out)
     if result.gradients is not None:

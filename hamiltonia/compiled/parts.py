@@ -101,12 +101,20 @@ def _owner(mro, name):
     return next((cls for cls in mro if name in vars(cls)), None)
 
 
-def overrides_without_kernel(part, numeric: tuple[str, ...]) -> str | None:
-    """The first method among ``numeric`` that a subclass of the class providing
-    ``compiled`` overrides without providing its own ``compiled`` (the kernel would then
-    not do what the Python method does), or ``None``."""
+def overrides_without_kernel(part, numeric: tuple[str, ...], kernel=("compiled",)) -> str | None:
+    """The first method among ``numeric`` that a subclass of the class providing the
+    kernel overrides without providing its own (the kernel would then not do what the
+    Python method does), or ``None``. The kernel is provided by the attributes ``kernel``
+    (a part's ``compiled``; a target's :attr:`~hamiltonia.Target.kernel_attributes`, its
+    ``numba_kernel`` or what that builds from): the class providing it is the most derived
+    one that defines any of them."""
     mro = type(part).__mro__
-    owner = _owner(mro, "compiled")
+    owner = next((cls for cls in mro if any(name in vars(cls) for name in kernel)), None)
+    # The base class that declares the numeric methods gives no kernel (its ``kernel``
+    # returns None): a subclass overriding them there has no compiled parent to go stale.
+    root = next((cls for cls in reversed(mro) if "numeric_methods" in vars(cls)), None)
+    if owner is None or owner is root:
+        return None
     for cls in mro[: mro.index(owner)]:
         for name in numeric:
             if name in vars(cls):

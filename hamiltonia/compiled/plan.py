@@ -16,7 +16,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hamiltonia.compiled.parts import NotCompilable, TargetNotCompiled, compiled_counterpart
+from hamiltonia.compiled.parts import (
+    NotCompilable,
+    TargetNotCompiled,
+    compiled_counterpart,
+    overrides_without_kernel,
+)
 from hamiltonia.compiled.roles import ROLE_SLOTS, SLOTS, TUNER
 from hamiltonia.compiled.targets import NumbaTarget
 
@@ -168,13 +173,25 @@ def plan_for(sampler, python_target: bool = False, reject_on=()) -> CompiledPlan
     column = getattr(sampler.reducer, "column", None)
     if weighted and column is None:
         raise NotCompilable(f"reducer {type(sampler.reducer).__name__} has no compiled counterpart")
-    kernel = sampler.target.numba_kernel()
+    target = sampler.target
+    # A subclass that rewrites the density of a target with a kernel inherits a kernel of
+    # the parent's density: it is not used.
+    stale = overrides_without_kernel(target, target.numeric_methods, target.kernel_attributes)
+    kernel = None if stale else target.numba_kernel()
     if kernel is None and python_target:
         from hamiltonia.compiled.callback import python_target as called_back
 
-        kernel = called_back(sampler.target, reject_on)
+        kernel = called_back(target, reject_on)
+    if kernel is None and stale:
+        # As a part's: the run falls back with a warning, since the kernel would not do
+        # what the Python density does.
+        raise NotCompilable(
+            f"target {type(target).__name__}'s inherited kernel is not used ({stale} "
+            "overrides the density of the parent's kernel; define numba_kernel() too, or name "
+            "what the kernel is built from in kernel_attributes)"
+        )
     if kernel is None:
-        raise TargetNotCompiled(f"target {type(sampler.target).__name__} has no numba kernel")
+        raise TargetNotCompiled(f"target {type(target).__name__} has no numba kernel")
     if not isinstance(kernel, NumbaTarget):
         raise NotCompilable("numba_kernel() must return a hamiltonia.compiled.NumbaTarget")
     _check_components(sampler, kernel)

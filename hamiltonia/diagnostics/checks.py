@@ -37,7 +37,8 @@ The checks and their thresholds:
     Hamiltonian Monte Carlo*, §6.2): the sampler met curvature its step size cannot follow,
     and the draws may miss part of the posterior.
 ``r_hat``
-    Rank-normalised split :math:`\\hat R` above 1.01 for some parameter (Vehtari et al. 2021).
+    Rank-normalised split :math:`\\hat R` above 1.01 for some parameter (Vehtari et al. 2021);
+    a run of one chain has no :math:`\\hat R` (it compares chains) and is not judged by it.
 ``ess_bulk``, ``ess_tail``
     Bulk or tail effective sample size below 100 per chain (Vehtari et al. 2021 recommend
     at least 100 per chain before trusting :math:`\\hat R` and the MCSE).
@@ -59,6 +60,9 @@ The checks and their thresholds:
     (often a funnel or a log density of absurd scale), and its draws barely move.
 ``frozen``
     A chain whose draws never changed: every proposal was rejected.
+``weights``
+    Draws of a weighted (shadow) sampler whose importance weight is not finite: the
+    shadow Hamiltonian is not finite there, and weighted estimates are undefined.
 """
 
 from __future__ import annotations
@@ -115,13 +119,14 @@ class Problem:
     ----------
     check : str
         Which check found it: ``"improper"``, ``"divergences"``, ``"r_hat"``,
-        ``"ess_bulk"``, ``"ess_tail"``, ``"e_bfmi"``, ``"step_size"`` or ``"frozen"``.
+        ``"ess_bulk"``, ``"ess_tail"``, ``"e_bfmi"``, ``"step_size"``, ``"frozen"`` or
+        ``"weights"``.
     message : str
         What a user reads: what was found, the threshold, and what to try.
     value : float
         The worst value found (largest :math:`|z|` of a runaway, count of divergences,
         largest :math:`\\hat R`, smallest ESS per chain, smallest E-BFMI, largest collapse
-        factor, number of frozen chains).
+        factor, number of frozen chains, number of draws without a finite weight).
     threshold : float
         The threshold the value crossed.
     where : tuple of str
@@ -327,6 +332,24 @@ def diagnose(result, summary=None) -> list[Problem]:
             )
         )
 
+    if result.log_weights is not None:
+        unweighted = ~np.isfinite(np.asarray(result.log_weights, dtype=float))
+        if unweighted.any():
+            where = _chains(np.flatnonzero(unweighted.any(axis=1)))
+            problems.append(
+                Problem(
+                    "weights",
+                    f"{int(unweighted.sum())} of {unweighted.size} draws have an importance "
+                    f"weight that is not finite ({_list(where)}): "
+                    "the shadow Hamiltonian is not finite at them (its finite differences "
+                    "reach where the log density is not), so the weighted estimates are "
+                    "undefined. Use a smaller step size, or a sampler without weights.",
+                    float(unweighted.sum()),
+                    0.0,
+                    where,
+                )
+            )
+
     # Every draw equal to the chain's first: no NaN, and least and greatest equal.
     frozen = np.flatnonzero(np.all((least == most) & ~has_nan, axis=1))
     if n > 1 and frozen.size:
@@ -399,7 +422,9 @@ def diagnose(result, summary=None) -> list[Problem]:
     if result.draws.shape[-1] == len(names):
         fixed = (least.min(axis=0) == most.max(axis=0)) & ~has_nan.any(axis=0)
     r_hat = np.where(fixed, 1.0, table["r_hat"])
-    high = np.flatnonzero(~(r_hat <= R_HAT_MAX))
+    # One chain has no other to be compared with: its R-hat is nan, not a disagreement
+    # (the frozen chain and the ESS checks still judge it).
+    high = np.flatnonzero(~(r_hat <= R_HAT_MAX)) if chains > 1 else np.empty(0, dtype=int)
     if high.size:
         # A chain that never moved gives no within-chain variance: R-hat is nan or inf.
         r_hat = np.where(np.isnan(r_hat), np.inf, r_hat)
@@ -450,7 +475,7 @@ def _convergence(result) -> dict:
     from hamiltonia.diagnostics.estimators import kish_ess, screened_convergence
 
     factor = 1.0
-    if result.log_weights is not None:
+    if result.log_weights is not None and np.all(np.isfinite(result.log_weights)):
         factor = kish_ess(result.log_weights) / result.log_weights.size
     table, _ = screened_convergence(
         result.draws, R_HAT_MAX, ESS_PER_CHAIN_MIN * result.n_chains / factor

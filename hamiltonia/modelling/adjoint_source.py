@@ -390,19 +390,44 @@ class Extremum(Rule):
 
 
 class LogSumExp(Rule):
-    """:math:`v = \\log \\sum_i e^{a_i}` over all elements:
-    :math:`\\bar a = \\bar v\\, e^{a - v}`."""
+    """:math:`v = \\log \\sum_i e^{a_i}` over all elements or over some axes (the others
+    kept, as a mixture's components): :math:`\\bar a = \\bar v\\, e^{a - v}`, with
+    :math:`\\bar v` and :math:`v` spread back over the summed axes."""
 
-    def forward(self, e, op, a):
+    def _plan(self, e, op):
         from scipy.special import logsumexp
 
         args = _bound(logsumexp, op, axis=None, b=None, keepdims=False, return_sign=False)
-        if args["axis"] is not None or args["b"] is not None or args["return_sign"]:
-            raise TraceError("logsumexp can be compiled only over all elements (no axis, b)")
-        return f"logsumexp_all({a[0]})"
+        if args["b"] is not None or args["return_sign"]:
+            raise TraceError(
+                "logsumexp can be compiled without b= and return_sign= (add log b to the "
+                "terms instead)"
+            )
+        source = _shape_of(e.graph, op, 0)
+        axes = _axes(args["axis"], len(source))
+        keep = tuple(1 if x in axes else n for x, n in enumerate(source))
+        return source, axes, keep
+
+    def forward(self, e, op, a):
+        source, axes, _ = self._plan(e, op)
+        if len(axes) == len(source):
+            return reshape_code(f"logsumexp_all({a[0]})", (), op.shape)
+        kept = [x for x in range(len(source)) if x not in axes]
+        order = (*kept, *axes)
+        code = a[0]
+        if order != tuple(range(len(source))):
+            code = f"np.transpose({code}, {_shape_code(order)})"
+        rows = int(np.prod([source[x] for x in kept], dtype=int))
+        size = int(np.prod([source[x] for x in axes], dtype=int))
+        code = f"logsumexp_rows(np.ascontiguousarray({code}).reshape(({rows}, {size})))"
+        return reshape_code(code, (rows,), op.shape)
 
     def adjoint(self, e, op, i, g, a, out):
-        return f"{g} * np.exp({a[0]} - {out})"
+        source, _, keep = self._plan(e, op)
+        if op.shape == ():
+            return f"{g} * np.exp({a[0]} - {out})"
+        spread = [broadcast_code(reshape_code(x, op.shape, keep), keep, source) for x in (g, out)]
+        return f"{spread[0]} * np.exp({a[0]} - {spread[1]})"
 
 
 def _contiguous(code: str) -> str:
@@ -600,23 +625,47 @@ class GetItem(Rule):
             codes[array_at] = e.constant(index_array)
         return f"{a[0]}[{', '.join(codes)}]"
 
+    @staticmethod
+    def _scatter(e, codes, array_at, index_array, source, g) -> list[str]:
+        """The adjoint of ``a[..., idx, ...]``: an integer array ``idx`` on one axis and
+        whole axes (``:`` or ``...``) on the others, added back element by element (a
+        repeated index adds)."""
+        # "..." as the whole axes it stands for, so that the array's axis is known.
+        explicit = sum(c != "..." for c in codes)
+        axes = []
+        for c in codes:
+            axes.extend(["::"] * (len(source) - explicit) if c == "..." else [c])
+        axes += ["::"] * (len(source) - len(axes))  # the axes left out are taken whole
+        at = [j for j, c in enumerate(axes) if c is None]
+        if len(axes) != len(source) or any(c not in ("::", None) for c in axes) or len(at) != 1:
+            raise TraceError(
+                "the gradient of indexing by an array is compiled when the other axes are "
+                "taken whole (a[idx], a[..., idx], a[:, idx])"
+            )
+        name, k = e.constant(index_array), e.temp("k")
+        lines = [f"for {k} in range({len(index_array)}):"]
+        into, outof = [], []
+        for axis, n in enumerate(source):
+            if axis == at[0]:
+                into.append(f"{name}[{k}]")
+                outof.append(k)
+                continue
+            j = e.temp("k")
+            lines.append("    " * len(lines) + f"for {j} in range({n}):")
+            into.append(j)
+            outof.append(j)
+        lines.append(
+            "    " * len(lines) + f"{{target}}[{', '.join(into)}] += {g}[{', '.join(outof)}]"
+        )
+        return lines
+
     def adjoint(self, e, op, i, g, a, out):
         if self._of_number(e, op):
             return reshape_code(g, op.shape, ())
         parts, codes, array_at, index_array = self._index(e, op)
         source = _shape_of(e.graph, op, 0)
         if array_at is not None:
-            if any(c not in (":", "...") for j, c in enumerate(codes) if j != array_at) or (
-                array_at != 0
-            ):
-                raise TraceError(
-                    "the gradient of indexing by an array is compiled when the array indexes "
-                    "the first axis (a[idx] or a[idx, ...])"
-                )
-            name = e.constant(index_array)
-            k = e.temp("k")
-            return [f"for {k} in range({len(index_array)}):",
-                    f"    {{target}}[{name}[{k}]] += {g}[{k}]"]  # fmt: skip
+            return self._scatter(e, codes, array_at, index_array, source, g)
         if all(c in ("None", "...") for c in codes):
             # Only new axes: the whole operand, whose adjoint is this one reshaped (an
             # expression, as numba cannot write through an index of ``...`` alone).

@@ -35,8 +35,10 @@ from hamiltonia.modelling.constraints import (
 )
 
 __all__ = [
+    "SAMPLE_DIMS",
     "Param",
     "ParameterLayout",
+    "check_names",
     "cholesky_corr",
     "interval",
     "lower",
@@ -64,6 +66,56 @@ def _shape(shape) -> tuple[int, ...]:
         if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1:
             raise ValueError(f"shape must hold positive integers, got {shape!r}")
     return tuple(int(n) for n in shape)
+
+
+#: The dimensions ArviZ gives every variable of a run's groups, before its own.
+SAMPLE_DIMS = ("chain", "draw")
+
+
+def check_names(variables) -> None:
+    """Refuse names that the run's ArviZ groups could not hold apart.
+
+    ``variables`` are ``(kind, name, shape, dims)`` rows (``kind`` says what the name is, for
+    the message: ``"parameter"``, ``"generated quantity"``, ``"observed variable"``;
+    ``dims`` is ``None`` where ArviZ names the axes ``{name}_dim_{axis}``). A variable may
+    not be named ``chain`` or ``draw``, nor share its name with a dimension (xarray would
+    make it the dimension's coordinate, and the saved run could not be read back), and no
+    axis may be named ``chain`` or ``draw``.
+
+    Raises
+    ------
+    ValueError
+        Naming the variable and the dimension it collides with.
+    """
+    variables = list(variables)
+    dims: dict[str, tuple] = {}
+    for kind, name, shape, var_dims in variables:
+        for axis in range(len(shape)):
+            dim = var_dims[axis] if var_dims else f"{name}_dim_{axis}"
+            if dim in SAMPLE_DIMS:
+                raise ValueError(
+                    f"dims of {kind} {name!r} name axis {axis} {dim!r}, a name ArviZ keeps "
+                    f"for the draws' dimensions {SAMPLE_DIMS}; choose another"
+                )
+            dims.setdefault(dim, (kind, name, axis, var_dims is not None))
+    for kind, name, _shape, _dims in variables:
+        if name in SAMPLE_DIMS:
+            raise ValueError(
+                f"{kind} {name!r}: the names {SAMPLE_DIMS} are kept by ArviZ for the draws' "
+                "dimensions; choose another"
+            )
+        if name in dims:
+            other, owner, axis, named = dims[name]
+            of = f"axis {axis} of {other} {owner!r}"
+            how = (
+                f"the dimension of {of}"
+                if named
+                else f"the name ArviZ gives {of}, which has no dims"
+            )
+            raise ValueError(
+                f"{kind} {name!r} is also {how}: a variable and a dimension cannot share a "
+                "name (the variable would become the dimension's labels); rename one"
+            )
 
 
 def axis_names(dims, shape) -> tuple[str, ...] | None:
@@ -192,6 +244,7 @@ class ParameterLayout:
                     f"got {type(param).__name__}"
                 )
             self.params[name] = param
+        check_names(("parameter", n, p.shape, p.dims) for n, p in self.params.items())
         self._slices: dict[str, slice] = {}
         start = 0
         for name, param in self.params.items():

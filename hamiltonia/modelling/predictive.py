@@ -153,4 +153,5 @@ def sample_prior_predictive(model, draws: int = 500, *, chains: int = 1, seed=No
     if observed:
         groups["observed_data"] = observed
     dims = {name: list(d) for name, _shape, d in model.blocks if d}
+    dims.update(model.observed_dims)
     return from_dict(groups, dims=dims or None, coords=model.coords or None)

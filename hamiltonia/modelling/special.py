@@ -18,7 +18,8 @@ place over the range they serve (checked against NumPy in ``tests/modelling/test
 
 For the log densities generated from a user's model (:mod:`hamiltonia.modelling.adjoint_source`)
 there are also :func:`lgamma` and :func:`digamma` (its derivative), numba ufuncs that serve
-numbers and arrays alike, and :func:`logsumexp_all`. :func:`digamma` uses the reflection
+numbers and arrays alike, and :func:`logsumexp_all` and
+:func:`logsumexp_rows`. :func:`digamma` uses the reflection
 :math:`\\psi(x) = \\psi(1 - x) - \\pi \\cot \\pi x` for :math:`x < 0`, the recurrence
 :math:`\\psi(x) = \\psi(x + 1) - 1/x` up to :math:`x \\ge 10` and then the asymptotic series
 :math:`\\log x - \\tfrac{1}{2x} - \\sum_k \\tfrac{B_{2k}}{2k\\,x^{2k}}` to :math:`x^{-10}`
@@ -47,6 +48,7 @@ __all__ = [
     "lgamma",
     "log1p_unit",
     "logsumexp_all",
+    "logsumexp_rows",
     "softplus_sigmoid",
 ]
 
@@ -163,3 +165,23 @@ def logsumexp_all(a):
     if not math.isfinite(m):
         return m
     return m + math.log(np.sum(np.exp(a - m)))
+
+
+@njit(**_OPTS)
+def logsumexp_rows(a):
+    """:math:`\\log \\sum_j e^{a_{ij}}` of each row :math:`i` of the 2-d array ``a``, each
+    shifted by its row's maximum (a reduction over other axes is one over rows once they
+    are moved last)."""
+    rows = a.shape[0]
+    out = np.empty(rows)
+    for i in range(rows):
+        row = a[i]
+        m = np.max(row)  # nan if any is, as logsumexp_all
+        if not math.isfinite(m):
+            out[i] = m
+            continue
+        total = 0.0
+        for j in range(row.shape[0]):
+            total += math.exp(row[j] - m)
+        out[i] = m + math.log(total)
+    return out

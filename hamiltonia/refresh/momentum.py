@@ -47,6 +47,17 @@ def partial_mix(p, u, rho):
     return rho * p + (1.0 - rho * rho) ** 0.5 * u
 
 
+def refresh_energy_error(h_new, h_old):
+    """:math:`\\delta = \\hat H_\\text{new} - \\hat H_\\text{old}` of a tested refresh, with a
+    current energy that is not finite taken as :math:`+\\infty`: such a state has no density
+    under the chain's target (a shadow Hamiltonian whose finite-difference stencil leaves
+    the support at a step size warm-up changed since the state was accepted), and is left
+    by any refresh of finite energy (:math:`\\delta = -\\infty`), where a ``nan`` error would
+    refuse every refresh and the chain would never move again. One definition for both
+    paths (arrays of chains, or one chain's numbers in a kernel)."""
+    return h_new - np.fmin(h_old, np.inf)
+
+
 def partial_complement(p, u, rho):
     """:math:`-\\sqrt{1 - \\rho^2}\\, p + \\rho u`, the noise's image under the rotation of
     a tested refresh (both paths, arrays or scalars)."""
@@ -82,6 +93,13 @@ class MomentumRefresh:
 
     flip_on_reject: bool = False
     numeric_methods = ("refresh",)
+
+    @property
+    def keeps_momentum(self) -> bool:
+        """Whether a refresh may keep some of the momentum it is given (a partial or a
+        tested refresh): the chains then start from a momentum drawn from the kinetic
+        energy's distribution, not from zero (:func:`hamiltonia.sample`)."""
+        return False
 
     def stats(self) -> tuple[tuple[str, str], ...]:
         """The per-iteration statistics the refresh records (none by default)."""
@@ -160,6 +178,10 @@ class PartialRefresh(MomentumRefresh):
             raise ValueError(f"rho must lie in [0, 1), got {rho!r}{extra}")
         self.rho = value
 
+    @property
+    def keeps_momentum(self) -> bool:
+        return self.rho > 0.0
+
     def refresh(self, hamiltonian, state, rngs, step_size=None):
         u = hamiltonian.sample_momentum(rngs, state.aux)
         return state.with_momentum(partial_mix(state.p, u, self.rho))
@@ -199,9 +221,9 @@ def metropolis_partial_refresh_kernel(
     else:
         h_new = energy(q, p_new, lp, grad, v, eps, aux, PF, PI)
     h_new += kinetic(q, u, velocity(q, u, v, aux, PF, PI), aux, PF, PI)
-    delta = h_new - h_old
+    delta = refresh_energy_error(h_new, h_old)
     # One uniform whatever the energies, as on the NumPy path.
-    accepted = rng.random() < metropolis_probability(delta) and math.isfinite(delta)
+    accepted = rng.random() < metropolis_probability(delta) and math.isfinite(h_new)
     if accepted:
         for i in range(d):
             p[i] = p_new[i]
@@ -224,10 +246,12 @@ class MetropolisPartialRefresh(PartialRefresh):
     involution, so this is a Metropolis step for :math:`e^{-\\hat H(q,p) - K(u)}`. A rejected
     trajectory negates the momentum, as for :class:`PartialRefresh`. ``rho = 0`` proposes a
     fresh momentum and tests it. The statistic ``refresh_accepted`` records the test.
-    One uniform per chain, after the normal draws.
+    One uniform per chain, after the normal draws. A current state whose :math:`\\hat H` is
+    not finite is left by any proposal of finite energy (:func:`refresh_energy_error`).
     """
 
     momentum_test = True
+    keeps_momentum = True  # a refused refresh keeps the momentum, whatever rho
 
     def __init__(self, rho: float):
         # rho = 0 is valid here: a fresh momentum, tested.
@@ -250,10 +274,11 @@ class MetropolisPartialRefresh(PartialRefresh):
             h_old = hamiltonian.energy(state, step_size) + base.kinetic(u, state.aux)
             proposal = state.with_momentum(p_new)
             h_new = hamiltonian.energy(proposal, step_size) + base.kinetic(u_new, state.aux)
-            delta = np.asarray(h_new - h_old, dtype=np.float64)
+            h_new = np.asarray(h_new, dtype=np.float64)
+            delta = refresh_energy_error(h_new, np.asarray(h_old, dtype=np.float64))
         draws = np.array([rng.random() for rng in rngs])
         with np.errstate(all="ignore"):
-            accepted = np.isfinite(delta) & (draws < metropolis_probability(delta))
+            accepted = np.isfinite(h_new) & (draws < metropolis_probability(delta))
         self._tally = accepted
         return proposal.select(backend.asmask(accepted), state)
 

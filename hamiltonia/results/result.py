@@ -254,7 +254,8 @@ class Result:
             table = self._summary[1].iloc[: self.dim]
             return {c: table[c].to_numpy(dtype=float) for c in ("r_hat", "ess_bulk", "ess_tail")}
         factor = 1.0
-        if self.log_weights is not None:
+        # Weights that are not finite have no Kish factor: the checks report them instead.
+        if self.log_weights is not None and np.all(np.isfinite(self.log_weights)):
             factor = diagnostics.kish_ess(self.log_weights) / self.log_weights.size
         exact = self._rank_diagnostics is not None and self._rank_diagnostics[0] == key
         if decide is not None and not exact:
@@ -286,7 +287,8 @@ class Result:
         multiplied by the Kish factor :math:`\\text{ESS}_{\\text{IMP}}/N`, and the MCSE is
         the weighted sd over the square root of the weighted ESS of the mean.
 
-        ``lp=True`` adds a row ``lp`` for the log density of the draws (Stan's ``lp__``);
+        ``lp=True`` adds a row ``lp`` for the log density of the draws (Stan's ``lp__``, and
+        so named where a parameter is named ``lp``);
         ``per_chain=True`` gives one table per chain, stacked with a ``chain`` index level
         (its ESS that of the chain alone; :math:`\\hat R`, which compares chains, is nan).
 
@@ -312,7 +314,8 @@ class Result:
             draws, names = self.draws, self.names
             if lp and "lp" in self.stats:
                 draws = np.concatenate([draws, self.stats["lp"][..., None]], axis=-1)
-                names = (*names, "lp")
+                # A parameter of that name keeps it; the log density takes Stan's.
+                names = (*names, "lp__" if "lp" in names else "lp")
             self._summary = (key, summary_table(draws, names, self.log_weights, quantiles))
         return self._summary[1].copy()
 
@@ -646,7 +649,7 @@ def _load(path) -> Result:
 
     from hamiltonia.results.runfile import RunFileError, partial_dir, read_partial
 
-    path = Path(path)
+    path = Path(path).expanduser()
     if not path.exists():
         if partial_dir(path).is_dir():
             part = read_partial(path)

@@ -32,11 +32,13 @@ __all__ = [
     "chain_state",
     "check_target",
     "check_warmup",
+    "rebuilds_target",
     "restore",
     "restore_metric",
     "restore_phase",
     "restore_warmup",
     "resumable",
+    "resume_hint",
     "select_chains",
     "validate",
     "warmup_state",
@@ -57,11 +59,30 @@ def _metric_classes() -> dict:
     return {cls.__name__: cls for cls in (IdentityMetric, DiagonalMetric, DenseMetric)}
 
 
-def resumable(target, sampler, options) -> bool:
-    """Whether a run can be rebuilt from its file: built from registered target and sampler
-    names with plain (JSON) options. Decided once per run, before its iterations."""
-    names = isinstance(target, str) or hasattr(target, "registered_name")
-    return names and isinstance(sampler, str) and _json_ready(options)
+def resumable(sampler, options) -> bool:
+    """Whether a run can be rebuilt from its file: built from a registered sampler name
+    with plain (JSON) options (its target is rebuilt from the file where it is a
+    registered one, else given again: :func:`rebuilds_target`). Decided once per run,
+    before its iterations."""
+    return isinstance(sampler, str) and _json_ready(options)
+
+
+def rebuilds_target(target) -> bool:
+    """Whether a run's file can rebuild ``target`` (a registered target, by name): else
+    :func:`hamiltonia.resume` is given the target again (``target=``)."""
+    return isinstance(target, str) or hasattr(target, "registered_name")
+
+
+def resume_hint(path, target, sampler, options) -> str:
+    """How the user continues an interrupted run saved to ``path``, for its messages."""
+    if not resumable(sampler, options):
+        return (
+            "it cannot be resumed: a run is rebuilt from a registered sampler name with "
+            "plain options"
+        )
+    if rebuilds_target(target):
+        return f"continue with hamiltonia.resume({str(path)!r})"
+    return f"continue with hamiltonia.resume({str(path)!r}, target=<the same model>)"
 
 
 def capture(sampler: str, options, state, rngs, smp, warmup=None) -> dict:

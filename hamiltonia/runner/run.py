@@ -57,10 +57,10 @@ class WarmupInterrupted(KeyboardInterrupt):
         The warm-up iterations made (those of the checkpoint) and planned.
     """
 
-    def __init__(self, path, done: int, warmup: int):
+    def __init__(self, path, done: int, warmup: int, hint: str | None = None):
+        hint = hint or f"continue with hamiltonia.resume({str(path)!r})"
         super().__init__(
-            f"interrupted after {done} of {warmup} warm-up iterations; saved to {path} "
-            f"(continue with hamiltonia.resume({str(path)!r}))"
+            f"interrupted after {done} of {warmup} warm-up iterations; saved to {path} ({hint})"
         )
         self.path, self.done, self.warmup = path, done, warmup
 
@@ -174,6 +174,29 @@ def _default_start(target: Target, rng, dim: int) -> np.ndarray:
 
 
 def _initial_state(sampler: Sampler, target: Target, initial, rngs) -> ChainState:
+    return _with_initial_momentum(sampler, _initial_positions(sampler, target, initial, rngs),
+                                  rngs)  # fmt: skip
+
+
+def _with_initial_momentum(sampler: Sampler, state: ChainState, rngs) -> ChainState:
+    """``state`` with a momentum drawn from the kinetic energy's distribution, where the
+    sampler's refresh may keep it (:attr:`~hamiltonia.MomentumRefresh.keeps_momentum`: a
+    partial or a tested refresh), as its stationary distribution has it: from :math:`p = 0`
+    (the initial state's) a partial refresh would start with too little momentum, and a
+    refresh tested against a shadow Hamiltonian could be refused for ever, the chain never
+    leaving its initial point. The secondary chain of an antithetic pair takes the momentum
+    negated, as its refreshes do."""
+    if not getattr(getattr(sampler, "refresh", None), "keeps_momentum", False):
+        return state
+    p = sampler.hamiltonian.sample_momentum(rngs, state.phase.aux)
+    mirror = sampler.reducer.mirrored(len(rngs))
+    if np.any(mirror):
+        p = array_backend.xp().where(array_backend.asmask(mirror)[:, None], -p, p)
+    state.phase = state.phase.with_momentum(p)
+    return state
+
+
+def _initial_positions(sampler: Sampler, target: Target, initial, rngs) -> ChainState:
     chains, dim = len(rngs), target.dim
     if initial is not None:
         q = target.unconstrain(initial, chains)
@@ -513,7 +536,7 @@ def _run(target, smp, path, rngs, seq, requested, options, run_file, *, chains, 
     rec = Recorder(chains, draws, dim, smp.stats(), None, smp.reducer.records_gradients,
                    target.dim)  # fmt: skip
     rebuild = None
-    if run_file is not None and resume_state.resumable(*requested, options):
+    if run_file is not None and resume_state.resumable(requested[1], options):
         rebuild = (requested[1], options)
     output = RunOutput(target=target, smp=smp, rngs=rngs, attrs=attrs, rec=rec, warm=warm,
                        run_file=run_file, checkpoint_seconds=checkpoint_seconds,
@@ -557,13 +580,16 @@ def _run(target, smp, path, rngs, seq, requested, options, run_file, *, chains, 
             # Stopped in warm-up, or while an executor's tasks ran (their draws come back
             # at the end): no draws to return, but the state reached is kept.
             if output.save_stopped_warmup():
-                raise WarmupInterrupted(run_file.path, output.warmup_reached(), warmup) from None
+                hint = resume_state.resume_hint(run_file.path, *requested, options)
+                raise WarmupInterrupted(run_file.path, output.warmup_reached(), warmup,
+                                        hint) from None  # fmt: skip
             raise
         result = output.stopped()
         path = None if run_file is None else run_file.path
+        hint = path and resume_state.resume_hint(path, *requested, options)
         warnings.warn(
             f"interrupted after {rec.n_done} of {draws} draws per chain; returning those"
-            + (f" (saved to {path}; continue with hamiltonia.resume)" if path else ""),
+            + (f" (saved to {path}; {hint})" if path else ""),
             InterruptedRunWarning,
             stacklevel=4,
         )
@@ -594,7 +620,7 @@ def _run(target, smp, path, rngs, seq, requested, options, run_file, *, chains, 
     return result
 
 
-def resume(path, *, progress: bool = True, output=None,
+def resume(path, *, target=None, progress: bool = True, output=None,
            checkpoint_seconds: float = CHECKPOINT_SECONDS,
            backend: str | None = None, reject_on=(), overwrite: bool = False,
            executor=None, scheduler: str | None = None,
@@ -616,8 +642,10 @@ def resume(path, *, progress: bool = True, output=None,
     ran on. Before any work the target is evaluated at the saved positions: a file whose
     target does not give the log densities its chains saved is refused
     (:class:`~hamiltonia.results.runfile.RunFileError`, see
-    :func:`~hamiltonia.runner.resume_state.check_target`). Needs a run of registered target and
-    sampler names with plain options (the file then records how to rebuild them); the
+    :func:`~hamiltonia.runner.resume_state.check_target`). Needs a run of a registered
+    sampler name with plain options (the file then records how to rebuild it); a registered
+    target is rebuilt from the file, and any other (a user's :class:`~hamiltonia.Model`) is
+    given again as ``target``, as to :func:`hamiltonia.load` (checked as above). The
     continuation is written to
     ``output`` (default: ``path`` itself; another existing file is replaced only with
     ``overwrite=True``). ``reject_on`` is as in :func:`sample` (exception classes are not
@@ -637,14 +665,23 @@ def resume(path, *, progress: bool = True, output=None,
     # Before the file is read: a truthy string such as "no" would show the bar.
     progress = check_flag(progress, "progress")
     compiled = check_flag(compiled, "compiled", allow_none=True)
-    previous = load(path)
+    path = Path(path).expanduser()
+    previous = load(path, target=target)
     info = previous.attrs.get("resume")
     if previous.attrs.get("complete", True):
         raise ValueError(f"{path} holds a complete run: nothing to resume")
     if not info:
         raise ValueError(
-            f"{path} cannot be resumed: the run was not built from registered target and "
-            "sampler names with plain options"
+            f"{path} cannot be resumed: the run was not built from a registered sampler "
+            "name with plain options"
+        )
+    from hamiltonia import targets
+
+    if target is None and previous.target not in targets.names():
+        raise RunFileError(
+            f"{path} cannot be resumed without its target: it sampled {previous.target!r}, "
+            "which is not a registered target and cannot be rebuilt from the file; give it "
+            "again, hamiltonia.resume(path, target=model)"
         )
     try:
         target = previous.get_target()
@@ -665,7 +702,7 @@ def resume(path, *, progress: bool = True, output=None,
     # A run stopped in warm-up goes on with the rest of it (and its kept warm-up draws).
     warm = info.get("warmup")
     kept = compiled is None  # on the path the run ran on
-    target_path = Path(path if output is None else output)
+    target_path = Path(path if output is None else output).expanduser()
     # Appending to the unfinished run in place; to another output, or from a file of an
     # earlier version (no .partial folder), the draws so far are written there anew.
     continuing = target_path == Path(path) and partial_dir(path).exists()

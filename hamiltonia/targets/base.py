@@ -117,6 +117,15 @@ class Target:
     #: and one call on all chains is then cheaper.
     compiled_callback: bool = False
 
+    #: The methods that compute the density: a subclass that overrides one of them below the
+    #: class giving :meth:`numba_kernel` (a tempered built-in target) does not run that
+    #: class's kernel, which computes the parent's density, but runs as a Python target.
+    numeric_methods: tuple[str, ...] = ("log_prob", "log_prob_and_grad", "grad_log_prob")
+    #: The attributes that give :meth:`numba_kernel` its density: the class defining the
+    #: most derived of them provides the kernel (a base that builds the kernel from pieces
+    #: its subclasses name lists those pieces too, as ``RowTarget`` its ``row_kernels``).
+    kernel_attributes: tuple[str, ...] = ("numba_kernel",)
+
     def __init__(self, dim: int, names: Sequence[str] | None = None):
         self._dim = check_dim(dim)
         if names is None:
@@ -126,6 +135,12 @@ class Target:
             raise ValueError(f"names must have length dim={self._dim}, got {len(names)} names")
         if len(set(names)) != len(names):
             raise ValueError("names must be unique")
+        reserved = sorted({"chain", "draw"} & set(names))
+        if reserved:
+            raise ValueError(
+                f"names holds {reserved}: 'chain' and 'draw' are kept by ArviZ for the draws' "
+                "dimensions; choose another"
+            )
         self._names = tuple(names)
 
     @property
@@ -655,6 +670,10 @@ class FunctionTarget(Target):
         self._hvp = hvp
         self.vectorized = bool(vectorized)
         self._numba_target = numba_target
+
+    # The kernel is given to the constructor: a subclass with a constructor of its own may
+    # give one that computes its density.
+    kernel_attributes = ("numba_kernel", "__init__")
 
     def numba_kernel(self):
         return self._numba_target

@@ -40,7 +40,12 @@ from collections.abc import Callable, Mapping
 import numpy as np
 
 from hamiltonia.modelling.constraints import Real
-from hamiltonia.modelling.parameters import ParameterLayout, axis_names, element_names
+from hamiltonia.modelling.parameters import (
+    ParameterLayout,
+    axis_names,
+    check_names,
+    element_names,
+)
 from hamiltonia.targets.base import (
     FunctionTarget,
     Target,
@@ -196,6 +201,11 @@ class Model(FunctionTarget):
         )
         self._observed_dims = self._check_observed_dims(observed_dims or {})
         self._check_coords(generated_dims or {})
+        observed = [("observed variable", name, np.shape(value), self._observed_dims.get(name))
+                    for name, value in (self._observed or {}).items()]  # fmt: skip
+        check_names([("parameter", n, p.shape, p.dims) for n, p in layout.params.items()]
+                    + [("generated quantity", *block) for block in self._generated_blocks]
+                    + observed)  # fmt: skip
 
     def _check_observed_dims(self, observed_dims: Mapping) -> dict:
         """``observed_dims`` as ``{name: [dim, ...]}``, each naming an observed variable (of

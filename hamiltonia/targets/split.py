@@ -95,6 +95,8 @@ class RowTarget:
 
     #: ``(module, whole kernel, split kernel)``, or ``None``: no compiled form.
     row_kernels: tuple[str, str, str] | None = None
+    # The kernel is built from the subclass's row kernels: the class naming them provides it.
+    kernel_attributes = ("numba_kernel", "row_kernels")
 
     def rows_log_prob_and_grad(self, x, start: int, stop: int, prior_share: float):
         raise NotImplementedError

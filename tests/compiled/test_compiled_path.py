@@ -122,6 +122,47 @@ def test_subclass_overriding_maths_falls_back_with_a_warning_and_samples_correct
     assert_moments_recovered(run, target.exact_moments)
 
 
+class TemperedGaussian(type(hm.targets.get("gaussian", dim=2))):
+    """A built-in target with a kernel, its density rewritten in Python (temperature 4):
+    the inherited kernel computes the parent's density."""
+
+    def log_prob_and_grad(self, x):
+        lp, grad = super().log_prob_and_grad(x)
+        return lp / 4.0, grad / 4.0
+
+    def log_prob(self, x):
+        return super().log_prob(x) / 4.0
+
+    @property
+    def exact_moments(self):
+        parent = super().exact_moments
+        return hm.targets.ExactMoments(parent.mean, 4.0 * parent.var)
+
+
+def test_a_target_subclass_rewriting_the_density_does_not_run_the_parents_kernel():
+    target = TemperedGaussian(dim=2)
+    sampler = hm.samplers.build("nuts", target)
+    with pytest.raises(NotCompilable, match=r"TemperedGaussian\.log_prob.* overrides"):
+        plan_for(sampler)
+    with pytest.warns(hm.FallbackWarning, match="inherited kernel is not used"):
+        run = hm.sample(target, chains=4, warmup=500, draws=4000, seed=2, progress=False)
+    assert run.attrs["compiled"] is False
+    assert "overrides the density of the parent's kernel" in run.attrs["path_reason"]
+    assert_moments_recovered(run, target.exact_moments)
+
+
+def test_a_part_of_an_abstract_base_has_no_compiled_counterpart_and_says_so():
+    class MyRefresh(hm.MomentumRefresh):
+        def refresh(self, ham, state, rngs, step_size=None):
+            return state.with_momentum(ham.sample_momentum(rngs, state.aux))
+
+    target = hm.targets.get("gaussian", dim=2)
+    sampler = hm.HamiltonianSampler(hm.EuclideanHamiltonian(target), StaticLength(5),
+                                    refresh=MyRefresh(), step_size=0.5)  # fmt: skip
+    with pytest.raises(NotCompilable, match=r"^refresh MyRefresh has no compiled counterpart$"):
+        plan_for(sampler)
+
+
 def test_subclass_with_only_a_table_runs_compiled():
     target = hm.targets.get("banana")
     sampler = hm.HamiltonianSampler(
@@ -257,9 +298,11 @@ def test_every_composition_gives_the_same_draws_on_both_paths(
     The kernel contracts ``a * b + c`` into fused multiply-adds where NumPy rounds twice, so
     the paths differ in the last bit, and on banana's curved trajectories (more so with
     momenta carried over by a partial refresh) that difference grows by orders of magnitude
-    per iteration: hence 1e-6 after 30 iterations.
-    A difference in the maths would show at the size of a step (1e-1) at once, and the
-    discrete outcomes must agree exactly.
+    per iteration: measured, it stays below 1e-11 with the leapfrog and the two-stage
+    integrator, and with the three-stage one at its step of 0.21 and a partial refresh
+    (which starts from a drawn momentum) grows about threefold an iteration to 2e-4 after
+    30 iterations: hence 1e-3. A difference in the maths would show at the size of a step
+    (1e-1) at once, and the discrete outcomes must agree exactly.
     """
     target = hm.targets.get("banana")
     inverse_mass = {
@@ -272,7 +315,7 @@ def test_every_composition_gives_the_same_draws_on_both_paths(
         step_size=0.07 * {'leapfrog': 1, 'two-stage': 2, 'three-stage': 3}[integrator],
         n_steps=4, metric=inverse_mass, integrator=integrator, rho=rho,
         n_steps_jitter=n_steps_jitter,
-        atol=1e-6,  # the fused multiply-adds' last bits, amplified on banana (see above)
+        atol=1e-3,  # the fused multiply-adds' last bits, amplified on banana (see above)
     )  # fmt: skip
     if n_steps_jitter:
         assert len(np.unique(a.stats["n_steps"])) > 2

@@ -62,6 +62,28 @@ def test_r_hat_names_the_parameters_whose_chains_disagree():
     assert problems["r_hat"].value == pytest.approx(np.max(hm.diagnostics.rhat(result.draws)))
 
 
+def test_one_chain_is_not_judged_by_r_hat_but_still_by_ess():
+    """R-hat compares chains: one chain has none (nan), which is not a disagreement; its
+    ESS is still checked."""
+    one = _healthy()
+    one.draws, one.stats = one.draws[:1], {k: v[:1] for k, v in one.stats.items()}
+    one.attrs["step_size_initial"] = [0.5]
+    assert diagnose(one) == []
+    one.draws[0] = np.cumsum(one.draws[0], axis=0)  # a random walk: low ESS
+    assert set(_checks(one)) == {"ess_bulk", "ess_tail"}
+
+
+def test_weights_that_are_not_finite_are_reported_not_raised():
+    """A shadow sampler's draw where the shadow Hamiltonian is not finite has no weight:
+    the run's checks say so (they used to raise at the end of the run, losing it)."""
+    result = _healthy()
+    result.log_weights = np.zeros((CHAINS, N))
+    result.log_weights[2, 10:13] = np.nan
+    (problem,) = diagnose(result)
+    assert (problem.check, problem.value, problem.where) == ("weights", 3.0, ("chain 2",))
+    assert "3 of 4000 draws have an importance weight that is not finite" in problem.message
+
+
 def test_low_bulk_and_tail_ess_per_chain():
     """An AR(1) chain with phi = 0.99 has an ESS of n (1 - phi) / (1 + phi) = 5 per 1000."""
     result = _healthy(dim=2)
@@ -106,12 +128,13 @@ def test_a_random_walk_has_no_energy_to_judge():
 
 def test_a_partial_refresh_is_not_judged_by_e_bfmi():
     """A partial refresh keeps most of the momentum, so the energy moves slowly by design:
-    pshmc on blr-heart (rho = 0.9) has E-BFMI near 0.1 in every chain and is not flagged,
-    while the same slow energy with a fresh momentum is."""
+    pshmc on blr-heart (rho = 0.9) has E-BFMI of 0.2-0.3 (below the threshold in a chain at
+    least, which a fresh momentum's check would flag) and is not flagged, while the same slow
+    energy with a fresh momentum is."""
     run = hm.sample("blr-heart", "pshmc", chains=2, warmup=300, draws=300, seed=0,
                     progress=False)  # fmt: skip
     assert run.attrs["momentum_memory"] == 0.9
-    assert np.all(e_bfmi(run.stats["energy"]) < 0.3)
+    assert np.any(e_bfmi(run.stats["energy"]) < 0.3)
     assert "e_bfmi" not in [p.check for p in diagnose(run)]
     fresh = _healthy()
     fresh.stats["energy"] = np.cumsum(fresh.stats["energy"], axis=1)

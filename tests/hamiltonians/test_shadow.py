@@ -190,10 +190,15 @@ def test_the_target_hessian_and_finite_differences_agree_to_the_truncation_order
 @pytest.mark.parametrize("sampler", ["shmc", "pshmc", "smhmc"])
 def test_non_separable_shadow_samplers_give_the_same_draws_on_both_paths(sampler):
     """Energies with finite differences, the tested refresh, the weights and the gradient
-    counts (the energies' included) agree between the NumPy path and the compiled one."""
+    counts (the energies' included) agree between the NumPy path and the compiled one.
+
+    SMHMC's shadow also differences the magnetic flow's terms over the stencil: measured,
+    the paths' last-bit differences reach 3e-9 in its acceptance rate (2e-10 in the draws,
+    3e-11 for SHMC and PSHMC), hence 1e-8 there; a difference in the maths shows at 1e-3."""
     numpy_run, compiled_run = assert_paths_agree(
-        "banana", sampler, chains=3, warmup=0, draws=10, seed=3, step_size=0.1
-    )
+        "banana", sampler, chains=3, warmup=0, draws=10, seed=3, step_size=0.1,
+        atol=1e-8 if sampler == "smhmc" else 1e-9,
+    )  # fmt: skip
     # L = 15 leapfrog gradients and two per energy: the refresh's two, the trajectory's two.
     whole = ~numpy_run.stats["diverging"]
     np.testing.assert_array_equal(numpy_run.stats["n_grad"][whole], 15 + 8)

@@ -79,6 +79,50 @@ def linear(x):
     return sum(np.sum(t) for t in terms)
 
 
+def reductions(x):
+    """logsumexp over axes (a mixture's components), and the gradient of indexing by an
+    array on any axis whose others are whole (a group effect ``g[..., idx]``)."""
+    m = np.reshape(x, (2, 3))
+    cube = np.reshape(np.concatenate([x, x * x]), (2, 3, 2))
+    terms = [
+        special.logsumexp(m, axis=-1) ** 2, special.logsumexp(m, axis=0) * DATA[:3],
+        special.logsumexp(cube, axis=(0, 2)) ** 2, special.logsumexp(m, axis=1, keepdims=True) * m,
+        special.logsumexp(cube, axis=1), special.logsumexp(m, keepdims=True) * m,
+        m[..., onp.array([2, 0, 2, 1])] ** 2, m[:, onp.array([1, 1])] * DATA[:2],
+        x[..., INDEX] ** 2, cube[:, onp.array([2, 0]), ...] ** 3,
+        np.sin(cube[..., onp.array([1, 1])]),
+    ]  # fmt: skip
+    return sum(np.sum(t) for t in terms)
+
+
+def test_logsumexp_over_axes_and_a_group_lookup_compile():
+    target = compile_log_density(reductions, 6, "reductions")
+    points = onp.random.default_rng(9).normal(scale=1.5, size=(5, 6))
+    assert_matches_autograd(target, reductions, points)
+    # Non-finite terms: the row's maximum is returned as logsumexp_all does.
+    lse = compile_log_density(lambda x: np.sum(special.logsumexp(np.reshape(x, (2, 3)), 1)), 6)
+    for bad, want in ((-onp.inf, -onp.inf), (onp.inf, onp.inf)):
+        x = onp.zeros(6)
+        x[:3] = bad
+        assert lse.evaluate(x)[0] == want
+    x = onp.zeros(6)
+    x[1] = onp.nan
+    assert onp.isnan(lse.evaluate(x)[0])
+
+
+@pytest.mark.parametrize(
+    "density, message",
+    [
+        (lambda x: special.logsumexp(x, b=DATA), "without b= and return_sign="),
+        (lambda x: np.sum(np.reshape(x, (2, 3))[1:, onp.array([0, 2])]),
+         "other axes are taken whole"),
+    ],
+)  # fmt: skip
+def test_reductions_and_lookups_it_cannot_compile_are_named(density, message):
+    with pytest.raises(TraceError, match=message):
+        compile_log_density(density, 6)
+
+
 def assert_matches_autograd(target, density, points) -> None:
     """The compiled value and gradient of ``density`` equal autograd's at ``points`` (to
     rounding: the two sum in different orders)."""

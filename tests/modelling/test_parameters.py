@@ -73,3 +73,24 @@ def test_bad_blocks_are_refused():
         hm.real((0,))
     with pytest.raises(ValueError, match="dims must name each of the 1 axes"):
         hm.real(3, dims=("a", "b"))
+
+
+@pytest.mark.parametrize(
+    "blocks, message",
+    [
+        ({"chain": hm.real()}, "'chain': the names .* are kept by ArviZ"),
+        ({"draw": hm.real(2)}, "'draw': the names .* are kept by ArviZ"),
+        ({"a": hm.real(3, dims="draw")}, "name axis 0 'draw', a name ArviZ keeps"),
+        ({"k": hm.real(), "a": hm.real(3, dims="k")},
+         "parameter 'k' is also the dimension of axis 0 of parameter 'a'"),
+        ({"a": hm.real(3), "a_dim_0": hm.real()},
+         "'a_dim_0' is also the name ArviZ gives axis 0 of parameter 'a'"),
+    ],
+)  # fmt: skip
+def test_names_the_run_output_could_not_hold_apart_are_refused(blocks, message):
+    # A name shared with a dimension would become that dimension's labels in the ArviZ
+    # groups, and the saved run could not be read back.
+    with pytest.raises(ValueError, match=message):
+        hm.ParameterLayout(blocks)
+    # Dims shared between blocks, and a block named like a dimension of no block, are fine.
+    hm.ParameterLayout({"a": hm.real(3, dims="k"), "b": hm.real(3, dims="k"), "c": hm.real()})

@@ -68,6 +68,15 @@ def test_the_prior_predictive_has_the_exact_prior_predictive_moments():
         assert max(map(abs, z)) < Z_THRESHOLD, z
 
 
+def test_the_prior_predictive_and_observed_data_take_the_observed_dims():
+    labels = [f"obs{i}" for i in range(len(Y))]
+    model = normal_model(observed_dims={"y": "obs"}, coords={"obs": labels})
+    tree = hm.sample_prior_predictive(model, draws=10, chains=2, seed=5)
+    for group in ("prior_predictive", "observed_data"):
+        assert tree[group]["y"].dims[-1] == "obs"
+        assert list(tree[group]["y"].coords["obs"].values) == labels
+
+
 def test_each_chain_has_its_own_generator_whatever_the_number_of_chains():
     one, three = chain_generators(7, 1), chain_generators(7, 3)
     assert one[0].random() == three[0].random()

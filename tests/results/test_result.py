@@ -65,6 +65,13 @@ def test_save_and_load_round_trip(result, tmp_path):
     assert back.attrs["draws"] == 80
 
 
+def test_load_expands_the_home_folder_as_save_does(result, tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    path = result.save("~/run.nc")
+    assert path == tmp_path / "run.nc"
+    np.testing.assert_array_equal(hm.load("~/run.nc").draws, result.draws)
+
+
 def test_load_missing_file(tmp_path):
     with pytest.raises(FileNotFoundError, match="no-such"):
         hm.load(tmp_path / "no-such.nc")
@@ -129,6 +136,14 @@ def test_summary_options_and_print(result, capsys):
     result.print_summary()
     out = capsys.readouterr().out
     assert "Number of divergences:" in out and "lp" in out
+
+
+def test_a_parameter_named_lp_keeps_its_row_and_the_log_density_takes_stan_s_name():
+    run = Result(draws=np.random.default_rng(0).normal(size=(2, 50, 2)),
+                 stats={"lp": np.zeros((2, 50))}, names=("lp", "x"))  # fmt: skip
+    table = run.summary(lp=True)
+    assert list(table.index) == ["lp", "x", "lp__"]
+    assert table.loc["lp", "mean"] == pytest.approx(run.draws[..., 0].mean())
 
 
 def test_load_reads_an_arviz_file_another_library_wrote(tmp_path):

@@ -8,6 +8,7 @@ import pytest
 
 import hamiltonia as hm
 from hamiltonia.registry import UnknownNameError
+from hamiltonia.results.runfile import RunFileError
 from hamiltonia.targets.banana import Banana
 from tests.interrupting import interrupted
 
@@ -368,6 +369,65 @@ def test_resume_continues_exactly_on_the_compiled_path(tmp_path, monkeypatch):
             "banana", "hmc", output=path, checkpoint_seconds=0.0, **kwargs))  # fmt: skip
     assert 0 < part.n_draws < 3000
     resumed = hm.resume(path, progress=False)
+    np.testing.assert_array_equal(resumed.draws, full.draws)
+
+
+@pytest.mark.parametrize(("sampler", "keeps"), [("phmc", True), ("shmc", True), ("hmc", False)])
+def test_a_refresh_that_keeps_momentum_starts_from_a_drawn_one(sampler, keeps):
+    """Where a refresh keeps momentum, the chains start from p ~ N(0, M) (its stationary
+    marginal), not from p = 0; a full refresh draws its own (the start is left as is)."""
+    from hamiltonia.runner.run import _initial_state, make_rngs
+    from hamiltonia.testing import Z_THRESHOLD
+
+    target = hm.targets.get("gaussian", dim=3)
+    smp = hm.samplers.build(sampler, target)
+    state = _initial_state(smp, target, None, make_rngs(0, 400)[0])
+    p = np.asarray(state.phase.p)
+    if not keeps:
+        assert not p.any()
+        return
+    n = p.size  # M = I: every component is a standard normal
+    z = [p.mean() / np.sqrt(1.0 / n), (np.mean(p**2) - 1.0) / np.sqrt(2.0 / n)]
+    assert max(map(abs, z)) < Z_THRESHOLD, z
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_a_tested_refresh_does_not_freeze_a_chain_started_at_a_mode(compiled):
+    """Started at the mode with p = 0, a refresh tested against the shadow Hamiltonian
+    whose stencil left the support was refused for ever: the chain never moved, every
+    trajectory 'accepted', and dual averaging raised the step size to 1e35."""
+    import autograd.numpy as anp
+
+    target = hm.Target.from_logp(
+        lambda x: anp.where(x[..., 0] > 1.5, -anp.inf, -0.5 * anp.sum(x**2, axis=-1)), dim=2,
+        backend="autograd")  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        run = hm.sample(target, "shmc", chains=2, warmup=200, draws=200, seed=1,
+                        initial=np.zeros(2), progress=False, compiled=compiled)  # fmt: skip
+    assert np.all(run.stats["refresh_accepted"].mean(axis=1) > 0.5)
+    assert np.all(run.stats["step_size"][:, -1] < 10.0)
+
+
+def test_a_run_of_a_user_model_resumes_exactly_when_given_its_model(tmp_path, monkeypatch):
+    import autograd.numpy as anp
+
+    def model(shift=0.0):
+        return hm.Model(lambda p: -0.5 * anp.sum((p["x"] - shift) ** 2, axis=-1),
+                        {"x": hm.real(2)}, backend="autograd")  # fmt: skip
+
+    kwargs = dict(chains=2, warmup=30, draws=200, seed=4, progress=False)
+    full = hm.sample(model(), "hmc", **kwargs)
+    path = tmp_path / "run.nc"
+    with pytest.warns(hm.InterruptedRunWarning, match=r"resume\('.*run.nc', target=<the same"):
+        interrupted(monkeypatch, 2, lambda: hm.sample(
+            model(), "hmc", output=path, checkpoint_seconds=0.0, **kwargs))  # fmt: skip
+    refusal = r"without its target: .*resume\(path, target=model\)"
+    with pytest.raises(RunFileError, match=refusal):
+        hm.resume(path)
+    with pytest.raises(RunFileError, match="does not match its draws"):
+        hm.resume(path, target=model(shift=1.0), progress=False)
+    resumed = hm.resume(path, target=model(), progress=False)
     np.testing.assert_array_equal(resumed.draws, full.draws)
 
 

@@ -267,7 +267,14 @@ def test_shadow_samplers_recover_moments_after_reweighting(sampler, name):
     target = hm.targets.get(name)
     fixed_length = sampler not in ("js2hmc", "as2hmc")
     options = {"n_steps_jitter": 0.5} if fixed_length and name.startswith("gaussian") else {}
-    draws = 20000 if name == "banana" else 5000  # the banana's tail mixes slowly
+    draws = 5000
+    if name == "banana":
+        # The banana's tail mixes slowly, and at the default target acceptance of 0.8 the
+        # step size suits its body, not its tail: measured, the shadow samplers diverge
+        # 500-2,500 times a chain there, a chain sticking for up to 1,000 iterations (SMHMC,
+        # seed 2024), and over seeds 0-13 PSHMC's 20,000 draws left the ESS of the squared
+        # deviations below MIN_ESS a third of the time. At 0.9 the divergences fall tenfold.
+        options, draws = {"target_accept": 0.9}, 40000
     result = hm.sample(target, sampler, chains=4, warmup=1000, draws=draws, seed=2024,
                        progress=False, compiled=True, **options)  # fmt: skip
     assert result.log_weights is not None  # and the check weighs the draws with them

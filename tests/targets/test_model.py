@@ -86,6 +86,13 @@ def test_a_logp_that_returns_no_number_is_named(logp, message):
         ({"generated": lambda p: {"g": p["x"][:2]}, "generated_dims": {"g": "k"}},
          "'k' has 3 entries in 'x' but 2 in 'g'"),
         ({"generated": lambda p: {"g": "abc"}}, "generated returned 'abc' for 'g'"),
+        # Names the ArviZ groups could not hold apart (the saved run would not read back).
+        ({"generated": lambda p: {"k": p["x"][0]}},
+         "generated quantity 'k' is also the dimension of axis 0 of parameter 'x'"),
+        ({"generated": lambda p: {"draw": p["x"][0]}}, "generated quantity 'draw': the names"),
+        ({"observed_data": {"k": np.zeros(2)}}, "observed variable 'k' is also the dimension"),
+        ({"observed_data": {"y": np.zeros(2)}, "observed_dims": {"y": "chain"}},
+         "dims of observed variable 'y' name axis 0 'chain'"),
     ],
 )  # fmt: skip
 def test_labels_and_generated_quantities_are_checked_when_the_model_is_built(options, message):
