@@ -176,7 +176,11 @@ def plan_for(sampler, python_target: bool = False, reject_on=()) -> CompiledPlan
     target = sampler.target
     # A subclass that rewrites the density of a target with a kernel inherits a kernel of
     # the parent's density: it is not used.
-    stale = overrides_without_kernel(target, target.numeric_methods, target.kernel_attributes)
+    stale = next(
+        (found for t in target.kernel_targets
+         if (found := overrides_without_kernel(t, t.numeric_methods, t.kernel_attributes))),
+        None,
+    )  # fmt: skip
     kernel = None if stale else target.numba_kernel()
     if kernel is None and python_target:
         from hamiltonia.compiled.callback import python_target as called_back

@@ -126,6 +126,12 @@ class Target:
     #: its subclasses name lists those pieces too, as ``RowTarget`` its ``row_kernels``).
     kernel_attributes: tuple[str, ...] = ("numba_kernel",)
 
+    @property
+    def kernel_targets(self) -> tuple:
+        """The targets whose kernels :meth:`numba_kernel` uses (checked for a subclass that
+        rewrites their density): the target itself; a wrapper adds the one it wraps."""
+        return (self,)
+
     def __init__(self, dim: int, names: Sequence[str] | None = None):
         self._dim = check_dim(dim)
         if names is None:
@@ -670,10 +676,6 @@ class FunctionTarget(Target):
         self._hvp = hvp
         self.vectorized = bool(vectorized)
         self._numba_target = numba_target
-
-    # The kernel is given to the constructor: a subclass with a constructor of its own may
-    # give one that computes its density.
-    kernel_attributes = ("numba_kernel", "__init__")
 
     def numba_kernel(self):
         return self._numba_target

@@ -201,11 +201,28 @@ class Model(FunctionTarget):
         )
         self._observed_dims = self._check_observed_dims(observed_dims or {})
         self._check_coords(generated_dims or {})
+        self._check_group_names()
+
+    def _check_group_names(self) -> None:
+        """Names each ArviZ group can hold apart: the posterior's (blocks and generated
+        quantities) and the observations' (``observed_data``, ``log_likelihood`` and the
+        predictive groups) each checked on their own (:func:`check_names`), and no
+        posterior variable named as an observed one (the run's variables take their dims
+        by name, in every group)."""
+        posterior = [("parameter", n, p.shape, p.dims) for n, p in self.layout.params.items()]
+        posterior += [("generated quantity", *block) for block in self._generated_blocks]
+        check_names(posterior)
         observed = [("observed variable", name, np.shape(value), self._observed_dims.get(name))
                     for name, value in (self._observed or {}).items()]  # fmt: skip
-        check_names([("parameter", n, p.shape, p.dims) for n, p in layout.params.items()]
-                    + [("generated quantity", *block) for block in self._generated_blocks]
-                    + observed)  # fmt: skip
+        check_names(observed)
+        shared = [(kind, name) for kind, name, *_ in posterior
+                  if name in {row[1] for row in observed}]  # fmt: skip
+        if shared:
+            kind, name = shared[0]
+            raise ValueError(
+                f"{kind} {name!r} has the name of an observed variable; rename one (the "
+                "observations' predictive draws take their name)"
+            )
 
     def _check_observed_dims(self, observed_dims: Mapping) -> dict:
         """``observed_dims`` as ``{name: [dim, ...]}``, each naming an observed variable (of

@@ -95,8 +95,10 @@ class RowTarget:
 
     #: ``(module, whole kernel, split kernel)``, or ``None``: no compiled form.
     row_kernels: tuple[str, str, str] | None = None
-    # The kernel is built from the subclass's row kernels: the class naming them provides it.
+    # The kernel is built from the subclass's row kernels: the class naming them provides it;
+    # the rows' density is the density too.
     kernel_attributes = ("numba_kernel", "row_kernels")
+    numeric_methods = (*Target.numeric_methods, "rows_log_prob_and_grad")
 
     def rows_log_prob_and_grad(self, x, start: int, stop: int, prior_share: float):
         raise NotImplementedError
@@ -203,6 +205,11 @@ class SplitTarget(Target):
 
     def hvp(self, x, v):
         return self.base.hvp(x, v)
+
+    @property
+    def kernel_targets(self) -> tuple:
+        # The kernel is the base's, split.
+        return (self, *self.base.kernel_targets)
 
     def numba_kernel(self):
         kernel = self.base.split_numba_kernel(self.boundaries)

@@ -151,6 +151,42 @@ def test_a_target_subclass_rewriting_the_density_does_not_run_the_parents_kernel
     assert_moments_recovered(run, target.exact_moments)
 
 
+def test_a_rewritten_density_is_found_behind_a_constructor_rows_and_a_split():
+    """A Model subclass taking its temperature in its constructor, and a row target whose
+    rows' density is rewritten (under a split too), do not run the parent's kernel."""
+    import autograd.numpy as anp
+
+    from hamiltonia.targets.linear import LinearRegression
+
+    class TemperedModel(hm.Model):
+        def __init__(self, beta, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.beta = beta
+
+        def log_prob_and_grad(self, x):
+            lp, grad = super().log_prob_and_grad(x)
+            return self.beta * lp, self.beta * grad
+
+    class TemperedRows(LinearRegression):
+        def rows_log_prob_and_grad(self, x, start, stop, prior_share):
+            lp, grad = super().rows_log_prob_and_grad(x, start, stop, prior_share)
+            return 0.25 * lp, 0.25 * grad
+
+    model = TemperedModel(0.25, lambda p: -0.5 * anp.sum(p["x"] ** 2, axis=-1),
+                          {"x": hm.real(2)}, backend="numba")  # fmt: skip
+    X = np.random.default_rng(0).normal(size=(30, 2))
+    rows = TemperedRows(X, X @ np.array([1.0, -1.0]))
+    rewritten = "TemperedRows.rows_log_prob_and_grad"
+    cases = [(model, "nuts", "TemperedModel.log_prob_and_grad"), (rows, "nuts", rewritten),
+             (rows, "split-hmc", rewritten)]  # fmt: skip
+    for target, sampler, stale in cases:
+        smp = hm.samplers.build(sampler, target)
+        with pytest.raises(NotCompilable, match=stale):
+            plan_for(smp)
+    # Their parents keep their kernels.
+    plan_for(hm.samplers.build("split-hmc", LinearRegression(X, X @ np.array([1.0, -1.0]))))
+
+
 def test_a_part_of_an_abstract_base_has_no_compiled_counterpart_and_says_so():
     class MyRefresh(hm.MomentumRefresh):
         def refresh(self, ham, state, rngs, step_size=None):

@@ -90,7 +90,9 @@ def test_a_logp_that_returns_no_number_is_named(logp, message):
         ({"generated": lambda p: {"k": p["x"][0]}},
          "generated quantity 'k' is also the dimension of axis 0 of parameter 'x'"),
         ({"generated": lambda p: {"draw": p["x"][0]}}, "generated quantity 'draw': the names"),
-        ({"observed_data": {"k": np.zeros(2)}}, "observed variable 'k' is also the dimension"),
+        ({"observed_data": {"x": np.zeros(2)}}, "parameter 'x' has the name of an observed"),
+        ({"observed_data": {"y": np.zeros(2), "y_dim_0": np.zeros(1)}},
+         "observed variable 'y_dim_0' is also the name ArviZ gives axis 0"),
         ({"observed_data": {"y": np.zeros(2)}, "observed_dims": {"y": "chain"}},
          "dims of observed variable 'y' name axis 0 'chain'"),
     ],
@@ -443,6 +445,27 @@ def test_a_jax_target_gives_the_same_draws_in_worker_processes(compiled):
     here = hm.sample(target, **options)
     there = hm.sample(target, executor="processes", workers=2, **options)
     np.testing.assert_array_equal(there.draws, here.draws)
+
+
+def test_a_name_may_be_a_dimension_in_another_group(tmp_path):
+    """The groups are apart: a covariate in observed_data named as a block's dimension (the
+    group effect's "group"), or a block named as an observation's dimension, is a model
+    whose run saves and reads back."""
+    y, group = np.array([0.1, -0.3, 0.5, 1.0, 0.2]), np.array([0, 1, 2, 0, 1])
+
+    def log_likelihood(p):
+        return {"y": -0.5 * (y - p["theta"][..., group]) ** 2}
+
+    model = hm.Model(lambda p: -0.5 * anp.sum(p["theta"] ** 2, axis=-1)
+                     + anp.sum(log_likelihood(p)["y"], axis=-1),
+                     {"theta": hm.real(3, dims="group"), "obs": hm.real()},
+                     observed_data={"y": y, "group": group}, observed_dims={"y": "obs"},
+                     log_likelihood=log_likelihood, backend="autograd")  # fmt: skip
+    run = hm.sample(model, chains=2, warmup=20, draws=20, seed=0, progress=False,
+                    output=tmp_path / "run.nc")  # fmt: skip
+    back = hm.load(tmp_path / "run.nc", target=model)
+    np.testing.assert_array_equal(back.draws, run.draws)
+    assert back.posterior["theta"].dims == ("chain", "draw", "group")
 
 
 @pytest.mark.parametrize(

@@ -256,6 +256,11 @@ class EpidemicModel(Model):
             f"(N = {population:.3g}), Student-t likelihood (Mongwe 2022, ch. 6)"
         )
 
+    def numba_kernel(self):
+        # The kernel built above computes this class's density (which the methods below
+        # evaluate through it): a kernel of its own, not the Model's of its logp.
+        return self._numba_target
+
     # The sampler's density: the compiled kernel (one implementation for both paths).
     def log_prob_and_grad(self, x):
         x = np.asarray(x, dtype=float)
