@@ -97,8 +97,15 @@ class PartKernels:
     target_components: int = 0
 
 
-def _owner(mro, name):
-    return next((cls for cls in mro if name in vars(cls)), None)
+def _owner(mro, *names):
+    """The most derived class of ``mro`` that defines any of ``names``, or ``None``."""
+    return next((cls for cls in mro if any(name in vars(cls) for name in names)), None)
+
+
+def _numeric_root(mro):
+    """The abstract base: the first class, from the root, that declares the numeric
+    methods (its kernel is a stub that returns ``None``)."""
+    return next((cls for cls in reversed(mro) if "numeric_methods" in vars(cls)), None)
 
 
 def overrides_without_kernel(part, numeric: tuple[str, ...], kernel=("compiled",)) -> str | None:
@@ -109,11 +116,10 @@ def overrides_without_kernel(part, numeric: tuple[str, ...], kernel=("compiled",
     ``numba_kernel`` or what that builds from): the class providing it is the most derived
     one that defines any of them."""
     mro = type(part).__mro__
-    owner = next((cls for cls in mro if any(name in vars(cls) for name in kernel)), None)
+    owner = _owner(mro, *kernel)
     # The base class that declares the numeric methods gives no kernel (its ``kernel``
     # returns None): a subclass overriding them there has no compiled parent to go stale.
-    root = next((cls for cls in reversed(mro) if "numeric_methods" in vars(cls)), None)
-    if owner is None or owner is root:
+    if owner is None or owner is _numeric_root(mro):
         return None
     for cls in mro[: mro.index(owner)]:
         for name in numeric:
@@ -139,8 +145,7 @@ def python_form_missing(part) -> str | None:
     kernel_owner = _owner(mro, "compiled")
     if kernel_owner is None:
         return None
-    # The abstract base: the first class, from the root, that declares the numeric methods.
-    root = next(cls for cls in reversed(mro) if "numeric_methods" in vars(cls))
+    root = _numeric_root(mro)
     for name in numeric:
         method = getattr(type(part), name, None)
         if method is None or getattr(method, "__isabstractmethod__", False):

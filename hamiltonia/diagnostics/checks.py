@@ -472,11 +472,9 @@ def _convergence(result) -> dict:
     own = getattr(result, "_convergence", None)
     if own is not None:
         return own(decide=(R_HAT_MAX, ESS_PER_CHAIN_MIN))
-    from hamiltonia.diagnostics.estimators import kish_ess, screened_convergence
+    from hamiltonia.diagnostics.estimators import kish_factor, screened_convergence
 
-    factor = 1.0
-    if result.log_weights is not None and np.all(np.isfinite(result.log_weights)):
-        factor = kish_ess(result.log_weights) / result.log_weights.size
+    factor = kish_factor(result.log_weights)
     table, _ = screened_convergence(
         result.draws, R_HAT_MAX, ESS_PER_CHAIN_MIN * result.n_chains / factor
     )

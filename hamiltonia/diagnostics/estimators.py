@@ -108,6 +108,7 @@ __all__ = [
     "ess_per_second",
     "extremes",
     "kish_ess",
+    "kish_factor",
     "mcse",
     "multivariate_ess",
     "pair_correlation",
@@ -1414,6 +1415,15 @@ def kish_ess(log_weights: np.ndarray) -> float:
     w = np.exp(lw - lw.max())
     w /= w.sum()
     return float(1.0 / np.sum(w**2))
+
+
+def kish_factor(log_weights) -> float:
+    """:func:`kish_ess` over the number of draws, the factor by which importance weights
+    shrink an ESS: 1 without weights, and where a weight is not finite (it has no Kish
+    ESS; the run's checks report such weights)."""
+    if log_weights is None or not np.all(np.isfinite(log_weights)):
+        return 1.0
+    return kish_ess(log_weights) / np.size(log_weights)
 
 
 def combined_ess(draws: np.ndarray, log_weights: np.ndarray | None, batch_size="sqroot") -> float:

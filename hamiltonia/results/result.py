@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from hamiltonia import diagnostics
+from hamiltonia.diagnostics.estimators import kish_factor
 from hamiltonia.diagnostics.summary import (
     DEFAULT_QUANTILES,
     check_quantiles,
@@ -253,10 +254,7 @@ class Result:
         if self._summary is not None and self._summary[0][:3] == key:
             table = self._summary[1].iloc[: self.dim]
             return {c: table[c].to_numpy(dtype=float) for c in ("r_hat", "ess_bulk", "ess_tail")}
-        factor = 1.0
-        # Weights that are not finite have no Kish factor: the checks report them instead.
-        if self.log_weights is not None and np.all(np.isfinite(self.log_weights)):
-            factor = diagnostics.kish_ess(self.log_weights) / self.log_weights.size
+        factor = kish_factor(self.log_weights)
         exact = self._rank_diagnostics is not None and self._rank_diagnostics[0] == key
         if decide is not None and not exact:
             from hamiltonia.diagnostics.estimators import screened_convergence
