@@ -67,6 +67,24 @@ def batch_sizes(n: int, p: int, rule="sqroot", n_sizes: int = 20) -> list[int]:
     return [int(rule)]
 
 
+def _offsets(n: int, b: int, n_offsets: int) -> list[int]:
+    """Where the author's code starts its ``n // b`` batches of ``b`` draws: up to
+    ``n_offsets`` starts spread over the draws the batches leave over."""
+    return sorted({int(o) for o in np.round(np.linspace(0, n - (n // b) * b, n_offsets))})
+
+
+def _is_singular(n: int, p: int, b: int, n_offsets: int) -> bool:
+    """Whether the batch-means covariance of batch size ``b`` is singular in exact
+    arithmetic: it sums the outer products of ``n // b`` batch means per offset, each centred
+    on the chain's mean, and when the batches cover the chain (one offset, ``n`` a multiple
+    of ``b``) those means sum to zero; fewer independent vectors than ``p`` span less than
+    the space. Decided by counting because in floating point the determinant of such a
+    matrix is a rounding residue, whose sign varies between processors."""
+    a = n // b
+    rank = a * len(_offsets(n, b, n_offsets)) - (1 if a * b == n else 0)
+    return rank < p
+
+
 def _batch_covariance(chain: np.ndarray, theta: np.ndarray, b: int, n_offsets: int):
     """:math:`\\hat\\Sigma` of the module's docstring for batch size ``b``. A second form of
     the batch means of :func:`~hamiltonia.diagnostics.estimators.multivariate_ess`, kept for
@@ -74,7 +92,7 @@ def _batch_covariance(chain: np.ndarray, theta: np.ndarray, b: int, n_offsets: i
     agree (``tests/diagnostics/test_publication.py``)."""
     n, p = chain.shape
     a = n // b
-    offsets = sorted({int(o) for o in np.round(np.linspace(0, n - a * b, n_offsets))})
+    offsets = _offsets(n, b, n_offsets)
     sigma = np.zeros((p, p))
     for o in offsets:
         z = chain[o : o + a * b].reshape(a, b, p).mean(axis=1) - theta
@@ -100,6 +118,9 @@ def chain_mess(chain, batch_size="sqroot", *, n_offsets: int = 10, n_sizes: int 
     sign_l, logdet_l = np.linalg.slogdet(np.atleast_2d(np.cov(x, rowvar=False)))
     values = []
     for b in batch_sizes(n, p, batch_size, n_sizes):
+        if _is_singular(n, p, b, n_offsets):
+            values.append(np.nan)
+            continue
         sign_s, logdet_s = np.linalg.slogdet(_batch_covariance(x, theta, b, n_offsets))
         if sign_l <= 0 or sign_s <= 0:
             values.append(np.nan)

@@ -124,3 +124,15 @@ def test_batch_sizes_with_no_more_batches_than_parameters_are_left_out():
     assert value == pytest.approx(expected)
     # A chain where no size is valid has no mESS.
     assert np.isnan(publication.chain_mess(rng.standard_normal((30, 25)), 2))
+
+
+@pytest.mark.parametrize(
+    "n, p, b",
+    [(30, 25, 2), (40, 25, 2), (50, 25, 2), (400, 25, 20), (400, 25, 17), (60, 10, 6), (66, 10, 6)],
+)
+def test_a_singular_batch_covariance_is_found_by_counting(n, p, b):
+    # The count of independent batch means says singular exactly when the matrix's numerical
+    # rank is below p, without reading the sign of a rounding residue.
+    x = np.random.default_rng(n + p + b).standard_normal((n, p))
+    sigma = publication._batch_covariance(x, x.mean(axis=0), b, 10)
+    assert publication._is_singular(n, p, b, 10) == (np.linalg.matrix_rank(sigma) < p)
