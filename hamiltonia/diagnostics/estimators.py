@@ -1389,6 +1389,11 @@ def multivariate_ess(draws: np.ndarray, batch_size: int | str = "sqroot") -> flo
         b = int(batch_size)
     if not 1 <= b <= n // 2:
         raise ValueError(f"batch_size must lie in [1, {n // 2}] for {n} draws per chain, got {b}")
+    if n_chains * (n // b) - 1 < dim or n_chains * (n - 1) < dim:
+        # Too few centred batch means (or draws) to span the space: Sigma (or Lambda) is
+        # singular in exact arithmetic. Decided by counting, since in floating point its
+        # determinant is a rounding residue whose sign varies between processors.
+        return float("nan")
     sigma = _replicated_batch_means_covariance(x, b)
     lam = np.mean([np.atleast_2d(np.cov(chain, rowvar=False)) for chain in x], axis=0)
     sign_l, logdet_l = np.linalg.slogdet(lam)

@@ -50,6 +50,20 @@ def test_mess_one_dim_agrees_with_univariate_ess():
     assert abs(np.log(dg.multivariate_ess(x) / uni)) < _tolerance(4, 10_000)
 
 
+@pytest.mark.parametrize(
+    "chains, n, dim", [(1, 30, 25), (3, 36, 25), (5, 36, 25), (1, 400, 25), (2, 400, 25)]
+)
+def test_mess_is_nan_exactly_where_the_batch_means_cannot_span_the_space(chains, n, dim):
+    # Singular in exact arithmetic: fewer centred batch means than dimensions. Decided by
+    # counting, not by the sign of a determinant that is a rounding residue.
+    x = np.random.default_rng(n + chains).normal(size=(chains, n, dim))
+    a = int(np.sqrt(n))
+    value = dg.multivariate_ess(x)
+    assert np.isnan(value) == (chains * (n // a) - 1 < dim)
+    if not np.isnan(value):
+        assert value > 0
+
+
 def test_mess_batch_size_checks():
     x = np.zeros((1, 10, 1))
     with pytest.raises(ValueError, match="batch_size"):
