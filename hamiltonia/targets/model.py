@@ -215,8 +215,8 @@ class Model(FunctionTarget):
         observed = [("observed variable", name, np.shape(value), self._observed_dims.get(name))
                     for name, value in (self._observed or {}).items()]  # fmt: skip
         check_names(observed)
-        shared = [(kind, name) for kind, name, *_ in posterior
-                  if name in {row[1] for row in observed}]  # fmt: skip
+        observed_names = {name for _, name, *_ in observed}
+        shared = [(kind, name) for kind, name, *_ in posterior if name in observed_names]
         if shared:
             kind, name = shared[0]
             raise ValueError(

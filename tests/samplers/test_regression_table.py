@@ -66,6 +66,7 @@ def test_the_table_has_a_cell_for_every_sampler_target_and_path(table):
 @pytest.mark.parametrize("row, sampler, options", rc.cases(), ids=[c[0] for c in rc.cases()])
 def test_draws_are_those_of_the_table(table, row, sampler, options):
     for target in rc.targets_of(sampler):
+        fixed_point_atol = FIXED_POINT_FACTOR * _fixed_point_tolerance(sampler, options, target)
         for compiled in (False, True):
             key = rc.key(row, target, compiled)
             draws = rc.run(sampler, options, target, compiled)
@@ -75,8 +76,5 @@ def test_draws_are_those_of_the_table(table, row, sampler, options):
             if EXACT:
                 np.testing.assert_array_equal(draws, table[key], err_msg=key)
             else:
-                atol = max(
-                    SCALE_RTOL * np.max(np.abs(table[key])),
-                    FIXED_POINT_FACTOR * _fixed_point_tolerance(sampler, options, target),
-                )
+                atol = max(SCALE_RTOL * np.max(np.abs(table[key])), fixed_point_atol)
                 np.testing.assert_allclose(draws, table[key], rtol=RTOL, atol=atol, err_msg=key)
