@@ -50,7 +50,7 @@ __all__ = [
 
 #: Metrics an experiment may publish; :mod:`hamiltonia.reproduce.metrics` computes each.
 METRIC_NAMES = ("acceptance", "ess", "t", "ess_per_t", "rhat", "avg_l", "step_size", "rank",
-                "mean_ess")  # fmt: skip
+                "mean_ess", "kish")  # fmt: skip
 
 SCALES = ("small", "full")
 

@@ -25,6 +25,9 @@ mean_ess   the mean over the parameters of the ESS of all chains together, compu
            splitting the chains or rank-normalising the draws (Pyro's
            ``effective_sample_size``, which Cobb and Jalaian 2021 average over a network's
            parameters, Tables 1-3); one figure per run
+kish       Kish's ESS of each chain's importance weights over its number of draws (eq. 3.11
+           over N), averaged: the factor eq. 3.12 applies to a shadow sampler's mESS; 1 for
+           a sampler without weights
 rank       an ARD target's features (numbered from 1 in the data's order, the intercept left
            out) from the most to the least relevant, by the posterior mean of their scale
            over all chains (thesis §9.3, Table 9.1;
@@ -37,6 +40,7 @@ from __future__ import annotations
 import numpy as np
 
 from hamiltonia.diagnostics import publication
+from hamiltonia.diagnostics.estimators import kish_factor
 
 __all__ = ["HIGHER_IS_BETTER", "LABELS", "VERSION", "cell_metrics", "feature_ranking"]
 
@@ -55,6 +59,7 @@ LABELS = {
     "step_size": "ε",
     "rank": "rank",
     "mean_ess": "mean ESS",
+    "kish": "Kish ESS/N",
 }
 
 #: Whether a larger figure is better (claims of "best" read this).
@@ -67,6 +72,7 @@ HIGHER_IS_BETTER = {
     "avg_l": False,
     "step_size": True,
     "mean_ess": True,
+    "kish": True,
 }
 
 
@@ -116,8 +122,8 @@ def feature_ranking(result) -> list[int]:
     return [order.index(label) + 1 for label, _ in feature_relevance(result)]
 
 
-#: The figures computed unless an experiment asks for others (``rank`` and ``mean_ess`` only
-#: where named).
+#: The figures computed unless an experiment asks for others (``rank``, ``mean_ess`` and
+#: ``kish`` only where named).
 DEFAULT_METRICS = ("acceptance", "ess", "t", "ess_per_t", "rhat", "avg_l", "step_size")
 
 
@@ -179,4 +185,10 @@ def cell_metrics(result, concurrency: int = 1, ess: str = "auto", metrics=DEFAUL
         from hamiltonia.diagnostics.estimators import ess as ess_of
 
         figures["mean_ess"] = single(float(np.nanmean(ess_of(result.draws, method="identity"))))
+    if "kish" in metrics:
+        # The factor eq. 3.12 applies to a weighted chain's mESS: how even its weights are.
+        weights = result.log_weights
+        figures["kish"] = spread(
+            [kish_factor(None if weights is None else weights[c]) for c in range(chains)]
+        )
     return figures

@@ -49,3 +49,25 @@ def test_a_chain_that_never_moved_has_an_ess_of_zero():
     figures = cell_metrics(_result(draws, accepted))
     assert figures["ess"]["per_chain"][1] == 0.0
     assert np.isfinite(figures["ess"]["value"])
+
+
+def test_the_kish_factor_is_each_chain_s_weights_evenness():
+    rng = np.random.default_rng(4)
+    draws = rng.standard_normal((3, 200, 2))
+    accepted = np.ones((3, 200), dtype=bool)
+    plain = _result(draws, accepted)
+    assert cell_metrics(plain, metrics={"kish"})["kish"]["per_chain"] == [1.0, 1.0, 1.0]
+    log_weights = rng.normal(0.0, [[0.0], [0.5], [2.0]], size=(3, 200))
+    weighted = Result(
+        draws=draws, stats=plain.stats, names=plain.names, sampling_seconds=3.0,
+        log_weights=log_weights,
+    )  # fmt: skip
+    figures = cell_metrics(weighted, metrics={"kish"})["kish"]
+    expected = []
+    for lw in log_weights:
+        w = np.exp(lw - lw.max())
+        expected.append(w.sum() ** 2 / np.sum(w**2) / lw.size)
+    assert figures["per_chain"] == pytest.approx(expected)
+    # Equal weights lose nothing; a log-normal spread of sd s keeps about exp(-s^2).
+    assert figures["per_chain"][0] == pytest.approx(1.0)
+    assert figures["per_chain"][2] < figures["per_chain"][1] < 1.0
