@@ -243,7 +243,9 @@ def run_experiment(
             targets[tspec.label] = hm.targets.get(tspec.name, **dict(tspec.params))
         target = targets[tspec.label]
         options = {**experiment.options, **sspec.options_for(tspec)}
-        chains_here = protocol.chains + (protocol.chains % 2 if sspec.ess == "antithetic" else 0)
+        chains_here = protocol.chains + (
+            protocol.chains % 2 if sspec.ess.startswith("antithetic") else 0
+        )
         here = dataclasses.replace(protocol, chains=chains_here)
         if log:
             log(f"{tspec.label} / {sspec.label}: {sspec.recipe} {options}")

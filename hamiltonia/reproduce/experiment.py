@@ -50,9 +50,12 @@ __all__ = [
 
 #: Metrics an experiment may publish; :mod:`hamiltonia.reproduce.metrics` computes each.
 METRIC_NAMES = ("acceptance", "ess", "t", "ess_per_t", "rhat", "avg_l", "step_size", "rank",
-                "mean_ess", "kish")  # fmt: skip
+                "mean_ess", "kish", "eta", "eta_mean")  # fmt: skip
 
 SCALES = ("small", "full")
+
+#: Which ESS a sampler column reports (:class:`SamplerSpec`).
+ESS_KINDS = ("auto", "antithetic", "antithetic-mean")
 
 
 class ExperimentError(ValueError):
@@ -97,7 +100,10 @@ class TargetSpec:
 class SamplerSpec:
     """A sampler column: its label in the published table, recipe and options, and which ESS
     the publication reports for it (``"auto"``: importance-weighted when the draws carry
-    weights; ``"antithetic"``: eq. 8.1 over the chain pairs)."""
+    weights; ``"antithetic"``: eq. 8.1 over the chain pairs, :math:`\\eta` the largest over
+    the parameters, as the thesis states; ``"antithetic-mean"``: :math:`\\eta` their mean, as
+    its printed figures were computed; see
+    :func:`~hamiltonia.diagnostics.publication.antithetic_eta`)."""
 
     label: str
     recipe: str
@@ -316,8 +322,8 @@ def _sampler(values: dict, i: int, labels: list, fail) -> SamplerSpec:
     if set(values) - allowed or not {"label", "recipe"} <= set(values):
         optional = sorted(allowed - {"label", "recipe"})
         fail(f"samplers[{i}]: needs label and recipe, may have {optional}")
-    if values.get("ess", "auto") not in ("auto", "antithetic"):
-        fail(f"samplers[{i}].ess must be 'auto' or 'antithetic'")
+    if values.get("ess", "auto") not in ESS_KINDS:
+        fail(f"samplers[{i}].ess must be one of {list(ESS_KINDS)}, got {values['ess']!r}")
     only = values.get("targets")
     if only is not None:
         missing = [t for t in only if t not in labels]

@@ -10,8 +10,8 @@ name       figure
 acceptance percentage of proposals accepted (the ``accepted`` statistic; thesis §3.4)
 ess        mESS of each chain with the author's batch-size rule, averaged (eq. 3.10);
            times Kish's factor of the chain's importance weights for a shadow sampler
-           (eq. 3.12); for an antithetic sampler the ESS of the pairs (eq. 8.1); 0 for a
-           chain that never moved
+           (eq. 3.12); for an antithetic sampler the ESS of the pairs (eq. 8.1, with the
+           experiment's reduction of eta); 0 for a chain that never moved
 t          seconds per chain of the retained iterations, burn-in excluded, as the author's
            code times a run: the run's own clock of its sampling iterations (no set-up,
            checks or file writing) times the chains it ran at once, over the chains (two
@@ -25,6 +25,11 @@ mean_ess   the mean over the parameters of the ESS of all chains together, compu
            splitting the chains or rank-normalising the draws (Pyro's
            ``effective_sample_size``, which Cobb and Jalaian 2021 average over a network's
            parameters, Tables 1-3); one figure per run
+eta        eq. 8.1's :math:`\\eta` of each antithetic pair: the Spearman correlation between
+           its chains, per parameter, the largest over the parameters (as the thesis
+           states); averaged over the pairs; only for an antithetic column
+eta_mean   the same with the mean over the parameters (as the printed figures were
+           computed, :func:`hamiltonia.diagnostics.publication.antithetic_eta`)
 kish       Kish's ESS of each chain's importance weights over its number of draws (eq. 3.11
            over N), averaged: the factor eq. 3.12 applies to a shadow sampler's mESS; 1 for
            a sampler without weights
@@ -60,6 +65,8 @@ LABELS = {
     "rank": "rank",
     "mean_ess": "mean ESS",
     "kish": "Kish ESS/N",
+    "eta": "η (max)",
+    "eta_mean": "η (mean)",
 }
 
 #: Whether a larger figure is better (claims of "best" read this).
@@ -73,6 +80,8 @@ HIGHER_IS_BETTER = {
     "step_size": True,
     "mean_ess": True,
     "kish": True,
+    "eta": False,
+    "eta_mean": False,
 }
 
 
@@ -82,9 +91,13 @@ def _stuck(chains: np.ndarray) -> np.ndarray:
     return np.all(np.ptp(chains, axis=1) == 0, axis=-1)
 
 
+#: The reduction of eq. 8.1's eta over the parameters for each antithetic ESS kind.
+_ETA_OF_KIND = {"antithetic": "max", "antithetic-mean": "mean"}
+
+
 def _per_chain_ess(result, kind: str) -> np.ndarray:
     draws = result.draws
-    if kind == "antithetic":
+    if kind in _ETA_OF_KIND:
         pairs = draws.shape[0] // 2
         stuck = _stuck(draws)
         return np.array(
@@ -94,6 +107,7 @@ def _per_chain_ess(result, kind: str) -> np.ndarray:
                 else publication.antithetic_ess(
                     draws[2 * k : 2 * k + 2],
                     None if result.log_weights is None else result.log_weights[2 * k : 2 * k + 2],
+                    eta=_ETA_OF_KIND[kind],
                 )
                 for k in range(pairs)
             ]
@@ -122,8 +136,8 @@ def feature_ranking(result) -> list[int]:
     return [order.index(label) + 1 for label, _ in feature_relevance(result)]
 
 
-#: The figures computed unless an experiment asks for others (``rank``, ``mean_ess`` and
-#: ``kish`` only where named).
+#: The figures computed unless an experiment asks for others (``rank``, ``mean_ess``,
+#: ``kish``, ``eta`` and ``eta_mean`` only where named).
 DEFAULT_METRICS = ("acceptance", "ess", "t", "ess_per_t", "rhat", "avg_l", "step_size")
 
 
@@ -138,8 +152,9 @@ def cell_metrics(result, concurrency: int = 1, ess: str = "auto", metrics=DEFAUL
     concurrency : int
         How many of the chains ran at once (the compiled path runs one per core; the NumPy
         path advances all chains together in one thread: 1).
-    ess : {"auto", "antithetic"}
-        Which ESS the publication reports for this sampler.
+    ess : {"auto", "antithetic", "antithetic-mean"}
+        Which ESS the publication reports for this sampler
+        (:data:`hamiltonia.reproduce.experiment.ESS_KINDS`).
     metrics : collection of str
         The figures to compute (the experiment's ``metrics``): a chain's mESS, for one,
         needs more draws than parameters, which a network's run does not have.
@@ -148,7 +163,7 @@ def cell_metrics(result, concurrency: int = 1, ess: str = "auto", metrics=DEFAUL
     chains = result.n_chains
     t_chain = result.sampling_seconds * concurrency / chains
     # An antithetic pair is one "run" of the research: it costs two chains.
-    t_unit = t_chain * (2 if ess == "antithetic" else 1)
+    t_unit = t_chain * (2 if ess in _ETA_OF_KIND else 1)
 
     def spread(values):
         values = np.asarray(values, dtype=float)
@@ -185,6 +200,16 @@ def cell_metrics(result, concurrency: int = 1, ess: str = "auto", metrics=DEFAUL
         from hamiltonia.diagnostics.estimators import ess as ess_of
 
         figures["mean_ess"] = single(float(np.nanmean(ess_of(result.draws, method="identity"))))
+    for name, reduction in (("eta", "max"), ("eta_mean", "mean")):
+        # Only pairs of chains have an eta; a column of single chains leaves it out.
+        if name in metrics and ess in _ETA_OF_KIND:
+            draws = result.draws
+            figures[name] = spread(
+                [
+                    publication.antithetic_eta(draws[2 * k : 2 * k + 2], reduction)
+                    for k in range(draws.shape[0] // 2)
+                ]
+            )
     if "kish" in metrics:
         # The factor eq. 3.12 applies to a weighted chain's mESS: how even its weights are.
         weights = result.log_weights

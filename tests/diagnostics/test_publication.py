@@ -104,6 +104,26 @@ def test_antithetic_ess_is_eq_8_1():
         publication.antithetic_ess(draws[:3])
 
 
+def test_antithetic_eta_reduces_the_parameters_by_name():
+    """The thesis's largest correlation over the parameters, or their mean (what its printed
+    eta were computed with); eq. 8.1 with either."""
+    rng = np.random.default_rng(7)
+    x = rng.normal(size=(2, 1500, 3))
+    # One parameter barely anti-correlated, two strongly: the reductions differ.
+    y = np.array([-0.2, -0.9, -0.9]) * x + 0.4 * rng.normal(size=x.shape)
+    draws = np.stack([x[0], y[0], x[1], y[1]])
+    per_parameter = estimators.pair_correlation(draws)
+    assert publication.antithetic_eta(draws) == pytest.approx(per_parameter.max())
+    assert publication.antithetic_eta(draws, "mean") == pytest.approx(per_parameter.mean())
+    assert publication.antithetic_eta(draws, "mean") < publication.antithetic_eta(draws) - 0.3
+    ess_x = publication.published_mess(draws[[0, 2]])
+    assert publication.antithetic_ess(draws, eta="mean") == pytest.approx(
+        2 * ess_x / (1 + per_parameter.mean())
+    )
+    with pytest.raises(ValueError, match="reduction must be one of"):
+        publication.antithetic_eta(draws, "min")
+
+
 @pytest.mark.parametrize("bad", ["sqrt", 1, 5000, True, 2.5])
 def test_a_bad_batch_size_is_named(bad):
     with pytest.raises(ValueError, match="batch_size"):

@@ -50,6 +50,7 @@ def _broken(tmp_path, old, new):
         ("chains = 2", "chains = 0", "protocol.chains"),
         ('init = "normal"', 'init = "zeros"', "protocol.init"),
         ("[scales.small]", "[scales.full]", "scales.full"),
+        ('recipe = "phmc"', 'recipe = "phmc"\ness = "pairs"', "'pairs'"),
     ],
 )
 def test_a_malformed_file_names_the_key(tmp_path, old, new, named):

@@ -71,3 +71,37 @@ def test_the_kish_factor_is_each_chain_s_weights_evenness():
     # Equal weights lose nothing; a log-normal spread of sd s keeps about exp(-s^2).
     assert figures["per_chain"][0] == pytest.approx(1.0)
     assert figures["per_chain"][2] < figures["per_chain"][1] < 1.0
+
+
+def _pairs_result(rng, strength):
+    """Two antithetic pairs: the partner is ``strength`` times the primary plus noise."""
+    x = rng.standard_normal((2, 400, 3))
+    y = strength * x + 0.3 * rng.standard_normal(x.shape)
+    draws = np.stack([x[0], y[0], x[1], y[1]])
+    return _result(draws, np.ones((4, 400), dtype=bool))
+
+
+def test_an_antithetic_column_has_eta_by_either_reduction():
+    rng = np.random.default_rng(5)
+    result = _pairs_result(rng, np.array([-0.1, -0.9, -0.9]))
+    wanted = {"ess", "eta", "eta_mean"}
+    by_max = cell_metrics(result, ess="antithetic", metrics=wanted)
+    by_mean = cell_metrics(result, ess="antithetic-mean", metrics=wanted)
+    pairs = [result.draws[0:2], result.draws[2:4]]
+    for figures in (by_max, by_mean):
+        assert figures["eta"]["per_chain"] == pytest.approx(
+            [publication.antithetic_eta(p, "max") for p in pairs]
+        )
+        assert figures["eta_mean"]["per_chain"] == pytest.approx(
+            [publication.antithetic_eta(p, "mean") for p in pairs]
+        )
+    assert by_max["ess"]["per_chain"] == pytest.approx(
+        [publication.antithetic_ess(p, eta="max") for p in pairs]
+    )
+    assert by_mean["ess"]["per_chain"] == pytest.approx(
+        [publication.antithetic_ess(p, eta="mean") for p in pairs]
+    )
+    # The mean counts the two strongly anti-correlated parameters the largest ignores.
+    assert by_mean["ess"]["value"] > by_max["ess"]["value"]
+    # A column of single chains has no pairs, hence no eta.
+    assert "eta" not in cell_metrics(result, metrics=wanted)
