@@ -11,7 +11,8 @@ acceptance percentage of proposals accepted (the ``accepted`` statistic; thesis 
 ess        mESS of each chain with the author's batch-size rule, averaged (eq. 3.10);
            times Kish's factor of the chain's importance weights for a shadow sampler
            (eq. 3.12); for an antithetic sampler the ESS of the pairs (eq. 8.1, with the
-           experiment's reduction of eta); 0 for a chain that never moved
+           experiment's reduction of eta); 0 for a chain that never moved, and for a pair
+           with such a chain
 t          seconds per chain of the retained iterations, burn-in excluded, as the author's
            code times a run: the run's own clock of its sampling iterations (no set-up,
            checks or file writing) times the chains it ran at once, over the chains (two
@@ -27,7 +28,8 @@ mean_ess   the mean over the parameters of the ESS of all chains together, compu
            parameters, Tables 1-3); one figure per run
 eta        eq. 8.1's :math:`\\eta` of each antithetic pair: the Spearman correlation between
            its chains, per parameter, the largest over the parameters (as the thesis
-           states); averaged over the pairs; only for an antithetic column
+           states); averaged over the pairs whose chains both moved; only for an
+           antithetic column
 eta_mean   the same with the mean over the parameters (as the printed figures were
            computed, :func:`hamiltonia.diagnostics.publication.antithetic_eta`)
 kish       Kish's ESS of each chain's importance weights over its number of draws (eq. 3.11
@@ -102,8 +104,10 @@ def _per_chain_ess(result, kind: str) -> np.ndarray:
         stuck = _stuck(draws)
         return np.array(
             [
+                # A pair with a chain that never moved has no correlation and gives no
+                # estimate: an ESS of 0, as a single chain that never moved.
                 0.0
-                if stuck[2 * k] and stuck[2 * k + 1]
+                if stuck[2 * k] or stuck[2 * k + 1]
                 else publication.antithetic_ess(
                     draws[2 * k : 2 * k + 2],
                     None if result.log_weights is None else result.log_weights[2 * k : 2 * k + 2],
@@ -204,11 +208,17 @@ def cell_metrics(result, concurrency: int = 1, ess: str = "auto", metrics=DEFAUL
         # Only pairs of chains have an eta; a column of single chains leaves it out.
         if name in metrics and ess in _ETA_OF_KIND:
             draws = result.draws
-            figures[name] = spread(
-                [
-                    publication.antithetic_eta(draws[2 * k : 2 * k + 2], reduction)
-                    for k in range(draws.shape[0] // 2)
-                ]
+            stuck = _stuck(draws)
+            moving = [k for k in range(draws.shape[0] // 2) if not stuck[2 * k : 2 * k + 2].any()]
+            figures[name] = (
+                spread(
+                    [
+                        publication.antithetic_eta(draws[2 * k : 2 * k + 2], reduction)
+                        for k in moving
+                    ]
+                )
+                if moving
+                else single(float("nan"))
             )
     if "kish" in metrics:
         # The factor eq. 3.12 applies to a weighted chain's mESS: how even its weights are.

@@ -105,3 +105,16 @@ def test_an_antithetic_column_has_eta_by_either_reduction():
     assert by_mean["ess"]["value"] > by_max["ess"]["value"]
     # A column of single chains has no pairs, hence no eta.
     assert "eta" not in cell_metrics(result, metrics=wanted)
+
+
+def test_a_pair_with_a_chain_that_never_moved_gives_nothing():
+    rng = np.random.default_rng(6)
+    result = _pairs_result(rng, np.array([-0.8, -0.8, -0.8]))
+    result.draws[3] = result.draws[3, 0]  # the second pair's secondary stuck at its start
+    figures = cell_metrics(result, ess="antithetic-mean", metrics={"ess", "eta_mean"})
+    assert figures["ess"]["per_chain"][1] == 0.0
+    assert figures["ess"]["per_chain"][0] > 0
+    # eta is the first pair's alone: the stuck pair has no correlation.
+    assert figures["eta_mean"]["per_chain"] == pytest.approx(
+        [publication.antithetic_eta(result.draws[0:2], "mean")]
+    )
