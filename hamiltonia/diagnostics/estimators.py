@@ -1489,7 +1489,8 @@ def pairs_of(chains: int) -> np.ndarray:
 
 def pair_correlation(draws: np.ndarray) -> np.ndarray:
     """Spearman rank correlation of each pair's chains, per parameter, averaged over pairs:
-    shape ``(dim,)``; the research's :math:`\\eta` is its maximum."""
+    shape ``(dim,)``; the research's :math:`\\eta` reduces it over the parameters
+    (:func:`hamiltonia.diagnostics.publication.antithetic_eta`)."""
     from scipy.stats import spearmanr
 
     draws = np.asarray(draws, dtype=float)

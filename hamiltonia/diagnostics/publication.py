@@ -204,8 +204,8 @@ def antithetic_ess(draws, log_weights=None, batch_size="less", eta="max", **opti
 
     with :math:`\\text{ESS}_X` the primary chains' ESS (:func:`published_weighted_ess`,
     importance-weighted for a shadow sampler) and :math:`\\eta` from :func:`antithetic_eta`
-    with the reduction ``eta`` (``"max"``, as the thesis states, a lower bound; ``"mean"``, as
-    its printed figures were computed). Chains ``2k`` and ``2k + 1`` are a pair
+    with the reduction ``eta`` (``"max"``, as the thesis states, a lower bound; ``"mean"``, which
+    its printed figures match). Chains ``2k`` and ``2k + 1`` are a pair
     (:mod:`hamiltonia.reducers.antithetic`)."""
     x = np.asarray(draws, dtype=float)
     if x.ndim == 2:

@@ -282,15 +282,11 @@ def run_experiment(
             )
         stop_if_interrupted(result, f"{tspec.label} / {sspec.label}", folder)
         seconds = time.perf_counter() - start
+        concurrency = _concurrency(result, here.chains, executor, workers)
         outcome = CellOutcome(
             target=tspec.label,
             sampler=sspec.label,
-            metrics=cell_metrics(
-                result,
-                _concurrency(result, here.chains, executor, workers),
-                sspec.ess,
-                _computed(experiment),
-            ),
+            metrics=cell_metrics(result, concurrency, sspec.ess, _computed(experiment)),
             seconds=seconds,
             run_file="" if path is None else str(path),
             compiled=bool(result.attrs.get("compiled", False)),
@@ -304,6 +300,9 @@ def run_experiment(
             payload = {
                 "fingerprint": fingerprint,
                 "metrics_version": VERSION,
+                # How many chains ran at once: t needs it again when the figures are
+                # computed anew (the run file does not say how many workers there were).
+                "concurrency": concurrency,
                 "cell": dataclasses.asdict(outcome),
             }
             atomic_write_bytes(
@@ -381,9 +380,22 @@ def _outcome(payload: dict, experiment: Experiment) -> CellOutcome:
 
         spec = experiment.sampler(cell.sampler)
         result = load(cell.run_file)
-        concurrency = _concurrency(result, result.n_chains, None, None)
+        concurrency = payload.get("concurrency") or _recorded_concurrency(cell, result, spec.ess)
         cell.metrics = cell_metrics(result, concurrency, spec.ess, _computed(experiment))
     return cell
+
+
+def _recorded_concurrency(cell: CellOutcome, result, ess: str) -> int:
+    """The concurrency a cell written before it was recorded was timed with, read back from
+    its ``t`` (``t`` = sampling seconds x concurrency / chains, twice that for a pair), so
+    that computing its figures anew keeps its time; where it has no ``t``, the concurrency
+    the run's own path gives."""
+    t = cell.metrics.get("t", {}).get("value")
+    seconds = result.sampling_seconds
+    if t is None or not seconds or not np.isfinite(t):
+        return _concurrency(result, result.n_chains, result.attrs.get("executor"), None)
+    per_unit = 2 if ess.startswith("antithetic") else 1
+    return max(1, round(t * result.n_chains / (seconds * per_unit)))
 
 
 def load_reproduction(folder) -> Reproduction:

@@ -101,8 +101,8 @@ class SamplerSpec:
     """A sampler column: its label in the published table, recipe and options, and which ESS
     the publication reports for it (``"auto"``: importance-weighted when the draws carry
     weights; ``"antithetic"``: eq. 8.1 over the chain pairs, :math:`\\eta` the largest over
-    the parameters, as the thesis states; ``"antithetic-mean"``: :math:`\\eta` their mean, as
-    its printed figures were computed; see
+    the parameters, as the thesis states; ``"antithetic-mean"``: :math:`\\eta` their mean, which
+    its printed figures match; see
     :func:`~hamiltonia.diagnostics.publication.antithetic_eta`)."""
 
     label: str

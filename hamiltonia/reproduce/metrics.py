@@ -30,11 +30,12 @@ eta        eq. 8.1's :math:`\\eta` of each antithetic pair: the Spearman correla
            its chains, per parameter, the largest over the parameters (as the thesis
            states); averaged over the pairs whose chains both moved; only for an
            antithetic column
-eta_mean   the same with the mean over the parameters (as the printed figures were
-           computed, :func:`hamiltonia.diagnostics.publication.antithetic_eta`)
+eta_mean   the same with the mean over the parameters (which the printed figures of
+           A-HMC match, :func:`hamiltonia.diagnostics.publication.antithetic_eta`)
 kish       Kish's ESS of each chain's importance weights over its number of draws (eq. 3.11
            over N), averaged: the factor eq. 3.12 applies to a shadow sampler's mESS; 1 for
-           a sampler without weights
+           a sampler without weights, for a chain that never moved (its weights are equal)
+           and where a weight is not finite (the run's checks report those)
 rank       an ARD target's features (numbered from 1 in the data's order, the intercept left
            out) from the most to the least relevant, by the posterior mean of their scale
            over all chains (thesis §9.3, Table 9.1;
@@ -53,7 +54,7 @@ __all__ = ["HIGHER_IS_BETTER", "LABELS", "VERSION", "cell_metrics", "feature_ran
 
 #: Version of these definitions: a reproduction's cells written under another are computed
 #: again from their run files when read (:func:`hamiltonia.reproduce.load_reproduction`).
-VERSION = 3
+VERSION = 4
 
 #: Column headings of the metrics.
 LABELS = {

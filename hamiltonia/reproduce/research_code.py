@@ -16,7 +16,11 @@ The public code (``WilsonMongwe/hybridtorch``, ``samplers/s2hmc.py``; see
 This module is not a sampler and its chains are not meant to be used (neither departure leaves
 the target invariant); it composes the package's own pre- and post-processing, leapfrog and
 shadow energy, flipping the sign and the test where asked, and reports the fraction of
-proposals accepted, for ``python -m hamiltonia.reproduce.research_code``.
+proposals accepted, for ``python -m hamiltonia.reproduce.research_code``. Two other traits of
+the public code are left out, as they do not bear on the acceptance rate: it stores each
+iteration's importance weight at the proposal, and its fixed-point loops carry on with the last
+iterate after 100 iterations, where this emulation rejects the proposal (no fixed point failed
+at the settings of the PS2HMC paper).
 
 References
 ----------

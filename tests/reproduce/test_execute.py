@@ -105,3 +105,25 @@ def test_cells_written_under_older_figures_are_computed_again_from_their_runs(ti
     path.write_text(json.dumps(payload))
     again = reproduce.load_reproduction(out)
     assert again.cells[("Banana", "HMC")].metrics == first.cells[("Banana", "HMC")].metrics
+
+
+@pytest.mark.parametrize("recorded", [True, False])
+def test_figures_computed_again_keep_the_time_the_cell_was_run_with(tiny, tmp_path, recorded):
+    """t depends on how many chains ran at once, which the run file does not say: the cell
+    records it, and a cell written before it did has it read back from its t."""
+    out = tmp_path / "out"
+    first = reproduce.run_experiment(tiny, scale="small", output=out, only=[("Banana", "HMC")])
+    (path,) = (out / "cells").glob("*.json")
+    payload = json.loads(path.read_text())
+    assert payload["concurrency"] >= 1
+    # As if the chains had run three at a time (workers the run file does not record).
+    payload["concurrency"] *= 3
+    payload["cell"]["metrics"]["t"]["value"] *= 3
+    if not recorded:
+        del payload["concurrency"]
+    payload["metrics_version"] = 0
+    path.write_text(json.dumps(payload))
+    again = reproduce.load_reproduction(out).cells[("Banana", "HMC")].metrics
+    assert again["t"]["value"] == pytest.approx(
+        3 * first.cells[("Banana", "HMC")].metrics["t"]["value"]
+    )
