@@ -98,23 +98,27 @@ def _stuck(chains: np.ndarray) -> np.ndarray:
 _ETA_OF_KIND = {"antithetic": "max", "antithetic-mean": "mean"}
 
 
+def _pairs_moved(chains: np.ndarray) -> list[bool]:
+    """Whether both chains of each antithetic pair ``(2k, 2k + 1)`` moved: a pair with a
+    chain that never moved has no correlation and gives no estimate."""
+    stuck = _stuck(chains)
+    return [not (stuck[2 * k] or stuck[2 * k + 1]) for k in range(chains.shape[0] // 2)]
+
+
 def _per_chain_ess(result, kind: str) -> np.ndarray:
     draws = result.draws
     if kind in _ETA_OF_KIND:
-        pairs = draws.shape[0] // 2
-        stuck = _stuck(draws)
         return np.array(
             [
-                # A pair with a chain that never moved has no correlation and gives no
-                # estimate: an ESS of 0, as a single chain that never moved.
+                # As a single chain that never moved: an ESS of 0.
                 0.0
-                if stuck[2 * k] or stuck[2 * k + 1]
+                if not moved
                 else publication.antithetic_ess(
                     draws[2 * k : 2 * k + 2],
                     None if result.log_weights is None else result.log_weights[2 * k : 2 * k + 2],
                     eta=_ETA_OF_KIND[kind],
                 )
-                for k in range(pairs)
+                for k, moved in enumerate(_pairs_moved(draws))
             ]
         )
     weights = result.log_weights
@@ -209,8 +213,7 @@ def cell_metrics(result, concurrency: int = 1, ess: str = "auto", metrics=DEFAUL
         # Only pairs of chains have an eta; a column of single chains leaves it out.
         if name in metrics and ess in _ETA_OF_KIND:
             draws = result.draws
-            stuck = _stuck(draws)
-            moving = [k for k in range(draws.shape[0] // 2) if not stuck[2 * k : 2 * k + 2].any()]
+            moving = [k for k, moved in enumerate(_pairs_moved(draws)) if moved]
             figures[name] = (
                 spread(
                     [
