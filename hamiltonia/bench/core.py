@@ -785,14 +785,19 @@ SUBCOMMANDS = {
     "models": "a user's own models against NumPyro, first run included",
     "adaptation": "pooled against per-chain metric adaptation, ESS per gradient",
     "postrun": "the work after sampling (diagnostics, the final write) against sampling",
+    "device": "many chains on a GPU (CuPy) beside BlackJAX and the compiled CPU path",
 }
 
 
 def main(argv=None) -> int:
     """``python -m hamiltonia.bench`` / ``hamiltonia bench``: run, print, optionally write.
     ``hamiltonia bench NAME ...`` runs the benchmark ``hamiltonia.bench.NAME`` instead, for
-    each ``NAME`` of :data:`SUBCOMMANDS`."""
+    each ``NAME`` of :data:`SUBCOMMANDS`; ``--device`` anywhere in the arguments is
+    ``hamiltonia bench device`` with the others (the spelling issue 33 gives)."""
     argv = sys.argv[1:] if argv is None else list(argv)
+    if "--device" in argv:
+        argv.remove("--device")
+        argv.insert(0, "device")
     if argv[:1] and argv[0] in SUBCOMMANDS:
         import importlib
 

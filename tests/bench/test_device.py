@@ -114,3 +114,17 @@ def test_the_report_path_is_checked_before_any_work(tmp_path):
             device.parse(["--out", str(out)])
     assert existing.read_text() == "{}"
     assert device.parse(["--out", str(existing), "--overwrite"]).out == existing
+
+
+@pytest.mark.parametrize("argv", [["--device"], ["device"]])
+def test_the_bench_command_runs_the_device_benchmark(tmp_path, argv):
+    """``python -m hamiltonia.bench --device ...`` (issue 33's spelling) and ``hamiltonia bench
+    device ...`` reach this benchmark, with the other arguments passed on."""
+    from hamiltonia.bench import core
+
+    out = tmp_path / "device.json"
+    rest = ["--targets", "gaussian-d100", "--chains", "2", "--impls", "hm-cpu",
+            "--total-seconds", "0", "--out", str(out)]  # fmt: skip
+    assert core.main(argv + rest) == 0
+    (row,) = json.loads(out.read_text())["rows"]
+    assert (row["impl"], row["chains"], row["status"]) == ("hm-cpu", 2, "skipped")
