@@ -31,6 +31,7 @@ __all__ = [
     "DeviceData",
     "asarray",
     "asmask",
+    "einsum",
     "get_backend",
     "namespace_of",
     "set_backend",
@@ -133,6 +134,37 @@ def namespace_of(x):
     import array_api_compat
 
     return array_api_compat.array_namespace(x)
+
+
+def einsum(subscripts: str, *operands):
+    """``einsum`` on the operands' backend: the namespace's own where it has one (NumPy,
+    CuPy), which sums each output element on its own; otherwise (the array API has no
+    einsum) the broadcast product of the operands summed over the contracted indices.
+
+    Explicit subscripts (``"cd,dr->cr"``), each index at most once per operand."""
+    space = namespace_of(operands[0])
+    own = getattr(space, "einsum", None)
+    if own is not None:
+        return own(subscripts, *operands)
+    inputs, output = subscripts.replace(" ", "").split("->")
+    inputs = inputs.split(",")
+    if len(inputs) != len(operands):
+        raise ValueError(f"einsum {subscripts!r} names {len(inputs)} operands, got {len(operands)}")
+    order = sorted(set("".join(inputs)) - set(output))
+    letters = list(output) + order  # the product's axes: the output's, then the summed
+    product = None
+    for letters_in, operand in zip(inputs, operands, strict=True):
+        if len(set(letters_in)) != len(letters_in):
+            raise ValueError(f"einsum {subscripts!r}: a repeated index in {letters_in!r}")
+        # Put the operand's axes in the product's order, with length-one axes elsewhere.
+        mine = sorted(letters_in, key=letters.index)
+        term = space.permute_dims(operand, tuple(letters_in.index(c) for c in mine))
+        shape = [term.shape[mine.index(c)] if c in mine else 1 for c in letters]
+        term = space.reshape(term, tuple(shape))
+        product = term if product is None else product * term
+    if order:
+        product = space.sum(product, axis=tuple(range(len(output), len(letters))))
+    return product
 
 
 class DeviceData:

@@ -28,6 +28,16 @@ CASES = [
     ("hmc", "correlated-gaussian", {"metric": "dense"}),
     ("mala", "funnel-d25", {}),
     ("rwmh", "banana", {}),
+    # Magnetic, quantum-inspired and shadow samplers (issue 33): the field's exact flow, the
+    # random mass, both shadows and the processed leapfrog's fixed points.
+    ("mhmc", "gaussian-d10", {}),
+    ("pmhmc", "funnel", {"metric": "diagonal"}),
+    ("qimhmc", "banana", {}),
+    ("s2hmc", "gaussian-d10", {}),
+    ("ps2hmc", "banana", {"metric": "diagonal"}),
+    ("shmc", "banana", {}),
+    ("smhmc", "gaussian-d10", {}),
+    ("a-mhmc", "banana", {}),
 ]
 
 
@@ -150,11 +160,13 @@ DATA_CASES = [
     ("hmc", "network", {"step_size": 0.02, "n_steps": 10}),
     ("nuts", "network", {"max_tree_depth": 5}),
     ("mala", "network", {}),
+    ("mhmc", "logistic", {"step_size": 0.1, "n_steps": 8}),
+    ("ps2hmc", "network", {"step_size": 0.02, "n_steps": 10}),
 ]
 
 
-def _same_draws(target, sampler, options, name, *, warmup=40, draws=15, rtol=1e-12):
-    kwargs = dict(chains=3, warmup=warmup, draws=draws, seed=5, progress=False, **options)
+def _same_draws(target, sampler, options, name, *, warmup=40, draws=15, rtol=1e-12, chains=3):
+    kwargs = dict(chains=chains, warmup=warmup, draws=draws, seed=5, progress=False, **options)
     a = hm.sample(target, sampler, compiled=False, **kwargs)
     b = hm.sample(target, sampler, backend=name, compiled=False, **kwargs)
     assert b.attrs["compiled"] is False
@@ -216,6 +228,19 @@ def test_data_targets_on_cupy(kind):
         assert np.isfinite(target.predict(result.draws)).all()
 
 
+@pytest.mark.parametrize(
+    ("sampler", "name", "options"), CASES, ids=[f"{c[0]}-{c[1]}" for c in CASES]
+)
+def test_samplers_on_cupy(sampler, name, options):
+    """On a GPU: every sampler of :data:`CASES` (the magnetic and shadow ones included)
+    gives NumPy's draws to the precision of the device's arithmetic in a short run."""
+    _cupy_or_skip()
+    options = {"step_size": 0.1, **options} if sampler != "rwmh" else options
+    chains = 4 if sampler.startswith("a-") else 3  # antithetic pairs
+    _same_draws(hm.targets.get(name), sampler, options, "cupy", warmup=0, draws=5, rtol=1e-7,
+                chains=chains)  # fmt: skip
+
+
 @strict
 def test_numpy_only_target_is_refused_with_a_clear_error():
     import autograd.numpy as anp
@@ -260,3 +285,13 @@ def test_cupy_fails_clearly_without_cuda():
     with pytest.raises(RuntimeError, match="cupy"):
         backend.set_backend("cupy")
     assert backend.get_backend() == "numpy"
+
+
+@strict
+def test_a_part_for_numpy_only_is_refused_before_any_work(tmp_path, monkeypatch):
+    use_data(monkeypatch, "heart")
+    out = tmp_path / "run.nc"
+    with pytest.raises(ValueError, match="SymmetricSplit runs on backend numpy only"):
+        hm.sample("blr-heart", "split-hmc", backend="array_api_strict", output=str(out),
+                  progress=False)  # fmt: skip
+    assert not out.exists()

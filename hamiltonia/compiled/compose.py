@@ -37,7 +37,10 @@ import types
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
+
 from hamiltonia.compiled.roles import ROLE_SLOTS, SLOTS, Names, Role
+from hamiltonia.elementary import Elementary
 
 __all__ = [
     "SAFE_FASTMATH",
@@ -138,6 +141,9 @@ class _Writer:
             alias = "m_" + _ident(obj.__name__)
             self.imports[alias] = f"import {obj.__name__} as {alias}"
             return alias
+        if isinstance(obj, Elementary):
+            # On any backend in Python; NumPy's, which numba compiles, in a kernel.
+            return f"{self.bind(np, 'numpy', owner, slot)}.{obj.name}"
         source = _compiled_source(obj)
         if source is not None:
             module, attr = source.__module__, source.__name__

@@ -12,6 +12,7 @@ from hamiltonia import backend
 from hamiltonia._validation import as_float
 from hamiltonia.compiled.parts import PartKernels
 from hamiltonia.compiled.roles import offset, own
+from hamiltonia.elementary import exp
 from hamiltonia.hamiltonians.base import separable_energy_kernel
 from hamiltonia.hamiltonians.euclidean import EuclideanHamiltonian
 from hamiltonia.hamiltonians.metrics import DiagonalMetric, IdentityMetric, gaussian_kinetic_kernel
@@ -48,12 +49,12 @@ def draw_log_mass(volatility, z):
 
 def momentum_rescale(old_log_mass, new_log_mass):
     """:math:`\\sqrt{m_{new}/m_{old}}`: keeps the whitened momentum :math:`M^{-1/2}p`."""
-    return np.exp(0.5 * (new_log_mass - old_log_mass))
+    return exp(0.5 * (new_log_mass - old_log_mass))
 
 
 def random_inverse_mass(base_inverse_mass, log_mass):
     """:math:`M^{-1} = M_0^{-1} e^{-\\log m}` (diagonal)."""
-    return base_inverse_mass * np.exp(-log_mass)
+    return base_inverse_mass * exp(-log_mass)
 
 
 # -- kernels (see hamiltonia.compiled.roles): parameters ``mass_volatility`` (beta) and

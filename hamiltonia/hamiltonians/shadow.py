@@ -186,7 +186,7 @@ class SeparableShadowHamiltonian(ShadowHamiltonian):
 
     def log_weight(self, state: PhaseState, step_size) -> np.ndarray:
         """:math:`\\tilde H - H = \\tfrac{\\varepsilon^2}{12} K(\\nabla\\log\\pi(q))`."""
-        eps = np.asarray(step_size, dtype=np.float64)
+        eps = backend.asarray(np.asarray(step_size, dtype=np.float64))
         return backward_error_term(eps, self.base.kinetic(state.grad, state.aux))
 
     def compiled(self, dim):
@@ -374,9 +374,10 @@ class LeapfrogShadowHamiltonian(ShadowHamiltonian):
 
     def _curvature(self, state, v, eps):
         """:math:`v^\\top \\nabla^2 U v` per chain."""
+        xp = backend.xp()
         if self.hessian == "target":
             hv = self.target.hvp(state.q, v)
-            return -np.sum(v * hv, axis=-1)
+            return -xp.sum(v * hv, axis=-1)
         h = eps[:, None]
         plus = self.base.evaluate(state.q + h * v)
         minus = self.base.evaluate(state.q - h * v)
@@ -384,16 +385,17 @@ class LeapfrogShadowHamiltonian(ShadowHamiltonian):
             # As the compiled kernel: an energy is evaluated only at a finite state.
             self._tally += 2 * np.isfinite(backend.to_numpy(state.log_prob))
         with np.errstate(all="ignore"):
-            c = central_curvature(eps, np.sum(v * (plus.grad - minus.grad), axis=-1))
-            ok = np.isfinite(plus.log_prob) & np.isfinite(minus.log_prob)
-        return np.where(ok, c, np.nan)
+            c = central_curvature(eps, xp.sum(v * (plus.grad - minus.grad), axis=-1))
+            ok = xp.isfinite(plus.log_prob) & xp.isfinite(minus.log_prob)
+        return xp.where(ok, c, xp.nan)
 
     def energy(self, state: PhaseState, step_size=None) -> np.ndarray:
         """:math:`\\hat H` per chain at the step size ``step_size`` (one per chain)."""
         if step_size is None:
             raise ValueError("a shadow Hamiltonian's energy needs the step size integrated")
+        xp = backend.xp()
         n = state.q.shape[0]
-        eps = np.broadcast_to(np.asarray(step_size, dtype=np.float64), (n,))
+        eps = backend.asarray(np.broadcast_to(np.asarray(step_size, dtype=np.float64), (n,)))
         aux = state.aux
         v = self.base.velocity(state.p, aux)
         with np.errstate(all="ignore"):
@@ -402,10 +404,10 @@ class LeapfrogShadowHamiltonian(ShadowHamiltonian):
                 eps, self._curvature(state, v, eps) - k_g
             )
             if self.field is not None:
-                reversed_ = np.reshape(aux.get(FIELD_AUX, np.zeros(n)), (n,))
+                reversed_ = xp.reshape(aux.get(FIELD_AUX, xp.zeros(n)), (n,))
                 sign = (1.0 if self.shadow_sign == "corrected" else -1.0) * field_sign(reversed_)
                 gw = self.base.velocity(state.grad, aux)
-                bend = np.einsum("ci,ij,cj->c", v, self.field, gw)
+                bend = backend.einsum("ci,ij,cj->c", v, backend.asarray(self.field), gw)
                 h = h + backward_error_term(eps, sign * bend)
         return h
 

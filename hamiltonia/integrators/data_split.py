@@ -297,6 +297,8 @@ class DataSplit(Integrator):
 
     scheme = "naive"
     order = 2
+    #: Its NumPy path indexes the data subsets on the host (refused elsewhere before a run).
+    backends = ("numpy",)
 
     def __init__(self, n_splits: int = 2, structure=None):
         super().__init__(structure)

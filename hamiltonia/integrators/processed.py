@@ -92,52 +92,80 @@ def position_shift(h, shift):
 
 
 def _gradient_pair(hamiltonian, q, v, h):
-    """:math:`g(q \\pm h v)`: the two gradients and whether both are finite."""
+    """:math:`g(q \\pm h v)`: the two gradients and whether both are finite (on the host)."""
+    xp = backend.xp()
     plus = hamiltonian.evaluate(q + h * v)
     minus = hamiltonian.evaluate(q - h * v)
-    with np.errstate(all="ignore"):
-        finite = np.isfinite(plus.log_prob) & np.isfinite(minus.log_prob)
+    finite = xp.isfinite(plus.log_prob) & xp.isfinite(minus.log_prob)
     return plus.grad, minus.grad, backend.to_numpy(finite).astype(bool)
 
 
+def _row_test(x):
+    """A per-row boolean of the backend, on the host."""
+    return backend.to_numpy(x).astype(bool)
+
+
 def _solve_per_chain(n, max_iterations, iterate):
-    """The masked fixed-point loop of both maps: ``iterate(rows)`` runs one iteration for
-    the chains ``rows`` still going, updates their iterates and returns ``(finite, done)``
-    per row. Returns ``(iterations, converged)``."""
+    """The masked fixed-point loop of both maps: ``iterate(active)`` runs one iteration for
+    the chains still going (a host boolean mask of the ``n`` chains), updates their
+    iterates and returns ``(finite, done)`` for those chains. Returns ``(iterations,
+    converged)``.
+
+    The chains are selected by boolean masks, which every array backend indexes with (the
+    array API has no integer-array assignment)."""
     iterations = np.zeros(n, dtype=np.int64)
     converged = np.zeros(n, dtype=bool)
     failed = np.zeros(n, dtype=bool)
     for _ in range(max_iterations):
-        rows = np.flatnonzero(~converged & ~failed)
-        if rows.size == 0:
+        active = ~converged & ~failed
+        if not active.any():
             break
-        iterations[rows] += 1
-        finite, done = iterate(rows)
-        converged[rows[done]] = True
-        failed[rows[~finite]] = True
+        iterations[active] += 1
+        finite, done = iterate(active)
+        converged[np.flatnonzero(active)[done]] = True
+        failed[np.flatnonzero(active)[~finite]] = True
     return iterations, converged
 
 
+def _spread(active, chosen):
+    """The mask over all chains of ``chosen``, a mask over the ``active`` ones, on the
+    backend."""
+    full = np.zeros(active.shape[0], dtype=bool)
+    full[active] = chosen
+    return backend.asmask(full)
+
+
+def _per_chain_step(eps):
+    """The step sizes as a column of the backend."""
+    return backend.asarray(np.reshape(np.asarray(eps, dtype=np.float64), (-1, 1)))
+
+
 def pre_process(hamiltonian, q, p, eps, aux, tolerance, max_iterations):
-    """:math:`X(q, p)` for every chain (NumPy path).
+    """:math:`X(q, p)` for every chain (NumPy path, any array backend).
 
     Returns ``(q_hat, p_hat, iterations, converged)``; a chain that did not converge keeps
     its last iterate (its trajectory is rejected)."""
-    h = np.asarray(eps, dtype=np.float64).reshape(-1, 1)
-    p_hat, q_hat = p.copy(), q.copy()
+    xp = backend.xp()
+    h = _per_chain_step(eps)
+    p_hat, q_hat = xp.asarray(p, copy=True), xp.asarray(q, copy=True)
 
-    def iterate(rows):
+    def iterate(active):
+        rows = backend.asmask(active)
         sub_aux = {k: v[rows] for k, v in aux.items()}
         v = hamiltonian.velocity(p_hat[rows], sub_aux)
         g_plus, g_minus, finite = _gradient_pair(hamiltonian, q[rows], v, h[rows])
         with np.errstate(all="ignore"):
             new = p[rows] + momentum_shift(h[rows], g_plus, g_minus)
-            finite &= np.all(np.isfinite(new), axis=1)
-            done = finite & (np.max(np.abs(new - p_hat[rows]), axis=1) <= tolerance)
+            finite &= _row_test(xp.all(xp.isfinite(new), axis=1))
+            done = finite & _row_test(xp.max(xp.abs(new - p_hat[rows]), axis=1) <= tolerance)
             shift = hamiltonian.velocity(g_plus + g_minus, sub_aux)
-        # Converged: keep the iterate the gradients were taken at, and finish with it.
-        q_hat[rows[done]] = q[rows[done]] - position_shift(h[rows[done]], shift[done])
-        p_hat[rows[finite & ~done]] = new[finite & ~done]
+            # Converged: keep the iterate the gradients were taken at, and finish with it.
+            finished = q[rows] - position_shift(h[rows], shift)
+        if done.any():
+            q_hat[_spread(active, done)] = finished[backend.asmask(done)]
+        going = finite & ~done
+        if going.any():
+            p_hat[_spread(active, going)] = new[backend.asmask(going)]
         return finite, done
 
     iterations, converged = _solve_per_chain(q.shape[0], max_iterations, iterate)
@@ -145,23 +173,28 @@ def pre_process(hamiltonian, q, p, eps, aux, tolerance, max_iterations):
 
 
 def post_process(hamiltonian, q_hat, p_hat, eps, aux, tolerance, max_iterations):
-    """:math:`X^{-1}(\\hat q, \\hat p)` for every chain (NumPy path); returns
-    ``(q, p, iterations, converged)``."""
-    h = np.asarray(eps, dtype=np.float64).reshape(-1, 1)
+    """:math:`X^{-1}(\\hat q, \\hat p)` for every chain (NumPy path, any array backend);
+    returns ``(q, p, iterations, converged)``."""
+    xp = backend.xp()
+    h = _per_chain_step(eps)
     v = hamiltonian.velocity(p_hat, aux)
-    q, p = q_hat.copy(), p_hat.copy()
+    q, p = xp.asarray(q_hat, copy=True), xp.asarray(p_hat, copy=True)
 
-    def iterate(rows):
+    def iterate(active):
+        rows = backend.asmask(active)
         sub_aux = {k: v[rows] for k, v in aux.items()}
         g_plus, g_minus, finite = _gradient_pair(hamiltonian, q[rows], v[rows], h[rows])
         with np.errstate(all="ignore"):
             shift = hamiltonian.velocity(g_plus + g_minus, sub_aux)
             new = q_hat[rows] + position_shift(h[rows], shift)
-            finite &= np.all(np.isfinite(new), axis=1)
-            done = finite & (np.max(np.abs(new - q[rows]), axis=1) <= tolerance)
+            finite &= _row_test(xp.all(xp.isfinite(new), axis=1))
+            done = finite & _row_test(xp.max(xp.abs(new - q[rows]), axis=1) <= tolerance)
             p_new = p_hat[rows] - momentum_shift(h[rows], g_plus, g_minus)
-        p[rows[done]] = p_new[done]
-        q[rows[finite & ~done]] = new[finite & ~done]
+        if done.any():
+            p[_spread(active, done)] = p_new[backend.asmask(done)]
+        going = finite & ~done
+        if going.any():
+            q[_spread(active, going)] = new[backend.asmask(going)]
         return finite, done
 
     iterations, converged = _solve_per_chain(q_hat.shape[0], max_iterations, iterate)
@@ -373,24 +406,28 @@ class ProcessedLeapfrog(Integrator):
         q_hat, p_hat, its_pre, ok_pre = pre_process(
             hamiltonian, start.q, start.p, eps, aux, tol, most
         )
+        xp = backend.xp()
+
+        def rows(mask):
+            return backend.asmask(mask)[:, None]
+
         # A chain whose map failed is not integrated further (as in the compiled kernel);
         # it is evaluated at its start so that no user code sees a non-finite position.
-        q_hat = np.where(ok_pre[:, None], q_hat, start.q)
+        q_hat = xp.where(rows(ok_pre), q_hat, start.q)
         inside = hamiltonian.evaluate(q_hat, p_hat)
         inside.aux = dict(aux)
-        ok_inside = ok_pre & backend.to_numpy(np.isfinite(inside.log_prob)).astype(bool)
+        ok_inside = ok_pre & _row_test(xp.isfinite(inside.log_prob))
         moved, lf_grad = self.leapfrog.integrate(hamiltonian, inside, eps, lengths[moving])
-        alive = ok_inside & backend.to_numpy(np.isfinite(moved.log_prob)).astype(bool)
-        q_in = np.where(alive[:, None], moved.q, start.q)
+        alive = ok_inside & _row_test(xp.isfinite(moved.log_prob))
+        q_in = xp.where(rows(alive), moved.q, start.q)
         q, p, its_post, ok_post = post_process(hamiltonian, q_in, moved.p, eps, aux, tol, most)
         its_post = np.where(alive, its_post, 0)
         good = alive & ok_post
         self._count(moving, its_pre + its_post, (~ok_pre).astype(np.int64) + (alive & ~ok_post))
         used = 2 * its_pre + ok_pre + ok_inside * (lf_grad // per_eval) + 2 * its_post + good
-        end = hamiltonian.evaluate(np.where(good[:, None], q, start.q), p)
+        end = hamiltonian.evaluate(xp.where(rows(good), q, start.q), p)
         end.aux = dict(aux)
         if not good.all():
-            xp = backend.xp()
             end.log_prob = xp.where(backend.asmask(good), end.log_prob, xp.asarray(np.nan))
         n_grad[moving] = used * per_eval
         if moving.size < n_chains:

@@ -157,6 +157,19 @@ def _resolve_sampler(sampler, target, options) -> Sampler:
     raise TypeError(f"sampler must be a registered name or a Sampler, got {type(sampler).__name__}")
 
 
+def _check_parts_backend(smp, name: str) -> None:
+    """Refuse, before any work, a sampler with a part that declares the array backends it
+    runs on (``backends``) and does not list ``name``."""
+    for role in ("hamiltonian", "integrator", "trajectory", "refresh", "reducer"):
+        part = getattr(smp, role, None)
+        allowed = getattr(part, "backends", None)
+        if allowed is not None and name not in allowed:
+            raise ValueError(
+                f"{type(part).__name__} runs on backend {', '.join(allowed)} only; it cannot "
+                f"run on backend {name!r}"
+            )
+
+
 def _init(sampler: Sampler, q) -> ChainState:
     try:
         return sampler.init(q)
@@ -426,6 +439,7 @@ def _sample(target, sampler, *, chains, warmup, draws, seed, initial, progress, 
     if not isinstance(overwrite, bool):
         raise ValueError(f"overwrite must be True or False, got {overwrite!r}")
     smp = _resolve_sampler(sampler, target, options)
+    _check_parts_backend(smp, name)
     # The warm-up's iterations are held unthinned until its end.
     held = draws // thin + (warmup if save_warmup else 0)
     _check_memory(chains, held, len(target.reported_names), len(smp.stats()))

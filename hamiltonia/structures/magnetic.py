@@ -70,6 +70,7 @@ from hamiltonia import backend
 from hamiltonia._validation import as_float, check_int
 from hamiltonia.compiled.parts import PartKernels
 from hamiltonia.compiled.roles import inverse_mass_diagonal, offset, own, position_flow
+from hamiltonia.elementary import sin, sinc
 from hamiltonia.structures.base import PoissonStructure, canonical_kick_kernel
 
 __all__ = [
@@ -121,10 +122,10 @@ def magnetic_pair_update(a, b, theta, h):
     Scalars or arrays.
     """
     half = 0.5 * theta
-    sinc_half = np.sinc(half / np.pi)
-    cos_minus_one = -2.0 * np.sin(half) ** 2
-    sin_theta = np.sin(theta)
-    integral_minus_h = h * (np.sinc(theta / np.pi) - 1.0)
+    sinc_half = sinc(half / np.pi)
+    cos_minus_one = -2.0 * sin(half) ** 2
+    sin_theta = sin(theta)
+    integral_minus_h = h * (sinc(theta / np.pi) - 1.0)
     f = h * half * sinc_half * sinc_half
     return (
         integral_minus_h * a - f * b,
@@ -556,22 +557,15 @@ class MagneticStructure(ConstantFieldStructure):
         lam, A, B = (backend.asarray(a) for a in self._basis(hamiltonian, aux))
         sign = field_sign(xp.reshape(xp.asarray(aux.get(FIELD_AUX, 0.0)), (-1, 1)))
         h = xp.reshape(xp.asarray(h), (-1, 1))
-        if A.ndim == 2:
-            # einsum sums each row on its own (a matrix product's blocking depends on the
-            # number of rows), so a chain's draws do not depend on the chains beside it.
-            y = xp.einsum("cd,dr->cr", p, A)
-        else:
-            y = xp.einsum("cd,cdr->cr", p, A)
+        # einsum sums each row on its own (a matrix product's blocking depends on the
+        # number of rows), so a chain's draws do not depend on the chains beside it.
+        y = backend.einsum("cd,dr->cr" if A.ndim == 2 else "cd,cdr->cr", p, A)
         dqa, dqb, dpa, dpb = magnetic_pair_update(y[:, 0::2], y[:, 1::2], sign * lam * h, h)
         n, k = dqa.shape
-        dq = xp.stack([dqa, dqb], axis=-1).reshape(n, 2 * k)
-        dp = xp.stack([dpa, dpb], axis=-1).reshape(n, 2 * k)
-        if A.ndim == 2:
-            return q_new + xp.einsum("cr,dr->cd", dq, A), p + xp.einsum("cr,dr->cd", dp, B)
-        return (
-            q_new + xp.einsum("cr,cdr->cd", dq, A),
-            p + xp.einsum("cr,cdr->cd", dp, B),
-        )
+        dq = xp.reshape(xp.stack([dqa, dqb], axis=-1), (n, 2 * k))
+        dp = xp.reshape(xp.stack([dpa, dpb], axis=-1), (n, 2 * k))
+        back = "cr,dr->cd" if A.ndim == 2 else "cr,cdr->cd"
+        return q_new + backend.einsum(back, dq, A), p + backend.einsum(back, dp, B)
 
     def compiled(self, dim, hamiltonian=None):
         if hamiltonian is None:
