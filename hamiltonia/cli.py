@@ -734,6 +734,31 @@ def _print_control_variates(result, out) -> None:
     print(f"median reduction {table['reduction'].median():,.1f}", file=out)
 
 
+def _rescue(err) -> str:
+    """What a command-line user is told when the finished run could not be written: the run
+    in memory (a Python caller's ``err.result``) is saved in the temporary folder, and the
+    checkpoints, where there are any, let ``hamiltonia resume`` write the file later."""
+    import tempfile
+    from pathlib import Path
+
+    message = err.reason
+    if err.result is not None:
+        name = Path(err.path).name if err.path is not None else "run.nc"
+        rescue = Path(tempfile.gettempdir()) / f"{name}.rescued-{os.getpid()}.nc"
+        try:
+            err.result.save(rescue)
+        except OSError as again:
+            message += f". The run could not be saved in {rescue} either ({again})"
+        else:
+            message += f". The finished run is saved in {rescue} instead"
+    if err.partial is not None:
+        message += (
+            f"; its checkpoints are in {err.partial}: `hamiltonia resume {err.path}` "
+            "finishes the file once there is space"
+        )
+    return message
+
+
 def main(argv=None) -> int:
     """Entry point of the ``hamiltonia`` console script."""
     parser = _build_parser()
@@ -784,6 +809,11 @@ def main(argv=None) -> int:
         print("hamiltonia: interrupted before the first draw; nothing was saved", file=sys.stderr)
         return EXIT_INTERRUPTED
     except (_UsageError, ValueError, TypeError, KeyError, OSError) as err:
+        from hamiltonia.results.runfile import OutputWriteError
+
+        if isinstance(err, OutputWriteError):
+            print(f"hamiltonia: error: {_rescue(err)}", file=sys.stderr)
+            return 2
         message = str(err.args[0]) if isinstance(err, KeyError) and err.args else str(err)
         print(f"hamiltonia: error: {message}", file=sys.stderr)
         return 2

@@ -615,7 +615,7 @@ def _warmup_groups(tree, names, blocks) -> dict:
     }
 
 
-def load(path, *, target=None) -> Result:
+def load(path, *, target=None, unfinished: bool | None = None) -> Result:
     """Read a run written by :meth:`Result.save` or :func:`hamiltonia.sample`; a run still
     going on or interrupted is read from its checkpoints (``path.partial``, see
     :mod:`hamiltonia.results.runfile`), with ``attrs["complete"]`` false. A file that is not a
@@ -623,8 +623,28 @@ def load(path, *, target=None) -> Result:
 
     ``target`` is the run's target, for a run of a user's model (which a file cannot
     rebuild): its log likelihood, predictive draws and prediction then work on the loaded
-    run. A registered target is rebuilt from the file when first needed."""
-    result = _load(path)
+    run. A registered target is rebuilt from the file when first needed.
+
+    ``unfinished`` says which run to read when both exist: a complete run at ``path`` and an
+    unfinished one in its checkpoints (a run with ``overwrite=True`` that was interrupted
+    leaves the file it was to replace untouched). ``None`` (default) reads the file and
+    warns that the unfinished run is there; ``True`` reads the unfinished run (what
+    :func:`hamiltonia.resume` continues); ``False`` the file, silently."""
+    from hamiltonia.results.runfile import partial_dir
+
+    where = Path(path).expanduser()
+    pending = partial_dir(where).is_dir()
+    if unfinished and not pending:
+        raise FileNotFoundError(f"no unfinished run at {where} (no {partial_dir(where).name})")
+    if pending and unfinished is None and where.exists():
+        warnings.warn(
+            f"{where} holds a complete run, and an unfinished one that was to replace it is "
+            f"in {partial_dir(where)}: this is the complete run. Read the other with "
+            f"load(path, unfinished=True), or continue it with hamiltonia resume {where}",
+            UserWarning,
+            stacklevel=2,
+        )
+    result = _load(where, unfinished=bool(unfinished and pending))
     if target is not None:
         _check_target_matches(result, target)
         result._target = target
@@ -642,13 +662,13 @@ def _check_target_matches(result: Result, target) -> None:
         )
 
 
-def _load(path) -> Result:
+def _load(path, unfinished: bool = False) -> Result:
     import xarray as xr
 
     from hamiltonia.results.runfile import RunFileError, partial_dir, read_partial
 
     path = Path(path).expanduser()
-    if not path.exists():
+    if unfinished or not path.exists():
         if partial_dir(path).is_dir():
             part = read_partial(path)
             manifest = part.manifest

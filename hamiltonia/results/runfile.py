@@ -96,6 +96,8 @@ class OutputWriteError(RunFileError):
     partial : pathlib.Path or None
         The unfinished run's folder, which holds the draws checkpointed so far
         (:func:`hamiltonia.resume` finishes it once there is space).
+    reason : str
+        Why the write failed (the message without the advice to a Python caller).
     """
 
     def __init__(self, message: str, path=None, result=None, partial=None):
@@ -103,6 +105,7 @@ class OutputWriteError(RunFileError):
         self.path = path
         self.result = result
         self.partial = partial
+        self.reason = message
 
 
 class CheckpointWarning(UserWarning):

@@ -231,14 +231,26 @@ def kernel_only_parts(smp) -> list[str]:
     from hamiltonia.compiled.parts import python_form_missing
 
     listed = smp.compiled_parts() if hasattr(smp, "compiled_parts") else None
-    parts = [(part, kind) for part, kind, *_ in (listed or {}).values()]
+    parts = [(part, kind, *context) for part, kind, *context in (listed or {}).values()]
     parts += [(tuner, "tuner") for tuner in getattr(smp, "tuners", ())]
     found = []
-    for part, kind in parts:
+    for part, kind, *context in parts:
         missing = python_form_missing(part)
-        if missing is not None:
+        if missing is not None and not _declines_kernel(part, smp, *context):
             found.append(f"{kind} {type(part).__name__} ({missing})")
     return found
+
+
+def _declines_kernel(part, smp, context=None) -> bool:
+    """Whether ``part.compiled`` returns ``None`` (a subclass may opt out of its parent's
+    kernel that way): its Python methods are then the only form, not a stale one."""
+    dim = getattr(getattr(smp, "target", None), "dim", None)
+    if dim is None:
+        return False
+    try:
+        return part.compiled(dim, **(context or {})) is None
+    except Exception:  # a kernel that cannot be built here is the compiled path's to report
+        return False
 
 
 def choose_plan(smp, compiled):

@@ -680,7 +680,8 @@ def resume(path, *, target=None, progress: bool = True, output=None,
     progress = check_flag(progress, "progress")
     compiled = check_flag(compiled, "compiled", allow_none=True)
     path = Path(path).expanduser()
-    previous = load(path, target=target)
+    # The unfinished run, also where it was to replace a complete one (overwrite=True).
+    previous = load(path, target=target, unfinished=partial_dir(path).is_dir() or None)
     info = previous.attrs.get("resume")
     if previous.attrs.get("complete", True):
         raise ValueError(f"{path} holds a complete run: nothing to resume")

@@ -70,12 +70,13 @@ class GeometricLength(hm.MetropolisTrajectory):
         return kernels
 
 
-def _sampler(target, refresh=None, trajectory=None, step_size=0.4):
+def _sampler(target, refresh=None, trajectory=None, step_size=0.4, integrator=None):
     return hm.HamiltonianSampler(
         hamiltonian=hm.EuclideanHamiltonian(target),
         trajectory=trajectory or hm.StaticLength(4),
         refresh=refresh or hm.FullRefresh(),
         step_size=step_size,
+        integrator=integrator,
     )
 
 
@@ -113,6 +114,33 @@ def test_a_kernel_only_part_gives_the_same_draws_with_a_compiled_or_a_python_tar
     target = numba_gaussian()
     plain = hm.sample(target, _sampler(target), **RUN)
     assert not np.allclose(plain.draws, runs[0].draws)
+
+
+class PythonOnlyLeapfrog(hm.Leapfrog):
+    """Opts out of its parent's kernel: its inherited Python step is its only form."""
+
+    def compiled(self, dim):
+        return None
+
+
+class PythonOnlyPartialRefresh(hm.PartialRefresh):
+    def compiled(self, dim):
+        return None
+
+
+@pytest.mark.parametrize("compiled", [False, None])
+def test_a_part_whose_compiled_returns_none_runs_on_the_numpy_path(compiled):
+    """compiled() returning None is the documented way to have no kernel: such a part is
+    not 'written only as a kernel' (its Python methods are not stale), and it runs."""
+    target = numba_gaussian()
+    parts = {"integrator": PythonOnlyLeapfrog(), "refresh": PythonOnlyPartialRefresh(0.5)}
+    sampler = _sampler(target, **parts)
+    assert kernel_only_parts(sampler) == []
+    result = hm.sample(target, sampler, compiled=compiled, **RUN)
+    assert result.attrs["compiled"] is False
+    plain = hm.sample(target, _sampler(target, refresh=hm.PartialRefresh(0.5)), compiled=False,
+                      **RUN)  # fmt: skip
+    np.testing.assert_array_equal(result.draws, plain.draws)  # the inherited maths ran
 
 
 def test_a_kernel_only_part_refuses_the_numpy_path():

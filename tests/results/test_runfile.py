@@ -536,3 +536,33 @@ def test_a_failed_final_write_keeps_the_run_when_warnings_are_errors(tmp_path, m
     assert info.value.result.n_draws == SHORT["draws"]
     # The warm-up's checkpoint was written before the disk filled: resume starts from it.
     assert info.value.partial == partial_dir(tmp_path / "run.nc")
+
+
+def test_the_command_line_saves_a_run_it_could_not_write(tmp_path, monkeypatch, capsys):
+    """The command line has no err.result: the finished run goes to the temporary folder,
+    and the message says where, and how resume finishes the file."""
+    import tempfile
+
+    import hamiltonia.results.runfile as runfile_module
+    from hamiltonia import cli
+
+    original = runfile_module.atomic_write_bytes
+
+    def full_disk(path, data):
+        if path.name == "run.nc" or path.name.startswith("block-"):
+            raise OSError(28, "No space left on device")
+        return original(path, data)
+
+    monkeypatch.setattr(runfile_module, "atomic_write_bytes", full_disk)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    out = tmp_path / "run.nc"
+    code = cli.main(["sample", "banana", "--sampler", "hmc", "--chains", "2", "--warmup", "20",
+                     "--draws", "30", "--seed", "3", "--no-progress", "-o", str(out)])  # fmt: skip
+    assert code == 2
+    err = capsys.readouterr().err
+    (rescued,) = (tmp_path / "tmp").glob("run.nc.rescued-*.nc")
+    assert str(rescued) in err and "No space left on device" in err
+    assert f"hamiltonia resume {out}" in err
+    reference = hm.sample("banana", "hmc", chains=2, warmup=20, draws=30, seed=3, progress=False)
+    np.testing.assert_array_equal(hm.load(rescued).draws, reference.draws)

@@ -372,6 +372,30 @@ def test_resume_continues_exactly_on_the_compiled_path(tmp_path, monkeypatch):
     np.testing.assert_array_equal(resumed.draws, full.draws)
 
 
+def test_an_interrupted_overwrite_is_resumed_and_the_old_run_kept_till_then(tmp_path, monkeypatch):
+    """overwrite=True keeps the complete run it is to replace until it finishes; interrupted,
+    resume continues the new run (not "nothing to resume"), load reads the old one with a
+    warning naming the new one, and the resumed run then replaces the old file."""
+    kwargs = dict(chains=2, warmup=100, draws=1500, progress=False, n_steps=5)
+    path = tmp_path / "run.nc"
+    old = hm.sample("banana", "hmc", seed=1, output=path, **{**kwargs, "draws": 50})
+    full = hm.sample("banana", "hmc", seed=2, **kwargs)
+    with pytest.warns(RuntimeWarning, match="interrupted"):
+        part = interrupted(monkeypatch, 2, lambda: hm.sample(
+            "banana", "hmc", seed=2, output=path, overwrite=True, checkpoint_seconds=0.0,
+            **kwargs))  # fmt: skip
+    assert 0 < part.n_draws < 1500
+    with pytest.warns(UserWarning, match="unfinished one"):
+        kept = hm.load(path)
+    np.testing.assert_array_equal(kept.draws, old.draws)
+    assert hm.load(path, unfinished=True).n_draws == part.n_draws
+    resumed = hm.resume(path, progress=False)
+    np.testing.assert_array_equal(resumed.draws, full.draws)
+    np.testing.assert_array_equal(hm.load(path).draws, full.draws)  # no warning: one run
+    with pytest.raises(FileNotFoundError, match="no unfinished run"):
+        hm.load(path, unfinished=True)
+
+
 @pytest.mark.parametrize(("sampler", "keeps"), [("phmc", True), ("shmc", True), ("hmc", False)])
 def test_a_refresh_that_keeps_momentum_starts_from_a_drawn_one(sampler, keeps):
     """Where a refresh keeps momentum, the chains start from p ~ N(0, M) (its stationary
