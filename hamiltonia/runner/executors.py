@@ -44,6 +44,7 @@ import os
 import pickle
 import re
 import shutil
+import signal
 import socket
 import stat
 import tempfile
@@ -81,8 +82,21 @@ PARENT_POLL_SECONDS = 0.2
 TASK_LOCK_SECONDS = 30.0
 
 
+#: Seconds a pool's tasks have, after Ctrl-C, to checkpoint the draws they made and stop;
+#: a worker still running then is ended (its task keeps its last checkpoint).
+STOP_SECONDS = 20.0
+
+#: The file whose presence in a run's task folder asks its tasks to stop (Ctrl-C).
+STOP_FILE = "stop"
+
+
 class WorkerLostError(RuntimeError):
     """Workers kept dying: the tasks could not finish within the retries allowed."""
+
+
+class TaskStopped(Exception):
+    """A task stopped because the run was interrupted (the calling process asked it to),
+    after checkpointing the draws it had made."""
 
 
 @dataclass
@@ -243,7 +257,7 @@ def _run_chain_task(task: ChainTask) -> dict:
             lock_timeout=TASK_LOCK_SECONDS,
         )  # fmt: skip
     names = list(target.reported_names)
-    saved = {"at": 0.0, "count": 0, "shown": 0.0}
+    saved = {"at": 0.0, "count": 0, "shown": 0.0, "polled": 0.0}
     warm_rec = None
     if warming and task.save_warmup:
         warm_rec = loop.Recorder(len(task.chains), task.warmup - task.warm_first, len(names),
@@ -261,13 +275,26 @@ def _run_chain_task(task: ChainTask) -> dict:
             _tell_progress(task, iterations)
             saved["shown"] = now
 
+    stop = None if task.checkpoint_path is None else task.checkpoint_path.parent / STOP_FILE
+
+    def stopping() -> bool:
+        """Whether the calling process asked the tasks to stop (looked at once a poll)."""
+        now = time.perf_counter()
+        if stop is None or now - saved["polled"] < POLL_SECONDS:
+            return False
+        saved["polled"] = now
+        return stop.exists()
+
     def warmed(current, done: int) -> None:
         tell(done - task.warm_from)
+        if stopping():
+            raise TaskStopped(f"task {task.index} stopped in warm-up")
 
     def checkpoint(current):
         tell(task.warm_span + rec.n_done * task.thin)
         now = time.perf_counter()
-        if run_file is None or now - saved["at"] < task.checkpoint_seconds:
+        halt = stopping()
+        if run_file is None or (now - saved["at"] < task.checkpoint_seconds and not halt):
             return
         if warm_rec is not None and warm["kept"] is None:  # warm-up is over: kept for good
             warm["kept"] = WarmupDraws(task.thin, warm_rec).kept()
@@ -276,6 +303,8 @@ def _run_chain_task(task: ChainTask) -> dict:
         run_file.append(q, stats, weights, meta, grads, warmup=warm["kept"])
         saved["at"] = time.perf_counter()
         saved["count"] += 1
+        if halt:
+            raise TaskStopped(f"task {task.index} stopped after {rec.n_done} draws")
 
     rec = loop.Recorder(
         len(task.chains), task.draws, len(names), smp.stats(), checkpoint,
@@ -452,11 +481,47 @@ class ProcessPool(Executor):
                         f"worker processes died {failures} times; {len(pending)} of "
                         f"{len(tasks)} tasks unfinished (their checkpoints remain)"
                     ) from None
+            except KeyboardInterrupt:
+                self._stop(tasks, futures)
+                raise
             except BaseException:
                 for future in futures:
                     future.cancel()
                 raise
         return results
+
+    def _stop(self, tasks, futures) -> None:
+        """After Ctrl-C: ask the running tasks to checkpoint their draws and stop (a file in
+        their folder), give them :data:`STOP_SECONDS`, end the workers still running, and
+        let the pool go without waiting for it."""
+        for future in futures:
+            future.cancel()
+        folders = {t.checkpoint_path.parent for t in tasks if t.checkpoint_path is not None}
+        flags = [folder / STOP_FILE for folder in folders if folder.is_dir()]
+        for flag in flags:
+            flag.touch()
+        running = {f for f in futures if not f.cancelled()}
+        try:
+            running = futures_wait(running, timeout=STOP_SECONDS).not_done
+        except KeyboardInterrupt:  # a second Ctrl-C: stop now
+            pass
+        finally:
+            # Else a task continued later (resume) would stop at once.
+            for flag in flags:
+                flag.unlink(missing_ok=True)
+            if running:
+                self._end_workers()
+            else:
+                self.close()
+
+    def _end_workers(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is None:
+            return
+        for process in list((getattr(pool, "_processes", None) or {}).values()):
+            if process.is_alive():
+                process.terminate()
+        pool.shutdown(wait=False, cancel_futures=True)
 
     def close(self):
         if self._pool is not None:
@@ -503,6 +568,10 @@ def _watch_parent(parent: int) -> None:
             time.sleep(PARENT_POLL_SECONDS)
         os._exit(1)  # no clean-up: the parent that would wait for it is gone
 
+    # Ctrl-C reaches every process of the terminal's group: a worker would die with the
+    # draws made since its last checkpoint. The calling process asks the tasks to stop
+    # instead (ProcessPool.map), and they checkpoint first.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     threading.Thread(target=watch, name="hamiltonia-parent-watch", daemon=True).start()
 
 

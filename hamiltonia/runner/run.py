@@ -157,6 +157,30 @@ def _resolve_sampler(sampler, target, options) -> Sampler:
     raise TypeError(f"sampler must be a registered name or a Sampler, got {type(sampler).__name__}")
 
 
+def _tasks_stopped(output, rec, made, draws, run_file, requested, options, executor):
+    """Ctrl-C while an executor's tasks ran: the draws every chain made, returned. The run's
+    file keeps the state after warm-up and its tasks' folder their checkpoints, from which
+    :func:`hamiltonia.resume` continues with the executor (the draws are not written to the
+    file: no one state of every chain goes with them)."""
+    q, stats, weights, grads = made
+    rec.record(slice(0, q.shape[1]), q, stats, weights, None, grads)
+    result = output.result(complete=False)
+    path = None if run_file is None else run_file.path
+    saved = ""
+    if path is not None:
+        hint = resume_state.resume_hint(path, *requested, options)
+        saved = (
+            f" (the tasks' checkpoints are in {path}.tasks; {hint}, with "
+            f"executor={executor!r} to continue from them)"
+        )
+    warnings.warn(
+        f"interrupted after {rec.n_done} of {draws} draws per chain; returning those{saved}",
+        InterruptedRunWarning,
+        stacklevel=5,
+    )
+    return result
+
+
 def _check_parts_backend(smp, name: str) -> None:
     """Refuse, before any work, a sampler with a part that declares the array backends it
     runs on (``backends``) and does not list ``name``."""
@@ -589,7 +613,11 @@ def _run(target, smp, path, rngs, seq, requested, options, run_file, *, chains, 
                 # A run stopped in warm-up had no tasks yet: none to continue.
                 fresh=resume_from is None or resumed_warmup is not None,
             )  # fmt: skip
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as err:
+        made = getattr(err, "made", None)  # an executor's tasks: the draws they made
+        if made is not None and made[0].shape[1] > rec.n_done:
+            return _tasks_stopped(output, rec, made, draws, run_file, requested, options,
+                                  executor.name)  # fmt: skip
         if rec.n_done == 0:
             # Stopped in warm-up, or while an executor's tasks ran (their draws come back
             # at the end): no draws to return, but the state reached is kept.

@@ -20,7 +20,18 @@ from hamiltonia.runner import executors, resume_state
 from hamiltonia.runner.recording import joined
 from hamiltonia.state import _REJECT_ON
 
-__all__ = ["sample_on", "warmup_in_tasks"]
+__all__ = ["TasksInterrupted", "sample_on", "warmup_in_tasks"]
+
+
+class TasksInterrupted(KeyboardInterrupt):
+    """Ctrl-C while an executor's tasks ran: ``made`` holds the draws every chain had made
+    (the tasks' checkpoints, up to the fewest any task made: ``(draws, stats, log_weights,
+    gradients)``), or ``None`` where a task had made none. The tasks' checkpoints keep the
+    rest, from which a run with an output continues (:func:`hamiltonia.resume`)."""
+
+    def __init__(self, made=None):
+        super().__init__()
+        self.made = made
 
 
 def warmup_in_tasks(smp) -> bool:
@@ -126,7 +137,10 @@ def _sample_in_folder(executor, smp, target, rec, bar, compiled, thin, checkpoin
         bar.n = before + int(per_chain)
         bar.refresh()
 
-    results = executor.map(tasks, progress)
+    try:
+        results = executor.map(tasks, progress)
+    except KeyboardInterrupt:
+        raise TasksInterrupted(_made_so_far(tasks)) from None
     order = [c for unit in units for c in unit]
     if order != list(range(chains)):
         raise RuntimeError(f"tasks hold chains {order}, not 0..{chains - 1} in order")
@@ -150,6 +164,29 @@ def _sample_in_folder(executor, smp, target, rec, bar, compiled, thin, checkpoin
         if r["continued_from"]
     }
     return continued, sum(r["checkpoints"] for r in results), folder, warmup_seconds
+
+
+def _made_so_far(tasks) -> tuple | None:
+    """The draws every chain of ``tasks`` made, from the tasks' checkpoints (or the draws a
+    resumed task started from): the first ``n`` of each, ``n`` the fewest of any task."""
+    parts = []
+    for task in tasks:
+        part = executors._checkpointed(task)
+        if part is not None:
+            parts.append((part.draws, part.stats, part.log_weights, part.gradients))
+        elif task.previous is not None:
+            p = task.previous
+            parts.append((p["draws"], p["stats"], p["log_weights"], p["gradients"]))
+        else:
+            return None
+    n = min(draws.shape[1] for draws, *_ in parts)
+    if n == 0:
+        return None
+    draws = np.concatenate([d[:, :n] for d, *_ in parts])
+    stats = {k: np.concatenate([st[k][:, :n] for _, st, *_ in parts]) for k in parts[0][1]}
+    weights = None if parts[0][2] is None else np.concatenate([w[:, :n] for _, _, w, _ in parts])
+    grads = None if parts[0][3] is None else np.concatenate([g[:, :n] for *_, g in parts])
+    return draws, stats, weights, grads
 
 
 def _join_warmup(smp, warm, results) -> None:

@@ -511,3 +511,57 @@ def test_the_next_run_removes_the_task_folders_of_dead_runs(tmp_path, monkeypatc
     assert not left.exists()
     assert all(folder.is_dir() for folder in kept)
     assert remove_orphaned_task_folders() == []
+
+
+INTERRUPTED_POOL = textwrap.dedent(
+    """
+    import os, signal, sys, threading, time, warnings
+    from pathlib import Path
+    import numpy as np
+    import hamiltonia as hm
+
+    RUN = dict(chains=2, warmup=50, draws=100_000, seed=3, n_steps=3000, step_size=0.01,
+               progress=False)
+
+    def interrupt_once_sampling(out):
+        # Ctrl-C to this process alone (as kill -INT, or a notebook's interrupt), once
+        # both tasks have told their progress: the workers must stop with it.
+        while len(list(Path(f"{out}.tasks").glob("*.progress"))) < 2:
+            time.sleep(0.01)
+        time.sleep(0.5)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    if __name__ == "__main__":
+        out = Path(sys.argv[1])
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        threading.Thread(target=interrupt_once_sampling, args=(out,), daemon=True).start()
+        began = time.perf_counter()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            part = hm.sample("banana", "hmc", executor="processes", workers=2, output=out, **RUN)
+        seconds = time.perf_counter() - began
+        said = [str(w.message) for w in caught if "interrupted" in str(w.message)]
+        full = hm.sample("banana", "hmc", **RUN)
+        n = part.n_draws
+        assert 0 < n < RUN["draws"], n
+        np.testing.assert_array_equal(part.draws, full.draws[:, :n])
+        resumed = hm.resume(out, executor="processes", workers=2, progress=False)
+        np.testing.assert_array_equal(resumed.draws, full.draws)
+        print("OK", n, round(seconds, 1), said[0] if said else "no warning")
+    """
+)
+
+
+def test_ctrl_c_on_a_process_pool_returns_the_draws_and_resumes_exactly(tmp_path):
+    """Ctrl-C to the calling process while the pool's tasks sample: the tasks checkpoint and
+    stop (not run on to the end), the call returns every chain's draws so far with a
+    warning, and resume with the pool continues the tasks to the uninterrupted run's
+    draws."""
+    script = tmp_path / "interrupted_pool.py"  # spawned workers re-import the main module
+    script.write_text(INTERRUPTED_POOL)
+    proc = subprocess.run([sys.executable, str(script), str(tmp_path / "run.nc")],
+                          capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    ok = proc.stdout.split("OK", 1)[1].split(maxsplit=2)
+    assert float(ok[1]) < 60, "the call waited for the tasks to finish"
+    assert "interrupted after" in ok[2] and "executor='processes'" in ok[2]
