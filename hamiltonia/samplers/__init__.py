@@ -88,7 +88,27 @@ def with_gibbs_blocks(sampler: Sampler) -> Sampler:
             f"target {type(target).__name__} updates some coordinates by Gibbs steps and "
             f"needs a Hamiltonian sampler for the others, got {type(sampler).__name__}"
         )
-    sampler.hamiltonian = ConditionalHamiltonian(sampler.hamiltonian, target.gibbs_indices)
+    if sampler.weighted:
+        # The Hamiltonian moves leave the shadow's conditional invariant, the Gibbs steps the
+        # target's: together they leave neither the target nor one the weights correct.
+        raise ValueError(
+            f"target {type(target).__name__} updates some coordinates by Gibbs steps, which "
+            f"the importance weights of sampler {sampler.name!r} cannot correct for: use a "
+            "sampler without weights (hmc, nuts, mhmc, ...)"
+        )
+    fixed = [int(i) for i in target.gibbs_indices]
+    integrator = sampler.integrator
+    structure = getattr(integrator, "structure", None)
+    if structure is not None:
+        held = structure.holding(fixed)
+        if held is None:
+            raise ValueError(
+                f"target {type(target).__name__} updates some coordinates by Gibbs steps, and "
+                f"the structure {type(structure).__name__} cannot hold them still (define its "
+                "holding(fixed)); use a canonical or magnetic structure"
+            )
+        integrator.structure = held
+    sampler.hamiltonian = ConditionalHamiltonian(sampler.hamiltonian, fixed)
     return GibbsWithin(sampler, target.gibbs_update, every=target.gibbs_every)
 
 

@@ -101,6 +101,13 @@ class PoissonStructure:
     def reverse(self, state):
         return state
 
+    def holding(self, fixed) -> PoissonStructure | None:
+        """This structure with the coordinates ``fixed`` held still (a Gibbs block's: their
+        momentum is zero and stays zero, their positions do not move), or ``None`` where the
+        structure cannot say (then it is refused inside HMC within Gibbs). The canonical
+        flow holds a coordinate with no momentum and no force still by itself."""
+        return self if self.is_canonical else None
+
     def matrix(self, dim: int) -> np.ndarray:
         raise NotImplementedError
 

@@ -446,6 +446,19 @@ class ConstantFieldStructure(PoissonStructure):
         eye = np.eye(dim)
         return np.block([[np.zeros((dim, dim)), eye], [-eye, self.block]])
 
+    def holding(self, fixed):
+        """The structure of the field restricted to the other coordinates,
+        :math:`G_{ij} = 0` for :math:`i` or :math:`j` held: the field would otherwise turn
+        the free momentum into the held coordinates (HMC within Gibbs moves only its own
+        block). ``None`` for a subclass not built from its field alone."""
+        field = np.array(self.field, dtype=np.float64)
+        field[list(fixed), :] = 0.0
+        field[:, list(fixed)] = 0.0
+        try:
+            return type(self)(field)
+        except TypeError:  # a constructor that takes more than the field
+            return None
+
     def vector_field(self, dH_dq, dH_dp):
         return dH_dp, -dH_dq + dH_dp @ self.block.T
 

@@ -58,13 +58,15 @@ def test_build_composes_gibbs_for_a_target_that_asks():
     assert sampler.every == 5
 
 
-def test_hmc_within_gibbs_recovers_the_marginals():
+@pytest.mark.parametrize(("sampler", "options"), [("hmc", {}), ("mhmc", {"g": 1.0})])
+def test_hmc_within_gibbs_recovers_the_marginals(sampler, options):
     # w has variance 1 and heavy tails (t with 6 degrees of freedom); log alpha is moved only
-    # by the Gibbs step.
+    # by the Gibbs step. A magnetic field over every coordinate, restricted to the free block
+    # (it would rotate momentum into log alpha and bias every variance by -10 to -60 %).
     target = HierarchicalNormal()
     run = hm.sample(
         target,
-        "hmc",
+        sampler,
         chains=4,
         warmup=1000,
         draws=20000,
@@ -72,6 +74,7 @@ def test_hmc_within_gibbs_recovers_the_marginals():
         progress=False,
         n_steps=10,
         step_size_jitter=0.5,
+        **options,
     )
     assert run.attrs["compiled"] is False
     assert_moments_recovered(run, target.exact_moments)
@@ -93,6 +96,25 @@ def test_hmc_alone_never_moves_the_fixed_block():
     )
     np.testing.assert_array_equal(run.draws[..., 3], 0.5)
     assert np.ptp(run.draws[..., 0]) > 0
+
+
+@pytest.mark.parametrize("sampler", ["mhmc", "qimhmc"])
+def test_a_magnetic_sampler_moves_the_gibbs_block_only_at_gibbs_steps(sampler):
+    target = HierarchicalNormal()
+    built = hm.samplers.build(sampler, target, g=1.0)
+    field = built.inner.integrator.structure.field
+    assert not field[3].any() and not field[:, 3].any()  # the field leaves log alpha alone
+    assert field[0, 1] == 1.0
+    run = hm.sample(target, built, chains=2, warmup=50, draws=400, seed=1, progress=False)
+    for chain in run.draws[..., 3]:
+        changed = np.flatnonzero(np.diff(chain))
+        assert len(set(changed % target.gibbs_every)) == 1  # one Gibbs step in five
+
+
+@pytest.mark.parametrize("sampler", ["s2hmc", "shmc", "smhmc"])
+def test_a_weighted_sampler_is_refused_inside_gibbs(sampler):
+    with pytest.raises(ValueError, match="importance weights"):
+        hm.samplers.build(sampler, HierarchicalNormal())
 
 
 def test_dense_metric_refused():
