@@ -319,11 +319,20 @@ def diagnose(result, summary=None) -> list[Problem]:
     count = int(diverging.sum())
     if count:
         share = count / diverging.size
+        thin = int(result.attrs.get("thin", 1) or 1)
+        # A thinned draw's flag says whether any of its iterations diverged: the count is of
+        # draws, not of transitions.
+        what = (
+            f"{count} divergent transitions after warm-up ({share:.1%} of "
+            f"{diverging.size} iterations)"
+            if thin == 1
+            else f"divergent transitions after warm-up in {count} of {diverging.size} kept "
+            f"draws ({share:.1%}; a draw is kept every {thin} iterations)"
+        )
         problems.append(
             Problem(
                 "divergences",
-                f"{count} divergent transitions after warm-up ({share:.1%} of "
-                f"{diverging.size} iterations): the draws may miss part of the posterior. "
+                f"{what}: the draws may miss part of the posterior. "
                 "Raise target_accept (a smaller step size), adapt a metric, or "
                 "reparameterise the model.",
                 float(count),

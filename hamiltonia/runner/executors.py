@@ -731,6 +731,32 @@ def remove_orphaned_task_folders(parent=None) -> list:
     return removed
 
 
+#: What a run's task folder holds: the tasks' checkpoints, locks and progress, and the stop
+#: request. Anything else is not the run's, and is never removed with it.
+_TASK_ENTRY = re.compile(r"(task-\d{6}\.(nc\.partial|nc\.lock|nc|progress)|\.?task-.*\.tmp|stop)")
+
+
+def check_task_folder(output, fresh: bool) -> None:
+    """Refuse, before any work, a task folder ``output.tasks`` that is not a folder, or that
+    a ``fresh`` run would empty while it holds files that are not the tasks' (the run
+    removes only its own)."""
+    folder = Path(f"{output}.tasks")
+    if not (folder.exists() or folder.is_symlink()):
+        return
+    if not folder.is_dir():
+        raise FileExistsError(
+            f"{folder} exists and is not a folder: a run with an executor keeps its tasks' "
+            "checkpoints there; move it away or choose another output"
+        )
+    foreign = sorted(p.name for p in folder.iterdir() if not _TASK_ENTRY.fullmatch(p.name))
+    if fresh and foreign:
+        raise FileExistsError(
+            f"{folder} holds files that are not a run's task checkpoints ({', '.join(foreign[:3])}"
+            f"{'...' if len(foreign) > 3 else ''}): a run with an executor would empty it; move "
+            "them away or choose another output"
+        )
+
+
 def task_folder(output, fresh: bool = True) -> str:
     """Where the tasks checkpoint: ``output.tasks`` beside the output (kept if the run
     stops; emptied for a ``fresh`` run, kept for a resumed one), or a new temporary folder

@@ -478,6 +478,10 @@ def _sample(target, sampler, *, chains, warmup, draws, seed, initial, progress, 
     # The output is checked, and locked, before any work: a run is never lost at its end.
     run_file = None
     if output is not None:
+        if executor is not None:
+            from hamiltonia.runner.executors import check_task_folder
+
+            check_task_folder(Path(output).expanduser(), fresh=resume_from is None)
         run_file = RunFile.open(output, overwrite=overwrite, continuing=continuing)
     try:
         return _run(target, smp, (plan, path_reason), rngs, seq, requested, options, run_file,

@@ -565,3 +565,18 @@ def test_ctrl_c_on_a_process_pool_returns_the_draws_and_resumes_exactly(tmp_path
     ok = proc.stdout.split("OK", 1)[1].split(maxsplit=2)
     assert float(ok[1]) < 60, "the call waited for the tasks to finish"
     assert "interrupted after" in ok[2] and "executor='processes'" in ok[2]
+
+
+def test_a_task_folder_that_is_not_the_runs_is_refused_before_any_work(tmp_path):
+    out = tmp_path / "run.nc"
+    tasks = tmp_path / "run.nc.tasks"
+    tasks.write_text("not a folder")
+    with pytest.raises(FileExistsError, match="is not a folder"):
+        hm.sample("banana", "hmc", executor="processes", workers=1, output=out, **RUN)
+    tasks.unlink()
+    tasks.mkdir()
+    (tasks / "notes.txt").write_text("mine")
+    with pytest.raises(FileExistsError, match=r"notes\.txt"):
+        hm.sample("banana", "hmc", executor="processes", workers=1, output=out, **RUN)
+    assert (tasks / "notes.txt").read_text() == "mine"
+    assert not out.exists() and not partial_dir(out).exists()  # refused before any work

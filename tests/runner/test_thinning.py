@@ -129,3 +129,14 @@ def test_the_cli_thins_and_keeps_the_warmup(tmp_path, capsys):
     )
     result = hm.load(path)
     assert result.n_draws == 10 and result.warmup_draws.shape == (2, 10, 2)
+
+
+def test_a_thinned_run_counts_divergent_draws_not_transitions():
+    """A thinned draw is flagged when any of its iterations diverged: the warning says it
+    counts kept draws, of how many iterations each."""
+    result = hm.sample("banana", "hmc", chains=2, warmup=100, draws=400, seed=2, thin=4,
+                       step_size=0.15, progress=False)  # fmt: skip
+    (problem,) = [p for p in result.diagnose() if p.check == "divergences"]
+    count = int(result.stats["diverging"].sum())
+    assert f"in {count} of 200 kept draws" in problem.message
+    assert "a draw is kept every 4 iterations" in problem.message
