@@ -119,8 +119,8 @@ class Problem:
     ----------
     check : str
         Which check found it: ``"improper"``, ``"divergences"``, ``"r_hat"``,
-        ``"ess_bulk"``, ``"ess_tail"``, ``"e_bfmi"``, ``"step_size"``, ``"frozen"`` or
-        ``"weights"``.
+        ``"ess_bulk"``, ``"ess_tail"``, ``"e_bfmi"``, ``"tree_depth"``, ``"step_size"``,
+        ``"frozen"`` or ``"weights"``.
     message : str
         What a user reads: what was found, the threshold, and what to try.
     value : float
@@ -393,6 +393,24 @@ def diagnose(result, summary=None) -> list[Problem]:
                     worst,
                     COLLAPSE_FACTOR,
                     _chains(collapsed),
+                )
+            )
+
+    limit = result.attrs.get("max_tree_depth")
+    if limit is not None and "tree_depth" in stats:
+        full = np.asarray(stats["tree_depth"]) >= int(limit)
+        if full.any():
+            share = full.mean()
+            problems.append(
+                Problem(
+                    "tree_depth",
+                    f"{int(full.sum())} of {full.size} iterations after warm-up ({share:.1%}) "
+                    f"stopped at the maximum tree depth of {int(limit)}: their trajectories "
+                    "were cut short, which costs efficiency (not validity). Raise "
+                    "max_tree_depth, adapt a metric, or reparameterise the model.",
+                    float(share),
+                    0.0,
+                    _chains(np.flatnonzero(full.any(axis=1))),
                 )
             )
 

@@ -64,6 +64,12 @@ def new_run_attrs(target, smp, path_reason, compiled, seq, options, *, chains, w
         # Chains 2k and 2k+1 are an antithetic pair (reducers.antithetic); [] if none.
         "antithetic_pairs": smp.reducer.pairing(chains),
     }
+    # A no-U-turn trajectory's depth limit, which the tree-depth check reads.
+    trajectory = getattr(smp, "trajectory", None) or getattr(
+        getattr(smp, "inner", None), "trajectory", None
+    )
+    if getattr(trajectory, "max_tree_depth", None) is not None:
+        attrs["max_tree_depth"] = int(trajectory.max_tree_depth)
     if target.blocks is not None:
         # Named blocks with shapes and dims: the ArviZ variables of the draws.
         attrs["blocks"] = target.blocks
