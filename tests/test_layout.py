@@ -118,8 +118,9 @@ def test_the_checks_see_a_cycle():
 LAYERS = [
     "cli", "reproduce", "plots", "bench", "testing", "runner", "results", "samplers",
     "reducers", "tuners", "hamiltonians", "integrators", "refresh", "trajectories",
-    "structures", "targets", "modelling", "diagnostics", "compiled", "state", "backend",
-    "registry", "_numba_cache", "datasets", "_validation", "_system", "_warnings", "_text",
+    "structures", "targets", "modelling", "diagnostics", "compiled", "state", "elementary",
+    "backend", "registry", "_numba_cache", "datasets", "_validation", "_system", "_warnings",
+    "_text",
 ]  # fmt: skip
 
 

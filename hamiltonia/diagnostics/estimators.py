@@ -109,6 +109,7 @@ __all__ = [
     "extremes",
     "kish_ess",
     "kish_factor",
+    "linearised_values",
     "mcse",
     "multivariate_ess",
     "pair_correlation",
@@ -1500,3 +1501,29 @@ def pair_correlation(draws: np.ndarray) -> np.ndarray:
         for i in range(draws.shape[2]):
             eta[k, i] = spearmanr(draws[x, :, i], draws[y, :, i]).statistic
     return eta.mean(axis=0)
+
+
+def linearised_values(values, log_weights, per_chain: bool = False) -> np.ndarray:
+    """The per-draw series whose plain mean is the self-normalised estimate, with the same
+    Monte Carlo error to first order (the delta method), shape of ``values``
+    ``(chains, draws, ...)``:
+
+    .. math::
+
+        \\psi_i = \\hat\\mu + \\frac{w_i}{\\bar w}\\,(f_i - \\hat\\mu), \\qquad
+        \\hat\\mu = \\frac{\\sum_i w_i f_i}{\\sum_i w_i},
+
+    over all draws, or over each chain's own draws with ``per_chain`` (each chain its own
+    estimate, as an antithetic pair's chains are averaged). The values themselves when
+    ``log_weights`` is ``None``.
+    """
+    values = np.asarray(values, dtype=float)
+    if log_weights is None:
+        return values
+    axes = (1,) if per_chain else (0, 1)
+    lw = np.asarray(log_weights, dtype=float)
+    w = np.exp(lw - np.max(lw, axis=axes, keepdims=True))
+    w = w / w.mean(axis=axes, keepdims=True)
+    w = w.reshape(w.shape + (1,) * (values.ndim - 2))
+    mu = (w * values).mean(axis=axes, keepdims=True)
+    return mu + w * (values - mu)

@@ -59,7 +59,58 @@ def weighted_quantiles(draws: np.ndarray, log_weights, probs) -> np.ndarray:
 
 def summary_table(draws, names, log_weights=None, quantiles=DEFAULT_QUANTILES):
     """The summary of draws ``(chains, draws, dim)`` (see :meth:`hamiltonia.Result.summary`
-    for the columns), weighted by ``log_weights`` ``(chains, draws)`` when given."""
+    for the columns), weighted by ``log_weights`` ``(chains, draws)`` when given.
+
+    Parameters
+    ----------
+    draws : ndarray, shape ``(chains, draws, dim)``
+        The draws.
+    names : sequence of str
+        The parameters' names, the table's index.
+    log_weights : ndarray, shape ``(chains, draws)``, optional
+        Log importance weights (a shadow sampler's); ``None`` for equal weights.
+    quantiles : sequence of float
+        The quantiles to report besides the median.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per parameter: ``mean``, ``sd``, ``median``, the quantiles, ``mcse`` (of
+        the mean), ``ess_bulk``, ``ess_tail`` and ``r_hat``.
+
+    Notes
+    -----
+    Without weights ``mcse`` is ArviZ's :math:`\\text{sd}/\\sqrt{\\text{ESS}_\\text{mean}}`.
+    With importance weights :math:`w_i` the mean is the self-normalised estimate, a ratio
+    of two means, whose error to first order (the delta method, Owen 2013, *Monte Carlo
+    theory, methods and examples*, §9.2) is the error of the plain mean of the linearised
+    values :math:`\\psi_i` (:func:`hamiltonia.diagnostics.estimators.linearised_values`):
+
+    .. math::
+
+        \\hat\\mu = \\frac{\\sum_i w_i f_i}{\\sum_i w_i}, \\qquad
+        \\psi_i = \\hat\\mu + \\frac{w_i}{\\bar w}\\,(f_i - \\hat\\mu),
+
+        \\text{MCSE}(\\hat\\mu)
+        = \\frac{\\text{sd}(\\psi)}{\\sqrt{\\text{ESS}_\\text{mean}(\\psi)}},
+
+    :math:`\\bar\\psi = \\hat\\mu` exactly, :math:`\\text{sd}` with Bessel's correction
+    and :math:`\\text{ESS}_\\text{mean}` the split-chain ESS of the series
+    :math:`\\psi` over all chains (Vehtari et al. 2021, as for unweighted draws). It
+    accounts for the weights' spread, for their correlation with :math:`f` and for the
+    chains' autocorrelation at once. Kish's factor alone,
+    :math:`\\text{sd}_w(f) / \\sqrt{\\text{ESS}_\\text{mean}(f)\\,\\text{ESS}_\\text{IMP}/N}`,
+    assumes weights independent of :math:`f` and understates the error where they are not
+    (for draws :math:`x \\sim N(0, 1)` weighted by :math:`e^{ax}` and :math:`f = x`, by a
+    factor :math:`\\sqrt{1 + a^2}`). Equal weights give :math:`\\psi_i = f_i`, the
+    unweighted MCSE.
+
+    ``ess_bulk`` and ``ess_tail`` stay the rank-normalised ESS of the unweighted draws
+    times Kish's factor :math:`\\text{ESS}_\\text{IMP}/N`
+    (:func:`~hamiltonia.diagnostics.estimators.kish_ess`), the diagnostics of the chains'
+    mixing that :meth:`hamiltonia.Result.diagnose` reads; with weights, ``mcse`` is not
+    derived from them.
+    """
     with warnings.catch_warnings():
         # Chains that never moved have no variance: ArviZ divides by zero and gives nan or
         # inf, which the table shows and diagnose() reports.
@@ -86,9 +137,9 @@ def _summary_table(draws, names, log_weights, quantiles):
     else:
         factor = n_eff / log_weights.size
         ess_bulk, ess_tail = ess_bulk * factor, ess_tail * factor
-        # ArviZ's MCSE of the mean takes the sd with Bessel's correction (Kish's size here).
-        corrected = sd * np.sqrt(n_eff / max(n_eff - 1.0, 1e-300))
-        mcse = corrected / np.sqrt(estimators.ess(draws, "mean") * factor)
+        # The delta method (Notes of summary_table): the Kish factor alone ignores how the
+        # weights move with f and understates the error when they are uneven.
+        mcse = estimators.mcse(estimators.linearised_values(draws, log_weights), "mean")
     columns = {"mean": mean, "sd": sd, "median": qs[0]}
     columns.update({quantile_label(q): qs[k + 1] for k, q in enumerate(quantiles)})
     columns.update(

@@ -283,7 +283,8 @@ class Result:
         ``r_hat``, the diagnostics from :mod:`arviz_stats` with its defaults. With
         importance weights the mean, sd, median and quantiles are weighted, ESS values are
         multiplied by the Kish factor :math:`\\text{ESS}_{\\text{IMP}}/N`, and the MCSE is
-        the weighted sd over the square root of the weighted ESS of the mean.
+        the delta method's for the self-normalised mean (the weights' correlation with each
+        parameter included; see :func:`hamiltonia.diagnostics.summary.summary_table`).
 
         ``lp=True`` adds a row ``lp`` for the log density of the draws (Stan's ``lp__``, and
         so named where a parameter is named ``lp``);

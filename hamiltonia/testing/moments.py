@@ -33,7 +33,7 @@ two errors) its error is the plain mean of
 
 so :math:`\\text{MCSE}(\\hat\\mu_f) = \\text{MCSE}(\\bar y)` from ArviZ's ESS of the
 :math:`y_i` along the chains (:math:`\\mu_f` the exact value, or :math:`\\hat\\mu_f` itself
-against a reference run, as in :func:`hamiltonia.reducers.base.linearised_values`). This
+against a reference run, as in :func:`hamiltonia.diagnostics.estimators.linearised_values`). This
 ESS accounts for the weights' spread and for the chains' autocorrelation at once; the Kish
 factor (:func:`hamiltonia.diagnostics.kish_ess`) is the weights' part alone, which
 :meth:`hamiltonia.Result.summary` multiplies into the unweighted ESS.
