@@ -5,7 +5,7 @@
 >>> result.summary()  # doctest: +SKIP
 """
 
-from hamiltonia import diagnostics, integrators, plots, samplers, targets
+from hamiltonia import datasets, diagnostics, integrators, plots, samplers, targets
 from hamiltonia.diagnostics.checks import SamplingWarning
 from hamiltonia.hamiltonians import (
     EuclideanHamiltonian,
@@ -109,6 +109,7 @@ __all__ = [
     "__version__",
     "cholesky_corr",
     "constraints",
+    "datasets",
     "diagnostics",
     "integrators",
     "interval",

@@ -212,6 +212,9 @@ def run_experiment(
         if not isinstance(chains, int) or chains < 2:
             raise ValueError(f"chains must be an integer >= 2, got {chains!r}")
         protocol = dataclasses.replace(protocol, chains=chains)
+    from hamiltonia.runner.executors import check_workers
+
+    check_workers(executor, workers)
     folder = None if output is None else Path(output)
     if folder is not None:
         _check_output(folder, experiment, scale, protocol, overwrite)

@@ -645,6 +645,15 @@ def _progress(tasks, results) -> list:
 EXECUTORS = ("threads", "processes", "dask")
 
 
+def check_workers(executor, workers) -> None:
+    """Refuse ``workers`` without an executor that has workers (it would be ignored)."""
+    if workers is not None and (executor is None or executor == "threads"):
+        raise ValueError(
+            f"workers={workers} is for executor='processes' or 'dask'; the chains run in "
+            "this process without one"
+        )
+
+
 def make_executor(executor, scheduler=None, workers=None) -> Executor | None:
     """The executor of ``sample(executor=...)``: ``None`` for the in-process run."""
     if scheduler is not None and executor not in ("dask", None):
@@ -654,6 +663,7 @@ def make_executor(executor, scheduler=None, workers=None) -> Executor | None:
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)
                                 or workers < 1):  # fmt: skip
         raise ValueError(f"workers must be an integer >= 1, got {workers!r}")
+    check_workers(executor, workers)
     if executor is None or executor == "threads":
         return None
     if isinstance(executor, Executor):

@@ -282,11 +282,12 @@ def test_reject_on_reaches_the_workers():
         ({"executor": "gpu"}, r"executor must be one of threads, processes, dask, .* got 'gpu'"),
         ({"executor": "processes", "scheduler": "tcp://x:1"}, r"scheduler= is for executor='dask'"),
         ({"executor": "processes", "workers": 0}, r"workers must be an integer >= 1, got 0"),
+        ({"workers": 2}, r"workers=2 is for executor='processes' or 'dask'"),
     ],
 )
 def test_bad_executor_arguments_are_refused(kwargs, message):
     with pytest.raises(ValueError, match=message):
-        make_executor(kwargs.pop("executor"), **kwargs)
+        make_executor(kwargs.pop("executor", None), **kwargs)
 
 
 def test_the_cli_runs_on_dask(tmp_path, capsys):
