@@ -215,6 +215,11 @@ def resolve(info: DatasetInfo, *, timeout: float = TIMEOUT) -> Path:
     mirror = mirror_dir()
     if mirror is not None:
         path = mirror / info.file
+        if not mirror.is_dir():
+            raise DatasetMirrorMissingError(
+                f"data set {info.name!r}: the local mirror HAMILTONIA_DATA={mirror} is not a "
+                "folder (unset HAMILTONIA_DATA to use the cache or download)"
+            )
         if not path.is_file():
             raise DatasetMirrorMissingError(
                 f"data set {info.name!r}: file {path} not found in the local mirror "

@@ -690,6 +690,8 @@ def _load(path, unfinished: bool = False) -> Result:
                 attrs=attrs,
             )
         raise FileNotFoundError(f"no such run file: {path}")
+    if path.is_dir():
+        raise RunFileError(f"{path} is a folder, not a run file; give the file's path")
     try:
         _check_declared_sizes(path)
         with xr.open_datatree(path, engine="h5netcdf") as tree:

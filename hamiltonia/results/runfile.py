@@ -135,7 +135,10 @@ def checked_file_path(path, label: str = "output") -> Path:
     ``/dev/null`` would become a regular file), a link to nothing, a missing or read-only
     folder; ``label`` names it in the message. A symbolic link to a regular file stands for
     that file: the file is replaced and the link kept."""
-    path = Path(os.fspath(path)).expanduser()
+    try:
+        path = Path(os.fspath(path)).expanduser()
+    except TypeError:
+        raise TypeError(f"{label} must be a path (str or os.PathLike), got {path!r}") from None
     if path.is_symlink():
         try:
             path = path.resolve(strict=True)

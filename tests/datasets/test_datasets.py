@@ -498,6 +498,12 @@ def test_missing_file_in_the_mirror(monkeypatch, tmp_path):
     assert isinstance(err.value, FileNotFoundError) and isinstance(err.value, OSError)
 
 
+def test_a_mirror_that_is_not_a_folder_is_named_as_such(monkeypatch, tmp_path):
+    monkeypatch.setenv(fetch.ENV_MIRROR, str(tmp_path / "nowhere"))
+    with pytest.raises(datasets.DatasetMirrorMissingError, match="is not a folder"):
+        datasets.path("pima")
+
+
 @pytest.mark.parametrize("where", ["mirror", "cache"])
 def test_wrong_checksum_names_the_file_and_both_digests(data_dir, monkeypatch, tmp_path, where):
     folder = tmp_path / where

@@ -566,3 +566,10 @@ def test_the_command_line_saves_a_run_it_could_not_write(tmp_path, monkeypatch, 
     assert f"hamiltonia resume {out}" in err
     reference = hm.sample("banana", "hmc", chains=2, warmup=20, draws=30, seed=3, progress=False)
     np.testing.assert_array_equal(hm.load(rescued).draws, reference.draws)
+
+
+def test_an_output_or_run_path_of_the_wrong_kind_is_named(tmp_path):
+    with pytest.raises(TypeError, match="output must be a path"):
+        hm.sample("banana", output=3, progress=False)
+    with pytest.raises(RunFileError, match="is a folder, not a run file"):
+        hm.load(tmp_path)
