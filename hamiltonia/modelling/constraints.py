@@ -79,6 +79,17 @@ class Constraint:
         """Whether each event of ``x`` lies in the support (NumPy booleans)."""
         return np.isfinite(x)
 
+    def contains_closure(self, x: np.ndarray) -> np.ndarray:
+        """Whether each event of ``x`` lies in the closure of the support (its bounds
+        included; finite values only), NumPy booleans as :meth:`contains`.
+
+        A float draw from a distribution on the open support may land on a bound by
+        rounding (a Dirichlet draw with a small concentration holds exact zeros, a
+        Beta(0.1, 5) draw below :math:`10^{-308}` is 0): such a draw is valid though
+        :meth:`contains` refuses it, and has no finite unconstrained value.
+        """
+        return self.contains(x)
+
     def free(self, x: np.ndarray) -> np.ndarray:
         """The free coordinates of ``x`` that the log-Jacobian refers to, flattened over the
         event axes: shape ``batch + (n,)`` with ``n`` the unconstrained size of one event."""
@@ -126,6 +137,10 @@ class LowerBounded(Constraint):
     def contains(self, x):
         return np.asarray(x) > self.lower
 
+    def contains_closure(self, x):
+        x = np.asarray(x)
+        return (x >= self.lower) & (x < np.inf)
+
 
 class UpperBounded(Constraint):
     """:math:`x < b`: :math:`x = b - e^z`, :math:`\\log J = z`."""
@@ -145,6 +160,10 @@ class UpperBounded(Constraint):
     def contains(self, x):
         return np.asarray(x) < self.upper
 
+    def contains_closure(self, x):
+        x = np.asarray(x)
+        return (x <= self.upper) & (x > -np.inf)
+
 
 class Interval(Constraint):
     """:math:`a < x < b`: :math:`x = a + (b - a)\\,\\sigma(z)` with the logistic
@@ -154,6 +173,20 @@ class Interval(Constraint):
 
         \\log J = \\log(b - a) + \\log\\sigma(z) + \\log\\sigma(-z)
                 = \\log(b - a) - \\operatorname{softplus}(-z) - \\operatorname{softplus}(z).
+
+    The value is computed from the nearer bound, as Stan's ``inv_logit``,
+
+    .. math::
+
+        x = \\begin{cases} a + (b - a)\\, e^{-\\operatorname{softplus}(-z)}, & z < 0, \\\\
+                            b - (b - a)\\, e^{-\\operatorname{softplus}(z)}, & z \\ge 0,
+            \\end{cases}
+
+    since :math:`\\sigma(z) = e^{-\\operatorname{softplus}(-z)}` and
+    :math:`1 - \\sigma(z) = \\sigma(-z)`: the distance to either bound keeps its full
+    relative precision (down to :math:`e^{-745}`), where :math:`a + (b - a)\\,\\sigma(z)`
+    would round :math:`x - b` to 0 for :math:`z > 37` and a ``tanh`` form
+    :math:`\\tfrac12(1 + \\tanh(z/2))` rounds :math:`x - a` to 0 for :math:`z < -38`.
     """
 
     def __init__(self, lower: float, upper: float):
@@ -166,17 +199,33 @@ class Interval(Constraint):
 
     def forward(self, z, xp=np):
         width = self.upper - self.lower
-        # tanh form of the logistic: no overflow of exp(-z) for large negative z.
-        x = self.lower + width * 0.5 * (1.0 + xp.tanh(0.5 * z))
-        return x, math.log(width) - _softplus(xp, z) - _softplus(xp, -z)
+        # softplus(-z) = -log sigma(z) and softplus(z) = -log sigma(-z): both finite for
+        # any z, and shared with the log-Jacobian.
+        sp_neg, sp_pos = _softplus(xp, -z), _softplus(xp, z)
+        # Each side measured from its own bound: a density with mass within 1e-16 of a
+        # bound (Beta(0.1, 5) near 0) is then not cut off at x == bound, where its log
+        # density is -inf. Both branches are finite, so where() has finite gradients (and
+        # is one traced primitive on the compiled path).
+        x = xp.where(
+            z < 0.0,
+            self.lower + width * xp.exp(-sp_neg),
+            self.upper - width * xp.exp(-sp_pos),
+        )
+        return x, math.log(width) - sp_neg - sp_pos
 
     def inverse(self, x):
-        u = (np.asarray(x, dtype=float) - self.lower) / (self.upper - self.lower)
-        return np.log(u) - np.log1p(-u)
+        x = np.asarray(x, dtype=float)
+        # logit((x - a) / (b - a)) from the distances to both bounds, so a value near the
+        # upper bound is not first rounded to 1 - u.
+        return np.log(x - self.lower) - np.log(self.upper - x)
 
     def contains(self, x):
         x = np.asarray(x)
         return (x > self.lower) & (x < self.upper)
+
+    def contains_closure(self, x):
+        x = np.asarray(x)
+        return (x >= self.lower) & (x <= self.upper)
 
 
 class Ordered(Constraint):
@@ -200,6 +249,10 @@ class Ordered(Constraint):
 
     def contains(self, x):
         return np.all(np.diff(np.asarray(x), axis=-1) > 0, axis=-1)
+
+    def contains_closure(self, x):
+        x = np.asarray(x)
+        return np.all(np.diff(x, axis=-1) >= 0, axis=-1) & np.all(np.isfinite(x), axis=-1)
 
 
 class Simplex(Constraint):
@@ -247,6 +300,10 @@ class Simplex(Constraint):
     def contains(self, x):
         x = np.asarray(x)
         return np.all(x > 0, axis=-1) & (np.abs(np.sum(x, axis=-1) - 1.0) < 1e-8)
+
+    def contains_closure(self, x):
+        x = np.asarray(x)
+        return np.all(x >= 0, axis=-1) & (np.abs(np.sum(x, axis=-1) - 1.0) < 1e-8)
 
     def free(self, x):
         return x[..., :-1]
@@ -319,9 +376,19 @@ class CholeskyCorr(Constraint):
         return np.concatenate(out, axis=-1)
 
     def contains(self, x):
+        return self._factor(x, strict=True)
+
+    def contains_closure(self, x):
+        return self._factor(x, strict=False)
+
+    @staticmethod
+    def _factor(x, strict: bool):
+        """Lower triangular with rows of unit length, and a positive (``strict``) or
+        non-negative diagonal (a unit correlation, on the boundary)."""
         x = np.asarray(x)
         lower = np.all(np.triu(x, 1) == 0, axis=(-2, -1))
-        diagonal = np.all(np.diagonal(x, axis1=-2, axis2=-1) > 0, axis=-1)
+        diag = np.diagonal(x, axis1=-2, axis2=-1)
+        diagonal = np.all(diag > 0 if strict else diag >= 0, axis=-1)
         unit = np.all(np.abs(np.sum(x**2, axis=-1) - 1.0) < 1e-8, axis=-1)
         return lower & diagonal & unit
 

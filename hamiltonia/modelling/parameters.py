@@ -79,8 +79,9 @@ def check_names(variables) -> None:
     the message: ``"parameter"``, ``"generated quantity"``, ``"observed variable"``;
     ``dims`` is ``None`` where ArviZ names the axes ``{name}_dim_{axis}``). A variable may
     not be named ``chain`` or ``draw``, nor share its name with a dimension (xarray would
-    make it the dimension's coordinate, and the saved run could not be read back), and no
-    axis may be named ``chain`` or ``draw``.
+    make it the dimension's coordinate, and the saved run could not be read back), no
+    axis may be named ``chain`` or ``draw``, and no variable may name one dimension for two
+    of its axes (xarray would take them for one axis: a ``K x K`` matrix needs two names).
 
     Raises
     ------
@@ -90,6 +91,14 @@ def check_names(variables) -> None:
     variables = list(variables)
     dims: dict[str, tuple] = {}
     for kind, name, shape, var_dims in variables:
+        repeated = [d for i, d in enumerate(var_dims or ()) if d in var_dims[:i]]
+        if repeated:
+            axes = [i for i, d in enumerate(var_dims) if d == repeated[0]]
+            raise ValueError(
+                f"dims of {kind} {name!r} name axes {' and '.join(map(str, axes))} "
+                f"{repeated[0]!r} (dims {tuple(var_dims)!r}): each axis needs a dimension of "
+                f"its own, e.g. {repeated[0]!r} and {repeated[0] + '_bis'!r}"
+            )
         for axis in range(len(shape)):
             dim = var_dims[axis] if var_dims else f"{name}_dim_{axis}"
             if dim in SAMPLE_DIMS:
@@ -321,8 +330,13 @@ class ParameterLayout:
                 )
             inside = np.asarray(param.constraint.contains(x))
             if not np.all(inside):
+                # The first value (or event: a simplex, a matrix) outside, by its index,
+                # rather than the opening of a block whose first values may be valid.
+                bad = tuple(int(i) for i in np.argwhere(~inside)[0])
+                at = f"{name}[{', '.join(map(str, bad))}] = " if bad else ""
                 raise ValueError(
-                    f"{name} must be {param.constraint.description}, got {x.tolist()!r:.80}"
+                    f"{name} must be {param.constraint.description}, got "
+                    f"{at}{np.asarray(x[bad]).tolist()!r:.80}"
                 )
             z = param.constraint.inverse(x)
             parts.append(np.reshape(z, (*batch, param.unconstrained_size)))

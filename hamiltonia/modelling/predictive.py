@@ -26,13 +26,14 @@ are reproducible without one. The groups are ArviZ's ``prior``, ``prior_predicti
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
 __all__ = [
     "PREDICTIVE_SPAWN_KEY",
     "chain_generators",
+    "name_observations",
     "prior_predictive_groups",
     "sample_prior_predictive",
     "simulate_per_draw",
@@ -59,8 +60,51 @@ def chain_generators(seed, chains: int, *, run_entropy=None) -> list[np.random.G
     return [np.random.default_rng(s) for s in seq.spawn(chains)]
 
 
-def _as_arrays(out, default: str, who: str) -> dict:
+def name_observations(out, observed: Sequence[str], who: str, *, known: bool = True) -> dict:
+    """``out``, what ``who`` (``"simulate"``, ``"log_likelihood"``) returned for one draw or a
+    batch, by observed variable: a mapping as it is, one array under the name of the only
+    observed variable (``"y"`` when none is named), so that it takes that variable's dims
+    and pairs with its ``observed_data`` in ArviZ.
+
+    Parameters
+    ----------
+    out : mapping or array
+        The function's result.
+    observed : sequence of str
+        The observed variables' names (of ``observed_data``, else of ``observed_dims``).
+    who : str
+        The function's name, for the messages.
+    known : bool
+        Whether ``observed`` is every observed variable (``observed_data`` was given): a
+        name outside it is then refused.
+
+    Raises
+    ------
+    ValueError
+        One array where several variables are observed (which one it is cannot be told),
+        or a name that ``observed_data`` does not hold.
+    """
+    observed = list(observed)
     if not isinstance(out, Mapping):
+        if len(observed) > 1:
+            raise ValueError(
+                f"{who} returned one array, but the model observes {observed}: return a "
+                f"dict of arrays by observed variable, e.g. {{{observed[0]!r}: ...}}"
+            )
+        return {observed[0] if observed else "y": out}
+    unknown = sorted(str(k) for k in out if str(k) not in observed)
+    if known and unknown:
+        raise ValueError(
+            f"{who} returned {unknown}, which observed_data does not hold (it holds "
+            f"{observed}); name each array after the observed variable it is of"
+        )
+    return dict(out)
+
+
+def _as_arrays(out, default, who: str) -> dict:
+    if callable(default):
+        out = default(out)
+    elif not isinstance(out, Mapping):
         out = {default: out}
     arrays = {}
     for name, value in out.items():
@@ -74,10 +118,12 @@ def _as_arrays(out, default: str, who: str) -> dict:
     return arrays
 
 
-def simulate_per_draw(fn: Callable, values: Mapping, rngs, default: str, who: str) -> dict:
+def simulate_per_draw(fn: Callable, values: Mapping, rngs, default, who: str) -> dict:
     """``fn(params, rng)`` at each draw of the blocks ``values`` (leading axes ``(chains,
     draws)``), chain ``c`` drawing from ``rngs[c]``, stacked by name to ``(chains, draws,
-    ...)``. The shapes a draw returns must agree across draws."""
+    ...)``. The shapes a draw returns must agree across draws. ``default`` names one array
+    ``fn`` returns: a name, or a function from the result to arrays by name (as
+    :func:`name_observations`)."""
     values = {k: np.asarray(v) for k, v in values.items()}
     chains, draws = next(iter(values.values())).shape[:2]
     rows = []

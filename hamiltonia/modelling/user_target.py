@@ -133,11 +133,7 @@ def compile_log_density(
         with np.errstate(all="ignore"):
             want_lp, want_grad = reference(point)
         got_lp, got_grad = target.evaluate(point)
-        scale = 1.0 + np.max(np.abs(want_grad), initial=abs(float(want_lp)))
-        if not (
-            np.allclose(got_lp, want_lp, rtol=1e-8, atol=1e-10 * scale, equal_nan=True)
-            and np.allclose(got_grad, want_grad, rtol=1e-8, atol=1e-10 * scale, equal_nan=True)
-        ):
+        if not _agree(got_lp, got_grad, want_lp, want_grad):
             raise TraceError(
                 f"the compiled {label} differs from autograd's at a test point (log density "
                 f"{got_lp!r} against {float(want_lp)!r}): its computation depends on the "
@@ -145,3 +141,41 @@ def compile_log_density(
                 "gradient cannot follow; use np.where for a branch, or the autograd backend"
             )
     return replace(target, seconds=time.perf_counter() - began)
+
+
+def _agree(got_lp, got_grad, want_lp, want_grad) -> bool:
+    """Whether the compiled ``(log density, gradient)`` at a point is autograd's.
+
+    A non-finite log density (:math:`-\\infty` outside the support, ``nan`` from ``log`` of a
+    negative number) must be the same one. The finite values, :math:`g` compiled against
+    :math:`w`, must agree to
+
+    .. math::
+
+        \\lvert g - w \\rvert \\le 10^{-8} \\lvert w \\rvert + 10^{-10} s, \\qquad
+        s = 1 + \\max \\lvert w \\rvert \\ \\text{over the finite values},
+
+    the scale taken over the finite values only: an infinite log density would make
+    :math:`s` infinite (a ``nan`` one, ``nan``), and the comparison of every other value
+    vacuous. Where the log density is finite the gradient's non-finite entries must match
+    too; where it is not, only its finite entries are compared (a sampler rejects such a
+    point, and never uses its gradient, whose ``inf`` and ``nan`` the two may place
+    differently, as ``0 * inf``).
+    """
+    got_grad = np.asarray(got_grad, dtype=float).ravel()
+    want_grad = np.asarray(want_grad, dtype=float).ravel()
+    got_lp, want_lp = float(got_lp), float(want_lp)
+    # The same non-finite log density: -inf against -inf, nan against nan (nan != nan).
+    if not np.array_equal(got_lp, want_lp, equal_nan=True) and not (
+        np.isfinite(got_lp) and np.isfinite(want_lp)
+    ):
+        return False
+    both = np.isfinite(got_grad) & np.isfinite(want_grad)
+    finite = np.isfinite(want_lp)
+    # Elsewhere a gradient entry finite on one side only, or another inf or nan, differs.
+    if finite and not np.array_equal(got_grad[~both], want_grad[~both], equal_nan=True):
+        return False
+    got = np.append(got_grad[both], [got_lp] if finite else [])
+    want = np.append(want_grad[both], [want_lp] if finite else [])
+    scale = 1.0 + np.max(np.abs(want), initial=0.0)
+    return bool(np.allclose(got, want, rtol=1e-8, atol=1e-10 * scale))

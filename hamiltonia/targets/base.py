@@ -29,6 +29,7 @@ __all__ = [
     "Target",
     "accepts_batches",
     "autograd_functions",
+    "check_one_number",
     "check_setting",
     "jax_functions",
     "numba_functions",
@@ -519,6 +520,41 @@ def numba_functions(f: Callable, dim: int, label: str = "logp"):
     return log_prob, kernel.rows, hvp, kernel
 
 
+def check_one_number(f: Callable, dim: int, label: str = "logp") -> None:
+    """Refuse a log density ``f`` of one point ``(dim,)`` that returns anything but one
+    number there, checked at the origin and at a random point (the first at which ``f``
+    evaluates; one that raises at both is left to the backends, whose errors show it).
+
+    Raises
+    ------
+    TypeError
+        When ``f`` returns ``None``, a string or a container.
+    ValueError
+        When ``f`` returns an array of another shape than ``()`` (shape ``(1,)``
+        included: the log density is one number, not an array of one).
+    """
+    points = (np.zeros(dim), np.random.default_rng(20261123).normal(scale=0.5, size=dim))
+    for x in points:
+        try:
+            with np.errstate(all="ignore"):
+                value = f(x)
+        except Exception:
+            continue
+        if value is None or isinstance(value, str | bytes | dict | list | tuple):
+            raise TypeError(
+                f"{label} returned {type(value).__name__}; it must return the log density "
+                "at the point, one number"
+            )
+        shape = tuple(np.shape(value))
+        if shape != ():
+            raise ValueError(
+                f"{label} must return one number, the log density at a point of shape "
+                f"({dim},); it returned shape {shape} (did a sum miss its axis, or is a term "
+                "not summed?)"
+            )
+        return
+
+
 class CompileWarning(UserWarning):
     """A log density that numba cannot compile runs with autograd on the NumPy path
     (slower); the message says why, and ``backend="autograd"`` silences it."""
@@ -546,6 +582,10 @@ def numba_or_autograd(f: Callable, dim: int, vectorized: bool | None, label: str
 
     if backend not in AUTOGRAD_NUMPY_BACKENDS:
         raise ValueError(f"backend must be one of {AUTOGRAD_NUMPY_BACKENDS}, got {backend!r}")
+    dim = check_dim(dim)
+    # Before either backend: numba's recording would refuse a wrong shape as a compile
+    # failure (and fall back to autograd, which fails later, while sampling).
+    check_one_number(f, dim, label)
     if backend == "autograd":
         log_prob, lp_grad, hvp, vectorized = autograd_functions(f, dim, vectorized, label)
         return log_prob, lp_grad, hvp, vectorized, None, "autograd"

@@ -56,7 +56,11 @@ from hamiltonia.targets.base import (
 __all__ = ["Model"]
 
 
-def _as_dict(out, default: str) -> dict:
+def _as_dict(out, default) -> dict:
+    """``out`` by name: a mapping as it is, else under ``default``, a name, or a function
+    naming it (:meth:`Model._observations`)."""
+    if callable(default):
+        return dict(default(out))
     return dict(out) if isinstance(out, Mapping) else {default: out}
 
 
@@ -200,8 +204,10 @@ class Model(FunctionTarget):
             n for name, shape, _ in self._generated_blocks for n in element_names(name, shape)
         )
         self._observed_dims = self._check_observed_dims(observed_dims or {})
-        self._check_coords(generated_dims or {})
+        # Names first: a dimension named twice in one variable would otherwise be reported
+        # as a size mismatch by the coords check.
         self._check_group_names()
+        self._check_coords(generated_dims or {})
 
     def _check_group_names(self) -> None:
         """Names each ArviZ group can hold apart: the posterior's (blocks and generated
@@ -350,8 +356,12 @@ class Model(FunctionTarget):
 
     def constrain(self, x):
         x = np.asarray(x, dtype=float)
-        batch = x.shape[:-1]
         values, _ = self.layout.constrain(x)
+        return self._report(values, x.shape[:-1])
+
+    def _report(self, values: dict, batch: tuple) -> np.ndarray:
+        """The reported values ``batch + (len(reported_names),)`` of the constrained blocks
+        ``values``: the blocks, then the generated quantities computed from them."""
         flat = self.layout.flatten(values, batch)
         if self._generated is None:
             return flat
@@ -391,7 +401,19 @@ class Model(FunctionTarget):
             return None
         draws = np.asarray(draws, dtype=float)
         values = self.layout.unflatten(draws[..., : self.layout.size])
-        return self._per_draw(self._log_likelihood, values, draws.shape[:-1], "y")
+        return self._per_draw(self._log_likelihood, values, draws.shape[:-1],
+                              self._observations("log_likelihood"))  # fmt: skip
+
+    def _observations(self, who: str) -> Callable:
+        """What names the result of ``who`` (``log_likelihood``, ``simulate``) by observed
+        variable: one array takes the name of the only observed variable, so that ArviZ
+        gives it that variable's dims and pairs it with its observations
+        (:func:`~hamiltonia.modelling.predictive.name_observations`)."""
+        from hamiltonia.modelling.predictive import name_observations
+
+        known = self._observed is not None
+        observed = tuple(self._observed if known else self._observed_dims)
+        return lambda out: name_observations(out, observed, who, known=known)
 
     @property
     def observed_data(self):
@@ -404,12 +426,15 @@ class Model(FunctionTarget):
 
         draws = np.asarray(draws, dtype=float)
         values = self.layout.unflatten(draws[..., : self.layout.size])
-        return simulate_per_draw(self._simulate, values, rngs, "y", "simulate")
+        return simulate_per_draw(self._simulate, values, rngs, self._observations("simulate"),
+                                 "simulate")  # fmt: skip
 
     def prior_draws(self, n: int, rngs) -> np.ndarray:
         """``n`` draws per generator of ``rngs`` from the prior (``prior=``), as reported
         values, shape ``(len(rngs), n, len(reported_names))`` (generated quantities
-        included), each block checked against its shape and constraint."""
+        included): each block as the prior returned it, checked against its shape and the
+        closure of its constraint's support (:meth:`_prior_block`), not sent through the
+        unconstrained space and back."""
         if self._prior is None:
             raise ValueError(
                 "this model has no prior simulator: give Model(..., prior=fn), fn(rng) "
@@ -429,22 +454,40 @@ class Model(FunctionTarget):
                 rows.append(out)
         values = {}
         for name, param in self.layout.params.items():
-            block = np.stack([np.asarray(row[name], dtype=float) for row in rows])
-            if block.shape[1:] != tuple(param.shape):
+            values[name] = np.reshape(self._prior_block(name, param, rows, n),
+                                      (chains, n, *param.shape))  # fmt: skip
+        # The draws as the prior gave them: through the unconstrained space and back, a
+        # draw on a bound (a Dirichlet's exact zeros) would be refused or moved, and one
+        # close to it (1e-300) rounded.
+        return self._report(values, (chains, n))
+
+    def _prior_block(self, name: str, param, rows: list, n: int) -> np.ndarray:
+        """Block ``name`` of the prior's draws ``rows`` (``n`` per chain), stacked, each
+        checked: numbers, of the block's shape, in the closure of its support (a draw on a
+        bound is a draw rounded there); a ValueError names the chain and draw that fail."""
+        block = []
+        for i, row in enumerate(rows):
+            where = f"chain {i // n}, draw {i % n}"
+            try:
+                value = np.asarray(row[name], dtype=float)
+            except (TypeError, ValueError):
                 raise ValueError(
-                    f"prior returned shape {block.shape[1:]} for {name!r}, whose shape is "
-                    f"{tuple(param.shape)}"
+                    f"prior returned {row[name]!r:.80} for {name!r} ({where}); it must return "
+                    "numbers or arrays of numbers"
+                ) from None
+            if value.shape != tuple(param.shape):
+                raise ValueError(
+                    f"prior returned shape {value.shape} for {name!r} ({where}), whose shape "
+                    f"is {tuple(param.shape)}"
                 )
-            values[name] = block.reshape(chains, n, *param.shape)
-        # Through the unconstrained space: a draw outside a block's support is the user's
-        # error, named here, not a NaN in the prior group.
-        z = self.layout.unconstrain(values, (chains, n))
-        if not np.all(np.isfinite(z)):
-            raise ValueError(
-                "prior returned a draw outside a block's support (its constraint); check "
-                "the prior's distributions against the blocks' constraints"
-            )
-        return self.constrain(z)
+            if not np.all(param.constraint.contains_closure(value)):
+                raise ValueError(
+                    f"prior returned a draw of {name!r} outside its support (it must be "
+                    f"{param.constraint.description}) at {where}: {value.tolist()!r:.120}; "
+                    "check the prior's distribution against the block's constraint"
+                )
+            block.append(value)
+        return np.stack(block)
 
     def __repr__(self):
         return f"Model({', '.join(self.layout.params)}; dim={self.dim})"

@@ -238,3 +238,40 @@ def test_compiling_a_model_without_scipy_stats_does_not_import_it():
     # A model that calls it gets its rule.
     target = compile_log_density(lambda x: np.sum(norm.logpdf(x, 0.5, 2.0)), 3)
     assert_matches_autograd(target, lambda x: np.sum(norm.logpdf(x, 0.5, 2.0)), onp.ones((2, 3)))
+
+
+def test_a_density_not_finite_at_a_test_point_compiles_without_an_invalid_tolerance():
+    """Where the log density is nan or -inf at a test point (normal(0, 1) draws; the
+    second coordinate is negative at two of the three), the finite values are compared on
+    a scale of their own, without numpy's "One of rtol or atol is not valid" (an infinite or
+    nan tolerance)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        # log of a negative number: nan at two test points, its gradient finite.
+        compile_log_density(lambda x: -0.5 * np.sum(x**2) + np.log(x[1]), 3)
+        # -inf at every test point, with a finite gradient.
+        compile_log_density(lambda x: -0.5 * np.sum(x**2) - onp.inf, 3)
+
+
+def test_a_computation_that_changes_where_the_density_is_not_finite_is_caught():
+    """An infinite log density made the tolerance infinite, and the comparison of the
+    gradients vacuous; its finite gradient is compared now, and a non-finite log density
+    must be the same one (-inf is not nan)."""
+    calls = []
+
+    def density(x):
+        calls.append(1)  # the graph is recorded on the first call only
+        return (-np.sum(x**2) if len(calls) == 1 else -np.sum(x**4)) - onp.inf
+
+    with pytest.raises(TraceError, match="differs from autograd"):
+        compile_log_density(density, 2)
+    calls.clear()
+
+    def nan_after(x):
+        calls.append(1)  # -inf when recorded, nan afterwards
+        return -np.sum(x**2) + (-onp.inf if len(calls) == 1 else onp.nan)
+
+    with pytest.raises(TraceError, match="differs from autograd"):
+        compile_log_density(nan_after, 2)

@@ -94,3 +94,34 @@ def test_names_the_run_output_could_not_hold_apart_are_refused(blocks, message):
         hm.ParameterLayout(blocks)
     # Dims shared between blocks, and a block named like a dimension of no block, are fine.
     hm.ParameterLayout({"a": hm.real(3, dims="k"), "b": hm.real(3, dims="k"), "c": hm.real()})
+
+
+def test_a_dimension_named_twice_in_one_variable_is_refused_naming_both():
+    """xarray takes two axes with one name for one axis, and ArviZ fails on the draws
+    later: refused when the layout or the model is built, naming the variable and the
+    dimension, for a block, a generated quantity and an observed variable alike."""
+    with pytest.raises(ValueError, match=r"parameter 'L' name axes 0 and 1 'i'"):
+        hm.ParameterLayout({"mu": hm.real(), "L": hm.cholesky_corr(2, dims=("i", "i"))})
+
+    def logp(p):
+        return -0.5 * p["mu"] ** 2
+
+    with pytest.raises(ValueError, match=r"generated quantity 'outer' name axes 0 and 1 'k'"):
+        hm.Model(logp, {"mu": hm.real()}, generated=lambda p: {"outer": np.ones((2, 3))},
+                 generated_dims={"outer": ("k", "k")})  # fmt: skip
+    with pytest.raises(ValueError, match=r"observed variable 'y' name axes 0 and 1 'j'"):
+        hm.Model(logp, {"mu": hm.real()}, observed_data={"y": np.ones((2, 2))},
+                 observed_dims={"y": ("j", "j")})  # fmt: skip
+
+
+def test_a_value_outside_its_support_is_named_by_its_index():
+    """The message points at the value that fails, not at the opening of the block."""
+    layout = hm.ParameterLayout({"tau": hm.positive(3), "w": hm.simplex(3)})
+    with pytest.raises(ValueError, match=r"tau must be positive, got tau\[1, 2\] = -1\.0"):
+        layout.unconstrain({"tau": [[1.0, 2.0, 3.0], [1.0, 2.0, -1.0]], "w": [0.2, 0.3, 0.5]},
+                           (2,))  # fmt: skip
+    with pytest.raises(
+        ValueError, match=r"w must be a simplex .*got w\[1\] = \[0\.0, 0\.5, 0\.5\]"
+    ):
+        layout.unconstrain({"tau": [1.0, 2.0, 3.0], "w": [[0.2, 0.3, 0.5], [0.0, 0.5, 0.5]]},
+                           (2,))  # fmt: skip

@@ -140,3 +140,98 @@ def test_mistakes_in_prior_and_simulate_are_named():
     plain = exact_posterior_run(normal_model(simulate=None), draws=5)
     with pytest.raises(TypeError, match=r"simulate=fn"):
         plain.sample_posterior_predictive()
+
+
+def _sparse_logp(p):
+    # Dirichlet(0.05, 0.05, 0.05), Beta(0.1, 5), Gamma(0.5, 1).
+    return (-0.95 * anp.sum(anp.log(p["w"]), axis=-1) - 0.9 * anp.log(p["t"])
+            + 4.0 * anp.log1p(-p["t"]) - 0.5 * anp.log(p["x"]) - p["x"])  # fmt: skip
+
+
+def _sparse_prior(rng):
+    return {"w": rng.dirichlet([0.05] * 3), "t": rng.beta(0.1, 5.0), "x": rng.gamma(0.5)}
+
+
+SPARSE_BLOCKS = {"w": hm.simplex(3), "t": hm.interval(0, 1), "x": hm.positive()}
+
+
+def test_prior_draws_are_reported_as_the_prior_gave_them():
+    """The prior group holds the prior's own draws, bit for bit, generated quantities
+    computed from them: a sparse Dirichlet's exact zeros (on the simplex's boundary, with
+    no unconstrained value) are kept, and a Beta(0.1, 5) draw below 1e-16 is not rounded by a
+    trip through the unconstrained space."""
+    model = hm.Model(_sparse_logp, SPARSE_BLOCKS, prior=_sparse_prior,
+                     generated=lambda p: {"total": p["t"] + p["x"]})  # fmt: skip
+    tree = hm.sample_prior_predictive(model, draws=200, chains=2, seed=4)
+    rows = [[_sparse_prior(rng) for _ in range(200)] for rng in chain_generators(4, 2)]
+    for name in SPARSE_BLOCKS:
+        want = np.array([[row[name] for row in chain] for chain in rows])
+        np.testing.assert_array_equal(tree["prior"][name].values, want)
+    prior = tree["prior"]
+    np.testing.assert_array_equal(prior["total"].values, prior["t"].values + prior["x"].values)
+    assert np.any(prior["w"].values == 0.0)  # the case a trip through z refused
+    assert np.any(prior["t"].values < 1e-16)
+
+
+def test_a_prior_draw_outside_the_support_is_named_by_chain_and_draw():
+    calls = []
+
+    def prior(rng):
+        calls.append(1)
+        draw = _sparse_prior(rng)
+        if len(calls) == 7:  # chain 1, draw 2 of 5 per chain
+            draw["w"] = np.array([0.7, 0.5, -0.2])
+        return draw
+
+    model = hm.Model(_sparse_logp, SPARSE_BLOCKS, prior=prior)
+    with pytest.raises(ValueError, match=r"'w' outside its support .* at chain 1, draw 1: "
+                                         r"\[0\.7, 0\.5, -0\.2\]"):  # fmt: skip
+        hm.sample_prior_predictive(model, draws=5, chains=2, seed=0)
+    calls.clear()
+    bad_shape = hm.Model(_sparse_logp, SPARSE_BLOCKS,
+                         prior=lambda rng: _sparse_prior(rng) | {"x": [1.0, 2.0]})  # fmt: skip
+    with pytest.raises(ValueError, match=r"shape \(2,\) for 'x' \(chain 0, draw 0\)"):
+        hm.sample_prior_predictive(bad_shape, draws=5, seed=0)
+
+
+def _obs_model(**options):
+    """normal_model with its observations named "obs", labelled by the dimension "i", and a
+    log likelihood and a simulator that return one array."""
+
+    def log_likelihood(p):
+        return -0.5 * (Y - p["mu"][..., None]) ** 2
+
+    kwargs = {
+        "observed_data": {"obs": Y},
+        "observed_dims": {"obs": "i"},
+        "coords": {"i": [f"o{k}" for k in range(len(Y))]},
+        "log_likelihood": log_likelihood,
+        "simulate": lambda p, rng: rng.normal(p["mu"], 1.0, size=len(Y)),
+    } | options
+    return normal_model(**kwargs)
+
+
+def test_one_array_takes_the_name_and_dims_of_the_only_observed_variable():
+    """ArviZ pairs observed_data["obs"] with log_likelihood["obs"] and
+    posterior_predictive["obs"], all along the dimension "i"."""
+    run = hm.sample(_obs_model(), chains=2, warmup=100, draws=50, seed=0, progress=False)
+    assert set(run.log_likelihood()) == {"obs"}
+    assert set(run.sample_posterior_predictive(seed=0)) == {"obs"}
+    tree = run.to_datatree()
+    for group in ("observed_data", "log_likelihood", "posterior_predictive"):
+        assert list(tree[group].data_vars) == ["obs"], group
+        assert tree[group]["obs"].dims[-1] == "i", group
+    prior = hm.sample_prior_predictive(_obs_model(), draws=10, seed=0)
+    assert list(prior["prior_predictive"].data_vars) == ["obs"]
+
+
+def test_observations_named_otherwise_than_observed_data_are_refused():
+    run = exact_posterior_run(_obs_model(simulate=lambda p, rng: {"y": rng.normal(size=5)}),
+                              draws=5)  # fmt: skip
+    with pytest.raises(ValueError, match=r"simulate returned \['y'\], which observed_data does "
+                                         r"not hold \(it holds \['obs'\]\)"):  # fmt: skip
+        run.sample_posterior_predictive(seed=0)
+    two = _obs_model(observed_data={"obs": Y, "more": Y}, observed_dims={}, coords={})
+    with pytest.raises(ValueError, match=r"log_likelihood returned one array, but the model "
+                                         r"observes \['obs', 'more'\]"):  # fmt: skip
+        exact_posterior_run(two, draws=5).log_likelihood()

@@ -89,3 +89,25 @@ def test_with_setting_records_the_setting():
     assert t.setting == "paper" and t.description == "a model [setting: paper]"
     with pytest.raises(ValueError, match="setting"):
         with_setting(t, "other")
+
+
+NOT_ONE_NUMBER = [
+    (lambda x: -0.5 * x**2, r"\(3,\)"),
+    (lambda x: -0.5 * anp.sum(x**2, keepdims=True), r"\(1,\)"),
+]
+
+
+@pytest.mark.parametrize("backend", [None, "numba", "autograd"])
+@pytest.mark.parametrize(("logp", "shape"), NOT_ONE_NUMBER, ids=["elementwise", "one-element"])
+def test_a_logp_that_returns_no_single_number_is_refused_when_built(logp, shape, backend):
+    """Not a compile failure (no fallback to autograd with a CompileWarning, which would
+    fail while sampling, or for shape (1,) run row by row): the user's error, named when
+    the target is built, whatever the backend."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no CompileWarning nor RowByRowWarning first
+        with pytest.raises(ValueError, match=rf"logp must return one number.*shape {shape}"):
+            hm.Target.from_logp(logp, dim=3, backend=backend)
+    with pytest.raises(TypeError, match="logp returned NoneType"):
+        hm.Target.from_logp(lambda x: None, dim=3, backend=backend)
