@@ -401,12 +401,19 @@ def diagnose(result, summary=None) -> list[Problem]:
         full = np.asarray(stats["tree_depth"]) >= int(limit)
         if full.any():
             share = full.mean()
+            thin = int(result.attrs.get("thin", 1) or 1)
+            # A thinned draw keeps its last iteration's depth: a sample of the iterations.
+            counted = (
+                f"{int(full.sum())} of {full.size} iterations after warm-up ({share:.1%})"
+                if thin == 1
+                else f"the last iteration of {int(full.sum())} of {full.size} kept draws "
+                f"({share:.1%}; a draw is kept every {thin} iterations)"
+            )
             problems.append(
                 Problem(
                     "tree_depth",
-                    f"{int(full.sum())} of {full.size} iterations after warm-up ({share:.1%}) "
-                    f"stopped at the maximum tree depth of {int(limit)}: their trajectories "
-                    "were cut short, which costs efficiency (not validity). Raise "
+                    f"{counted} stopped at the maximum tree depth of {int(limit)}: their "
+                    "trajectories were cut short, which costs efficiency (not validity). Raise "
                     "max_tree_depth, adapt a metric, or reparameterise the model.",
                     float(share),
                     0.0,

@@ -481,8 +481,14 @@ class ProcessPool(Executor):
                         f"worker processes died {failures} times; {len(pending)} of "
                         f"{len(tasks)} tasks unfinished (their checkpoints remain)"
                     ) from None
-            except KeyboardInterrupt:
+            except KeyboardInterrupt as err:
                 self._stop(tasks, futures)
+                # The tasks that finished, before or during the stop: their draws are whole
+                # (their last checkpoint may be older).
+                for future, i in futures.items():
+                    if future.done() and not future.cancelled() and future.exception() is None:
+                        results[i] = future.result()
+                err.results = results
                 raise
             except BaseException:
                 for future in futures:
@@ -570,7 +576,8 @@ def _watch_parent(parent: int) -> None:
 
     # Ctrl-C reaches every process of the terminal's group: a worker would die with the
     # draws made since its last checkpoint. The calling process asks the tasks to stop
-    # instead (ProcessPool.map), and they checkpoint first.
+    # instead (ProcessPool.map), and they checkpoint first. (A program a model starts from a
+    # worker inherits the ignored SIGINT; the pool ends it with its worker.)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     threading.Thread(target=watch, name="hamiltonia-parent-watch", daemon=True).start()
 
@@ -646,11 +653,19 @@ EXECUTORS = ("threads", "processes", "dask")
 
 
 def check_workers(executor, workers) -> None:
-    """Refuse ``workers`` without an executor that has workers (it would be ignored)."""
-    if workers is not None and (executor is None or executor == "threads"):
+    """Refuse ``workers`` without an executor that has workers, or with an executor made
+    already (it has its own): it would be ignored."""
+    if workers is None:
+        return
+    if executor is None or executor == "threads":
         raise ValueError(
             f"workers={workers} is for executor='processes' or 'dask'; the chains run in "
             "this process without one"
+        )
+    if not isinstance(executor, str):
+        raise ValueError(
+            f"workers={workers} is for executor='processes' or 'dask'; the executor given "
+            f"({type(executor).__name__}) has its own workers"
         )
 
 
@@ -743,7 +758,9 @@ def remove_orphaned_task_folders(parent=None) -> list:
 
 #: What a run's task folder holds: the tasks' checkpoints, locks and progress, and the stop
 #: request. Anything else is not the run's, and is never removed with it.
-_TASK_ENTRY = re.compile(r"(task-\d{6}\.(nc\.partial|nc\.lock|nc|progress)|\.?task-.*\.tmp|stop)")
+_TASK_ENTRY = re.compile(
+    r"(task-\d{6}\.(nc\.partial|nc\.lock|nc|progress|progress-tmp)|\.?task-.*\.tmp|stop)"
+)
 
 
 def check_task_folder(output, fresh: bool) -> None:
@@ -775,7 +792,11 @@ def task_folder(output, fresh: bool = True) -> str:
     remove_orphaned_task_folders()
     if output is None:
         return _temp_task_folder()
+    check_task_folder(output, fresh)
     folder = Path(f"{output}.tasks")
+    # A stop request left by a calling process that died while its tasks stopped: the tasks
+    # of this run would stop at once.
+    (folder / STOP_FILE).unlink(missing_ok=True)
     if fresh:
         # Checkpoints of an earlier run that stopped belong to other chain states.
         shutil.rmtree(folder, ignore_errors=True)

@@ -165,6 +165,9 @@ def _tasks_stopped(output, rec, made, draws, run_file, requested, options, execu
     q, stats, weights, grads = made
     rec.record(slice(0, q.shape[1]), q, stats, weights, None, grads)
     result = output.result(complete=False)
+    # Its chains' state after these draws is in the tasks' checkpoints, not here (the state
+    # here is warm-up's end): a copy saved elsewhere cannot be resumed.
+    result.attrs["resume"] = None
     path = None if run_file is None else run_file.path
     saved = ""
     if path is not None:
@@ -481,7 +484,9 @@ def _sample(target, sampler, *, chains, warmup, draws, seed, initial, progress, 
         if executor is not None:
             from hamiltonia.runner.executors import check_task_folder
 
-            check_task_folder(Path(output).expanduser(), fresh=resume_from is None)
+            # Whether this run empties the folder or continues its tasks, nothing in it may
+            # be another's.
+            check_task_folder(Path(output).expanduser(), fresh=True)
         run_file = RunFile.open(output, overwrite=overwrite, continuing=continuing)
     try:
         return _run(target, smp, (plan, path_reason), rngs, seq, requested, options, run_file,
@@ -713,14 +718,17 @@ def resume(path, *, target=None, progress: bool = True, output=None,
     compiled = check_flag(compiled, "compiled", allow_none=True)
     path = Path(path).expanduser()
     # The unfinished run, also where it was to replace a complete one (overwrite=True).
-    previous = load(path, target=target, unfinished=partial_dir(path).is_dir() or None)
+    previous = load(
+        path, target=target, unfinished=(partial_dir(path) / "manifest.json").is_file() or None
+    )
     info = previous.attrs.get("resume")
     if previous.attrs.get("complete", True):
         raise ValueError(f"{path} holds a complete run: nothing to resume")
     if not info:
         raise ValueError(
-            f"{path} cannot be resumed: the run was not built from a registered sampler "
-            "name with plain options"
+            f"{path} cannot be resumed: it holds no state to continue from (the run was not "
+            "built from a registered sampler name with plain options, or it holds the draws "
+            "an executor's interrupted tasks returned, whose state is in the run's own file)"
         )
     from hamiltonia import targets
 

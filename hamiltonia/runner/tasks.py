@@ -139,8 +139,8 @@ def _sample_in_folder(executor, smp, target, rec, bar, compiled, thin, checkpoin
 
     try:
         results = executor.map(tasks, progress)
-    except KeyboardInterrupt:
-        raise TasksInterrupted(_made_so_far(tasks)) from None
+    except KeyboardInterrupt as err:
+        raise TasksInterrupted(_made_so_far(tasks, getattr(err, "results", None))) from None
     order = [c for unit in units for c in unit]
     if order != list(range(chains)):
         raise RuntimeError(f"tasks hold chains {order}, not 0..{chains - 1} in order")
@@ -166,11 +166,17 @@ def _sample_in_folder(executor, smp, target, rec, bar, compiled, thin, checkpoin
     return continued, sum(r["checkpoints"] for r in results), folder, warmup_seconds
 
 
-def _made_so_far(tasks) -> tuple | None:
-    """The draws every chain of ``tasks`` made, from the tasks' checkpoints (or the draws a
-    resumed task started from): the first ``n`` of each, ``n`` the fewest of any task."""
+def _made_so_far(tasks, results=None) -> tuple | None:
+    """The draws every chain of ``tasks`` made: a finished task's ``results`` (by index, the
+    executor's; ``None`` where unfinished), else its checkpoint (else the draws a resumed
+    task started from); the first ``n`` of each, ``n`` the fewest of any task, or ``None``
+    where a task has none (it had not started)."""
     parts = []
-    for task in tasks:
+    for k, task in enumerate(tasks):
+        done = None if results is None else results[k]
+        if done is not None:
+            parts.append((done["draws"], done["stats"], done["log_weights"], done["gradients"]))
+            continue
         part = executors._checkpointed(task)
         if part is not None:
             parts.append((part.draws, part.stats, part.log_weights, part.gradients))

@@ -525,12 +525,12 @@ INTERRUPTED_POOL = textwrap.dedent(
                progress=False)
 
     def interrupt_once_sampling(out):
-        # Ctrl-C to this process alone (as kill -INT, or a notebook's interrupt), once
-        # both tasks have told their progress: the workers must stop with it.
+        # Ctrl-C as a terminal sends it, to the whole process group (the workers too), once
+        # both tasks have told their progress.
         while len(list(Path(f"{out}.tasks").glob("*.progress"))) < 2:
             time.sleep(0.01)
         time.sleep(0.5)
-        os.kill(os.getpid(), signal.SIGINT)
+        os.killpg(os.getpgid(0), signal.SIGINT)
 
     if __name__ == "__main__":
         out = Path(sys.argv[1])
@@ -546,6 +546,9 @@ INTERRUPTED_POOL = textwrap.dedent(
         n = part.n_draws
         assert 0 < n < RUN["draws"], n
         np.testing.assert_array_equal(part.draws, full.draws[:, :n])
+        # A stop request left behind (the calling process died while its tasks stopped) must
+        # not stop the resumed tasks.
+        Path(f"{out}.tasks", "stop").touch()
         resumed = hm.resume(out, executor="processes", workers=2, progress=False)
         np.testing.assert_array_equal(resumed.draws, full.draws)
         print("OK", n, round(seconds, 1), said[0] if said else "no warning")
@@ -561,7 +564,8 @@ def test_ctrl_c_on_a_process_pool_returns_the_draws_and_resumes_exactly(tmp_path
     script = tmp_path / "interrupted_pool.py"  # spawned workers re-import the main module
     script.write_text(INTERRUPTED_POOL)
     proc = subprocess.run([sys.executable, str(script), str(tmp_path / "run.nc")],
-                          capture_output=True, text=True, timeout=600)  # fmt: skip
+                          capture_output=True, text=True, timeout=600,
+                          start_new_session=True)  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     ok = proc.stdout.split("OK", 1)[1].split(maxsplit=2)
     assert float(ok[1]) < 60, "the call waited for the tasks to finish"

@@ -394,6 +394,8 @@ def test_an_interrupted_overwrite_is_resumed_and_the_old_run_kept_till_then(tmp_
     np.testing.assert_array_equal(hm.load(path).draws, full.draws)  # no warning: one run
     with pytest.raises(FileNotFoundError, match="no unfinished run"):
         hm.load(path, unfinished=True)
+    with pytest.raises(ValueError, match="unfinished"):
+        hm.load(path, unfinished="no")
 
 
 @pytest.mark.parametrize(("sampler", "keeps"), [("phmc", True), ("shmc", True), ("hmc", False)])
