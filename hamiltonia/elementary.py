@@ -17,7 +17,8 @@ compiles. A part author writes
         return exp(0.5 * (new_log_mass - old_log_mass))
 
 and the same line runs in the kernel and on a GPU. On NumPy arrays the result is NumPy's own
-to the bit, so the paths keep their draws.
+to the bit, so the paths keep their draws. Import the functions by name, as above: a kernel
+that reaches them through the module (``elementary.exp``) is not rewritten.
 """
 
 from __future__ import annotations

@@ -183,10 +183,12 @@ class Interval(Constraint):
             \\end{cases}
 
     since :math:`\\sigma(z) = e^{-\\operatorname{softplus}(-z)}` and
-    :math:`1 - \\sigma(z) = \\sigma(-z)`: the distance to either bound keeps its full
-    relative precision (down to :math:`e^{-745}`), where :math:`a + (b - a)\\,\\sigma(z)`
-    would round :math:`x - b` to 0 for :math:`z > 37` and a ``tanh`` form
-    :math:`\\tfrac12(1 + \\tanh(z/2))` rounds :math:`x - a` to 0 for :math:`z < -38`.
+    :math:`1 - \\sigma(z) = \\sigma(-z)`: the distance to the nearer bound is computed
+    with full relative precision (down to :math:`e^{-745}`), where
+    :math:`a + (b - a)\\,\\sigma(z)` would round :math:`x - b` to 0 for :math:`z > 37` and a
+    ``tanh`` form :math:`\\tfrac12(1 + \\tanh(z/2))` rounds :math:`x - a` to 0 for
+    :math:`z < -38`. ``x`` itself holds that distance exactly only next to a bound at 0; next
+    to another bound it cannot come closer than the spacing of floating-point numbers there.
     """
 
     def __init__(self, lower: float, upper: float):
