@@ -109,7 +109,11 @@ def _parse_options(pairs) -> dict:
         if "=" not in pair:
             raise _UsageError(f"--option expects KEY=VALUE, got {pair!r}")
         key, value = pair.split("=", 1)
-        options[key.strip().replace("-", "_")] = _parse_value(value.strip())
+        key = key.strip().replace("-", "_")
+        value = _parse_value(value.strip())
+        if key in options and options[key] != value:
+            raise _UsageError(f"option {key} is given twice, as {options[key]!r} and {value!r}")
+        options[key] = value
     return options
 
 
@@ -450,6 +454,11 @@ def _cmd_sample(args, out) -> int:
         ("target_accept", args.target_accept),
     ):
         if value is not None:
+            if key in options and options[key] != value:
+                flag = "--" + key.replace("_", "-")
+                raise _UsageError(
+                    f"{key} is given twice, as {flag} {value!r} and -O {key}={options[key]!r}"
+                )
             options[key] = value
     target = hm.targets.get(args.target, **_parse_options(args.target_option))
     with _quiet_run_warnings(), _cli_spelling():

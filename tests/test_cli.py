@@ -480,3 +480,15 @@ def test_resume_keeps_the_path_unless_told(capsys, tmp_path, monkeypatch):
     run = hm.load(told)
     assert run.attrs["compiled"] is False
     assert run.attrs["path_reason"] == "numpy: --no-compiled was asked"
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["-O", "step_size=0.1", "--step-size", "0.2"], "step_size is given twice"),
+        (["-O", "n_steps=3", "-O", "n_steps=4"], "option n_steps is given twice"),
+    ],
+)
+def test_an_option_given_twice_with_two_values_is_refused(capsys, flags, message):
+    assert main(["sample", "banana", "--sampler", "hmc", "--no-progress", *flags]) == 2
+    assert message in capsys.readouterr().err
