@@ -514,20 +514,29 @@ def test_a_failed_final_write_keeps_the_run_in_memory_and_on_disk(tmp_path):
     assert result.draws.sum() == float(kept[0].split()[1])
 
 
-def test_a_failed_final_write_keeps_the_run_when_warnings_are_errors(tmp_path, monkeypatch):
-    """The checkpoints fail too (the disk is full): their warning must not replace the
-    error that holds the run."""
+@pytest.fixture
+def full_disk_after_warmup(monkeypatch):
+    """Every write of a run file ``run.nc`` and of its checkpoints' draws fails as on a full
+    disk; the warm-up's checkpoint (its manifest) is written."""
     import hamiltonia.results.runfile as runfile_module
-    from hamiltonia.results.runfile import OutputWriteError
 
     original = runfile_module.atomic_write_bytes
 
-    def full_disk_after_warmup(path, data):
+    def full_disk(path, data):
         if path.name == "run.nc" or path.name.startswith("block-"):
             raise OSError(28, "No space left on device")
         return original(path, data)
 
-    monkeypatch.setattr(runfile_module, "atomic_write_bytes", full_disk_after_warmup)
+    monkeypatch.setattr(runfile_module, "atomic_write_bytes", full_disk)
+
+
+def test_a_failed_final_write_keeps_the_run_when_warnings_are_errors(
+    tmp_path, full_disk_after_warmup
+):
+    """The checkpoints fail too (the disk is full): their warning must not replace the
+    error that holds the run."""
+    from hamiltonia.results.runfile import OutputWriteError
+
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         with pytest.raises(OutputWriteError, match="The run is not lost") as info:
@@ -538,22 +547,15 @@ def test_a_failed_final_write_keeps_the_run_when_warnings_are_errors(tmp_path, m
     assert info.value.partial == partial_dir(tmp_path / "run.nc")
 
 
-def test_the_command_line_saves_a_run_it_could_not_write(tmp_path, monkeypatch, capsys):
+def test_the_command_line_saves_a_run_it_could_not_write(
+    tmp_path, monkeypatch, capsys, full_disk_after_warmup
+):
     """The command line has no err.result: the finished run goes to the temporary folder,
     and the message says where, and how resume finishes the file."""
     import tempfile
 
-    import hamiltonia.results.runfile as runfile_module
     from hamiltonia import cli
 
-    original = runfile_module.atomic_write_bytes
-
-    def full_disk(path, data):
-        if path.name == "run.nc" or path.name.startswith("block-"):
-            raise OSError(28, "No space left on device")
-        return original(path, data)
-
-    monkeypatch.setattr(runfile_module, "atomic_write_bytes", full_disk)
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
     (tmp_path / "tmp").mkdir()
     out = tmp_path / "run.nc"
