@@ -317,8 +317,12 @@ def sample(
     seed : int, SeedSequence or None
         Chain ``c`` uses child ``c`` of ``SeedSequence(seed)``: the same seed gives the same
         draws. ``None`` draws fresh entropy (recorded in ``result.attrs["seed_entropy"]``).
-    initial : array, optional
-        Initial positions, shape ``(dim,)`` or ``(chains, dim)``. By default each chain draws
+    initial : array or dict, optional
+        Initial positions, shape ``(dim,)`` or ``(chains, dim)``, in the sampler's
+        (unconstrained) coordinates; for a :class:`~hamiltonia.Model`, a dict by block name
+        of constrained values (``{"tau": 1.0}``), as the model reports them (an array is
+        then read as the unconstrained coordinates: :math:`\\log\\tau`, not
+        :math:`\\tau`). By default each chain draws
         uniform(-2, 2) coordinates from its own generator (or the target's own initial point,
         :meth:`~hamiltonia.Target.initial_point`, such as a network's layer-scaled
         initialisation), redrawn where the log density or gradient is not finite.
