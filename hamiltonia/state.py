@@ -216,8 +216,20 @@ def rejecting(reject_on):
         _REJECT_ON.reset(token)
 
 
-def _position_text(row) -> str:
-    return np.array2string(np.asarray(row, dtype=float), precision=6, threshold=8)
+def _position_text(row, target=None) -> str:
+    """The position of an error, as sampled; for a target whose reported values are not its
+    coordinates (a :class:`~hamiltonia.Model`'s constrained blocks), those values too, by
+    name, so that the user reads their own parameters (``tau=5.88``, not ``1.77``)."""
+    text = np.array2string(np.asarray(row, dtype=float), precision=6, threshold=8)
+    if target is None or not getattr(target, "constrains", False):
+        return text
+    try:
+        values = np.ravel(np.asarray(target.constrain(np.asarray(row, dtype=float)), float))
+    except Exception:  # the user's generated quantities may raise too: the position stands
+        return text
+    names = list(target.reported_names)
+    shown = ", ".join(f"{n}={v:.6g}" for n, v in zip(names[:8], values[:8], strict=False))
+    return f"{text}; as reported: {shown}{', ...' if len(names) > 8 else ''}"
 
 
 def _evaluate_rows(target, q, with_grad: bool):
@@ -237,7 +249,7 @@ def _evaluate_rows(target, q, with_grad: bool):
         except Exception as err:
             raise ModelError(
                 f"{type(target).__name__}.{what} raised {type(err).__name__}: {err} "
-                f"(chain {i}, position {_position_text(row)})",
+                f"(chain {i}, position {_position_text(row, target)})",
                 chain=i,
                 position=np.array(row),
             ) from err

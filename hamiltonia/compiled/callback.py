@@ -74,7 +74,7 @@ def call_target(handle: int, q: np.ndarray, grad: np.ndarray) -> float:
         where = f"chain {chain}, " if chain is not None else ""
         error = ModelError(
             f"{type(target).__name__}.log_prob_and_grad raised {type(err).__name__}: {err} "
-            f"({where}position {_position_text(point)})",
+            f"({where}position {_position_text(point, target)})",
             chain=chain,
             position=point,
         )

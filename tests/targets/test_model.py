@@ -564,3 +564,19 @@ def test_nuts_reaches_the_mass_of_a_beta_within_1e_15_of_its_bounds():
     z = (below.mean(axis=(0, 1)) - exact) / diagnostics.mcse(below, "mean")
     assert np.all(np.abs(z) < Z_THRESHOLD), z
     assert run.n_divergent == 0
+
+
+def test_a_model_error_shows_the_position_as_the_model_reports_it():
+    """The sampler moves log s; the user reads s."""
+
+    def logp(p):
+        if p["s"] > 5:
+            raise RuntimeError("s too big")
+        return anp.log(p["s"]) - p["s"]
+
+    model = hm.Model(logp, {"s": hm.positive()}, backend="autograd")
+    with pytest.raises(hm.ModelError) as info:
+        hm.sample(model, chains=1, warmup=0, draws=5, progress=False,
+                  initial={"s": 6.0})  # fmt: skip
+    assert "as reported: s=6" in str(info.value)
+    assert f"position [{np.log(6.0):.6f}]" in str(info.value)
