@@ -89,6 +89,9 @@ STOP_SECONDS = 20.0
 #: The file whose presence in a run's task folder asks its tasks to stop (Ctrl-C).
 STOP_FILE = "stop"
 
+#: The key of the answer of a task that stopped when asked (its draws are in its checkpoint).
+STOPPED = "stopped"
+
 
 class WorkerLostError(RuntimeError):
     """Workers kept dying: the tasks could not finish within the retries allowed."""
@@ -326,6 +329,10 @@ def _run_chain_task(task: ChainTask) -> dict:
         _, t1 = loop.run_chains(plan, smp, target, state, rngs, task.warmup if warming else 0,
                                 task.draws, rec, tqdm(disable=True), start, task.thin,
                                 warm_rec, task.warm_from, warmed)  # fmt: skip
+    except TaskStopped:
+        # Asked to stop (Ctrl-C in the calling process), its draws checkpointed: an answer,
+        # not an error (a Dask worker would log an error's traceback).
+        return {STOPPED: True}
     finally:
         if run_file is not None:
             run_file.release()
@@ -468,7 +475,7 @@ class ProcessPool(Executor):
                     )
                     for future in done:
                         i = futures[future]
-                        results[i] = _result(future)  # a model's exception is shown as is
+                        results[i] = _unstopped(_result(future))  # a model's error as is
                         pending.discard(i)
                     progress(_progress(tasks, results))
             except BrokenProcessPool:
@@ -487,7 +494,7 @@ class ProcessPool(Executor):
                 # (their last checkpoint may be older).
                 for future, i in futures.items():
                     if future.done() and not future.cancelled() and future.exception() is None:
-                        results[i] = future.result()
+                        results[i] = _finished(future.result())
                 err.results = results
                 raise
             except BaseException:
@@ -502,19 +509,14 @@ class ProcessPool(Executor):
         let the pool go without waiting for it."""
         for future in futures:
             future.cancel()
-        folders = {t.checkpoint_path.parent for t in tasks if t.checkpoint_path is not None}
-        flags = [folder / STOP_FILE for folder in folders if folder.is_dir()]
-        for flag in flags:
-            flag.touch()
+        flags = _request_stop(tasks)
         running = {f for f in futures if not f.cancelled()}
         try:
             running = futures_wait(running, timeout=STOP_SECONDS).not_done
         except KeyboardInterrupt:  # a second Ctrl-C: stop now
             pass
         finally:
-            # Else a task continued later (resume) would stop at once.
-            for flag in flags:
-                flag.unlink(missing_ok=True)
+            _withdraw_stop(flags)
             if running:
                 self._end_workers()
             else:
@@ -533,6 +535,38 @@ class ProcessPool(Executor):
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
+
+
+def _finished(answer: dict) -> dict | None:
+    """A task's answer if it finished, ``None`` if it stopped when asked."""
+    return None if answer.get(STOPPED) else answer
+
+
+def _unstopped(answer: dict) -> dict:
+    """A task's answer while no stop was asked: a stopped task is an error then."""
+    if answer.get(STOPPED):
+        raise RuntimeError(
+            "a task stopped at a stop request no one made (a stop file in the run's task "
+            "folder): run again to continue from its checkpoint"
+        )
+    return answer
+
+
+def _request_stop(tasks) -> list[Path]:
+    """Ask the tasks to checkpoint their draws and stop: a :data:`STOP_FILE` in each task
+    folder that exists here (a worker of another machine sees it where the folder is
+    shared). Returns the files, for :func:`_withdraw_stop`."""
+    folders = {t.checkpoint_path.parent for t in tasks if t.checkpoint_path is not None}
+    flags = [folder / STOP_FILE for folder in folders if folder.is_dir()]
+    for flag in flags:
+        flag.touch()
+    return flags
+
+
+def _withdraw_stop(flags) -> None:
+    """Remove the stop requests: a task continued later (resume) would stop at once."""
+    for flag in flags:
+        flag.unlink(missing_ok=True)
 
 
 def _result(future):
@@ -628,9 +662,25 @@ class DaskExecutor(Executor):
                     pass
                 for i in list(waiting):
                     if futures[i].done():
-                        results[i] = futures[i].result()  # a model's exception is shown as is
+                        # A model's exception is shown as is.
+                        results[i] = _unstopped(futures[i].result())
                         waiting.discard(i)
                 progress(_progress(tasks, results))
+        except KeyboardInterrupt as err:
+            # As ProcessPool: the tasks checkpoint and stop; the finished ones' draws return.
+            flags = _request_stop(tasks)
+            try:
+                wait(futures, timeout=STOP_SECONDS)
+            except (TimeoutError, KeyboardInterrupt):
+                pass
+            finally:
+                _withdraw_stop(flags)
+                for i, future in enumerate(futures):
+                    if future.status == "finished":
+                        results[i] = _finished(future.result())
+                self.client.cancel(futures)
+            err.results = results
+            raise
         except BaseException:
             self.client.cancel(futures)
             raise

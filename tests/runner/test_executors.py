@@ -524,22 +524,27 @@ INTERRUPTED_POOL = textwrap.dedent(
     RUN = dict(chains=2, warmup=50, draws=100_000, seed=3, n_steps=3000, step_size=0.01,
                progress=False)
 
-    def interrupt_once_sampling(out):
-        # Ctrl-C as a terminal sends it, to the whole process group (the workers too), once
-        # both tasks have told their progress.
+    def interrupt_once_sampling(out, executor):
+        # Once both tasks have told their progress, Ctrl-C: as a terminal sends it, to the
+        # whole process group (a pool's workers too); to this process alone for Dask (as
+        # a notebook's interrupt: its cluster's processes are not the run's to stop).
         while len(list(Path(f"{out}.tasks").glob("*.progress"))) < 2:
             time.sleep(0.01)
         time.sleep(0.5)
-        os.killpg(os.getpgid(0), signal.SIGINT)
+        if executor == "processes":
+            os.killpg(os.getpgid(0), signal.SIGINT)
+        else:
+            os.kill(os.getpid(), signal.SIGINT)
 
     if __name__ == "__main__":
-        out = Path(sys.argv[1])
+        out, executor = Path(sys.argv[1]), sys.argv[2]
         signal.signal(signal.SIGINT, signal.default_int_handler)
-        threading.Thread(target=interrupt_once_sampling, args=(out,), daemon=True).start()
+        threading.Thread(target=interrupt_once_sampling, args=(out, executor),
+                         daemon=True).start()
         began = time.perf_counter()
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            part = hm.sample("banana", "hmc", executor="processes", workers=2, output=out, **RUN)
+            part = hm.sample("banana", "hmc", executor=executor, workers=2, output=out, **RUN)
         seconds = time.perf_counter() - began
         said = [str(w.message) for w in caught if "interrupted" in str(w.message)]
         full = hm.sample("banana", "hmc", **RUN)
@@ -549,27 +554,29 @@ INTERRUPTED_POOL = textwrap.dedent(
         # A stop request left behind (the calling process died while its tasks stopped) must
         # not stop the resumed tasks.
         Path(f"{out}.tasks", "stop").touch()
-        resumed = hm.resume(out, executor="processes", workers=2, progress=False)
+        resumed = hm.resume(out, executor=executor, workers=2, progress=False)
         np.testing.assert_array_equal(resumed.draws, full.draws)
         print("OK", n, round(seconds, 1), said[0] if said else "no warning")
     """
 )
 
 
-def test_ctrl_c_on_a_process_pool_returns_the_draws_and_resumes_exactly(tmp_path):
-    """Ctrl-C to the calling process while the pool's tasks sample: the tasks checkpoint and
-    stop (not run on to the end), the call returns every chain's draws so far with a
-    warning, and resume with the pool continues the tasks to the uninterrupted run's
-    draws."""
+@pytest.mark.parametrize("executor", ["processes", "dask"])
+def test_ctrl_c_on_an_executor_returns_the_draws_and_resumes_exactly(tmp_path, executor):
+    """Ctrl-C while the executor's tasks sample: the tasks checkpoint and stop (not run on
+    to the end), the call returns every chain's draws so far with a warning, and resume
+    with the executor continues the tasks to the uninterrupted run's draws."""
+    if executor == "dask":
+        pytest.importorskip("distributed")
     script = tmp_path / "interrupted_pool.py"  # spawned workers re-import the main module
     script.write_text(INTERRUPTED_POOL)
-    proc = subprocess.run([sys.executable, str(script), str(tmp_path / "run.nc")],
+    proc = subprocess.run([sys.executable, str(script), str(tmp_path / "run.nc"), executor],
                           capture_output=True, text=True, timeout=600,
                           start_new_session=True)  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     ok = proc.stdout.split("OK", 1)[1].split(maxsplit=2)
     assert float(ok[1]) < 60, "the call waited for the tasks to finish"
-    assert "interrupted after" in ok[2] and "executor='processes'" in ok[2]
+    assert "interrupted after" in ok[2] and f"executor={executor!r}" in ok[2]
 
 
 def test_a_task_folder_that_is_not_the_runs_is_refused_before_any_work(tmp_path):
