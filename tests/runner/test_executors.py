@@ -525,16 +525,23 @@ INTERRUPTED_POOL = textwrap.dedent(
                progress=False)
 
     def interrupt_once_sampling(out, executor):
-        # Once both tasks have told their progress, Ctrl-C: as a terminal sends it, to the
-        # whole process group (a pool's workers too); to this process alone for Dask (as
-        # a notebook's interrupt: its cluster's processes are not the run's to stop).
-        while len(list(Path(f"{out}.tasks").glob("*.progress"))) < 2:
+        # Then Ctrl-C: as a terminal sends it, to the whole process group (a pool's workers
+        # too, which must not die of it); to this process alone for Dask (as a notebook's
+        # interrupt: its cluster's processes are not the run's to stop).
+        # Past each task's first checkpoint (its first block): the draws returned may not be
+        # fewer than those told, which a task that died of the signal would leave.
+        while True:
+            told = [int(p.read_text() or 0) for p in Path(f"{out}.tasks").glob("*.progress")]
+            if len(told) == 2 and min(told) >= 200:
+                break
             time.sleep(0.01)
-        time.sleep(0.5)
+        MADE.append(min(told))
         if executor == "processes":
             os.killpg(os.getpgid(0), signal.SIGINT)
         else:
             os.kill(os.getpid(), signal.SIGINT)
+
+    MADE = []
 
     if __name__ == "__main__":
         out, executor = Path(sys.argv[1]), sys.argv[2]
@@ -549,7 +556,7 @@ INTERRUPTED_POOL = textwrap.dedent(
         said = [str(w.message) for w in caught if "interrupted" in str(w.message)]
         full = hm.sample("banana", "hmc", **RUN)
         n = part.n_draws
-        assert 0 < n < RUN["draws"], n
+        assert MADE and MADE[0] <= n < RUN["draws"], (MADE, n)
         np.testing.assert_array_equal(part.draws, full.draws[:, :n])
         # A stop request left behind (the calling process died while its tasks stopped) must
         # not stop the resumed tasks.
