@@ -525,9 +525,6 @@ INTERRUPTED_POOL = textwrap.dedent(
                progress=False)
 
     def interrupt_once_sampling(out, executor):
-        # Then Ctrl-C: as a terminal sends it, to the whole process group (a pool's workers
-        # too, which must not die of it); to this process alone for Dask (as a notebook's
-        # interrupt: its cluster's processes are not the run's to stop).
         # Past each task's first checkpoint (its first block): the draws returned may not be
         # fewer than those told, which a task that died of the signal would leave.
         while True:
@@ -536,6 +533,9 @@ INTERRUPTED_POOL = textwrap.dedent(
                 break
             time.sleep(0.01)
         MADE.append(min(told))
+        # Then Ctrl-C: as a terminal sends it, to the whole process group (a pool's workers
+        # too, which must not die of it); to this process alone for Dask (as a notebook's
+        # interrupt: its cluster's processes are not the run's to stop).
         if executor == "processes":
             os.killpg(os.getpgid(0), signal.SIGINT)
         else:
