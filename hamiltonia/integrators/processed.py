@@ -122,8 +122,9 @@ def _solve_per_chain(n, max_iterations, iterate):
             break
         iterations[active] += 1
         finite, done = iterate(active)
-        converged[np.flatnonzero(active)[done]] = True
-        failed[np.flatnonzero(active)[~finite]] = True
+        # Both were False on the active chains.
+        converged[active] = done
+        failed[active] = ~finite
     return iterations, converged
 
 

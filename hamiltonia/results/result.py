@@ -632,13 +632,11 @@ def load(path, *, target=None, unfinished: bool | None = None) -> Result:
     warns that the unfinished run is there; ``True`` reads the unfinished run (what
     :func:`hamiltonia.resume` continues); ``False`` the file, silently."""
     from hamiltonia._validation import check_flag
-    from hamiltonia.results.runfile import partial_dir
+    from hamiltonia.results.runfile import has_checkpoints, partial_dir
 
     unfinished = check_flag(unfinished, "unfinished", allow_none=True)
     where = Path(path).expanduser()
-    # An unfinished run is one whose checkpoints began (a manifest), not an empty folder
-    # left by a run stopped before its first checkpoint.
-    pending = (partial_dir(where) / "manifest.json").is_file()
+    pending = has_checkpoints(where)
     if unfinished and not pending:
         raise FileNotFoundError(f"no unfinished run at {where} (no {partial_dir(where).name})")
     if pending and unfinished is None and where.exists():

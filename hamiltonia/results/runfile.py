@@ -60,6 +60,7 @@ __all__ = [
     "atomic_write",
     "atomic_write_bytes",
     "checked_file_path",
+    "has_checkpoints",
     "partial_dir",
     "read_partial",
 ]
@@ -172,6 +173,12 @@ def partial_dir(path) -> Path:
     """The folder of the unfinished run that will be written to ``path``."""
     path = Path(path)
     return path.with_name(path.name + ".partial")
+
+
+def has_checkpoints(path) -> bool:
+    """Whether an unfinished run for ``path`` has checkpoints to read: its folder holds a
+    manifest (a folder without one is a run stopped before its first checkpoint)."""
+    return (partial_dir(path) / _MANIFEST).is_file()
 
 
 def _lock_path(path) -> Path:

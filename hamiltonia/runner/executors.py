@@ -194,10 +194,10 @@ def _dumps(value) -> bytes:
 
 def _checkpointed(task: ChainTask):
     """The task's last checkpoint (draws so far and chain state), or ``None``."""
-    from hamiltonia.results.runfile import RunFileError, partial_dir, read_partial
+    from hamiltonia.results.runfile import RunFileError, has_checkpoints, read_partial
 
     path = task.checkpoint_path
-    if path is None or not (partial_dir(path) / "manifest.json").exists():
+    if path is None or not has_checkpoints(path):
         return None
     try:
         return read_partial(path)
@@ -825,8 +825,10 @@ def check_task_folder(output, fresh: bool) -> None:
             f"{folder} exists and is not a folder: a run with an executor keeps its tasks' "
             "checkpoints there; move it away or choose another output"
         )
+    if not fresh:
+        return
     foreign = sorted(p.name for p in folder.iterdir() if not _TASK_ENTRY.fullmatch(p.name))
-    if fresh and foreign:
+    if foreign:
         raise FileExistsError(
             f"{folder} holds files that are not a run's task checkpoints ({', '.join(foreign[:3])}"
             f"{'...' if len(foreign) > 3 else ''}): a run with an executor would empty it; move "

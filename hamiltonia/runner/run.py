@@ -16,7 +16,7 @@ from hamiltonia._system import physical_memory as _physical_memory
 from hamiltonia._validation import MAX_WARMUP, as_float, check_flag, check_int
 from hamiltonia.diagnostics import checks as diagnose
 from hamiltonia.results import Result
-from hamiltonia.results.runfile import RunFile, RunFileError, partial_dir
+from hamiltonia.results.runfile import RunFile, RunFileError, has_checkpoints, partial_dir
 from hamiltonia.runner import resume_state
 from hamiltonia.runner.checkpoints import RunOutput, continued_attrs, new_run_attrs
 from hamiltonia.runner.checkpoints import json_safe as _json_safe  # noqa: F401 (its old name)
@@ -722,9 +722,7 @@ def resume(path, *, target=None, progress: bool = True, output=None,
     compiled = check_flag(compiled, "compiled", allow_none=True)
     path = Path(path).expanduser()
     # The unfinished run, also where it was to replace a complete one (overwrite=True).
-    previous = load(
-        path, target=target, unfinished=(partial_dir(path) / "manifest.json").is_file() or None
-    )
+    previous = load(path, target=target, unfinished=has_checkpoints(path) or None)
     info = previous.attrs.get("resume")
     if previous.attrs.get("complete", True):
         raise ValueError(f"{path} holds a complete run: nothing to resume")

@@ -144,16 +144,8 @@ def _sample_in_folder(executor, smp, target, rec, bar, compiled, thin, checkpoin
     order = [c for unit in units for c in unit]
     if order != list(range(chains)):
         raise RuntimeError(f"tasks hold chains {order}, not 0..{chains - 1} in order")
-    by_key = {key: [r[key] for r in results] for key in results[0]}
-    weights, grads = by_key["log_weights"], by_key["gradients"]
-    rec.record(
-        slice(0, draws),
-        np.concatenate(by_key["draws"]),
-        {k: np.concatenate([s[k] for s in by_key["stats"]]) for k in by_key["stats"][0]},
-        None if weights[0] is None else np.concatenate(weights),
-        None,
-        None if grads[0] is None else np.concatenate(grads),
-    )
+    q, stats, weights, grads = _joined(results)
+    rec.record(slice(0, draws), q, stats, weights, None, grads)
     warmup_seconds = 0.0
     if warming is not None:
         _join_warmup(smp, warming[1], results)
@@ -166,33 +158,54 @@ def _sample_in_folder(executor, smp, target, rec, bar, compiled, thin, checkpoin
     return continued, sum(r["checkpoints"] for r in results), folder, warmup_seconds
 
 
+def _joined(answers) -> tuple:
+    """``(draws, stats, log_weights, gradients)`` of the tasks' ``answers`` (dicts with those
+    keys, each over its chains), their chains one after another in the tasks' order."""
+
+    def join(key):
+        values = [a[key] for a in answers]
+        return None if values[0] is None else np.concatenate(values)
+
+    stats = {k: np.concatenate([a["stats"][k] for a in answers]) for k in answers[0]["stats"]}
+    return join("draws"), stats, join("log_weights"), join("gradients")
+
+
 def _made_so_far(tasks, results=None) -> tuple | None:
     """The draws every chain of ``tasks`` made: a finished task's ``results`` (by index, the
     executor's; ``None`` where unfinished), else its checkpoint (else the draws a resumed
     task started from); the first ``n`` of each, ``n`` the fewest of any task, or ``None``
     where a task has none (it had not started)."""
-    parts = []
+    answers = []
     for k, task in enumerate(tasks):
         done = None if results is None else results[k]
+        part = None if done is not None else executors._checkpointed(task)
         if done is not None:
-            parts.append((done["draws"], done["stats"], done["log_weights"], done["gradients"]))
-            continue
-        part = executors._checkpointed(task)
-        if part is not None:
-            parts.append((part.draws, part.stats, part.log_weights, part.gradients))
+            answers.append(done)
+        elif part is not None:
+            answers.append(
+                {
+                    "draws": part.draws,
+                    "stats": part.stats,
+                    "log_weights": part.log_weights,
+                    "gradients": part.gradients,
+                }
+            )
         elif task.previous is not None:
-            p = task.previous
-            parts.append((p["draws"], p["stats"], p["log_weights"], p["gradients"]))
+            answers.append(task.previous)
         else:
             return None
-    n = min(draws.shape[1] for draws, *_ in parts)
+    n = min(a["draws"].shape[1] for a in answers)
     if n == 0:
         return None
-    draws = np.concatenate([d[:, :n] for d, *_ in parts])
-    stats = {k: np.concatenate([st[k][:, :n] for _, st, *_ in parts]) for k in parts[0][1]}
-    weights = None if parts[0][2] is None else np.concatenate([w[:, :n] for _, _, w, _ in parts])
-    grads = None if parts[0][3] is None else np.concatenate([g[:, :n] for *_, g in parts])
-    return draws, stats, weights, grads
+
+    def first(values):
+        return None if values is None else values[:, :n]
+
+    return _joined([
+        {"draws": first(a["draws"]), "stats": {k: v[:, :n] for k, v in a["stats"].items()},
+         "log_weights": first(a["log_weights"]), "gradients": first(a["gradients"])}
+        for a in answers
+    ])  # fmt: skip
 
 
 def _join_warmup(smp, warm, results) -> None:
