@@ -280,7 +280,15 @@ def _reproduce_arguments(sub) -> None:
         "run again with the same folder to continue an interrupted reproduction",
     )
     rp.add_argument(
-        "--overwrite", action="store_true", help="replace a folder holding another reproduction"
+        "--overwrite",
+        action="store_true",
+        help="replace a folder holding another reproduction (its runs and cells are removed)",
+    )
+    rp.add_argument(
+        "--no-rerun",
+        action="store_true",
+        help="refuse, rather than recompute, a cell in --output that does not match this run "
+        "(made by other code, for another definition or with other settings, or edited)",
     )
     rp.add_argument("--no-figures", action="store_true", help="write no figures")
     rp.add_argument(
@@ -317,9 +325,14 @@ def _cmd_reproduce(args, out) -> int:
         # The page is checked before any folder is read.
         reproduce.check_docs_page(args.docs_page, overwrite=args.overwrite)
         # A plugin study's folder gives its own section; a shipped experiment's is rebuilt.
+
+        def skipped(line: str) -> None:
+            # A cell that does not match is left off the page, and named here.
+            print(f"hamiltonia: {line}", file=sys.stderr)
+
         reproductions = [
             lines if (lines := reproduce.load_study_report(f)) is not None
-            else reproduce.load_reproduction(f)
+            else reproduce.load_reproduction(f, log=skipped)
             for f in folders
         ]  # fmt: skip
         path = reproduce.write_docs_page(reproductions, args.docs_page, overwrite=args.overwrite)
@@ -331,6 +344,11 @@ def _cmd_reproduce(args, out) -> int:
         raise _UsageError(f"unexpected arguments {args.folders}")
     shipped = reproduce.experiment_names()
     if args.name not in shipped and args.name in reproduce.study_names():
+        if args.no_rerun:
+            raise _UsageError(
+                f"--no-rerun applies to a shipped experiment's cells; the study {args.name!r} "
+                "reads back its own runs"
+            )
         return _run_study(args, out)
     if args.name not in shipped and not args.name.endswith(".toml"):
         raise _UsageError(
@@ -356,7 +374,8 @@ def _cmd_reproduce(args, out) -> int:
         folder = os.path.join("reproduction", f"{experiment.name}-{args.scale}")
     result = reproduce.run_experiment(
         experiment, scale=args.scale, chains=args.chains, output=folder, overwrite=args.overwrite,
-        executor=args.executor, scheduler=args.scheduler, workers=args.workers,
+        no_rerun=args.no_rerun, executor=args.executor, scheduler=args.scheduler,
+        workers=args.workers,
         compiled=args.compiled, progress=not args.no_progress, only=only,
         log=lambda line: print(line, file=sys.stderr),
     )  # fmt: skip
@@ -502,7 +521,12 @@ def _cmd_plot(args, out) -> int:
         raise _UsageError(f"{image} exists; pass --overwrite to replace it")
     figure = plot(load(args.path), args.kind, args.var)
     suffix = image.suffix.lstrip(".") or "png"
-    atomic_write(image, lambda tmp: figure.savefig(tmp, format=suffix, dpi=120))
+    try:
+        atomic_write(image, lambda tmp: figure.savefig(tmp, format=suffix, dpi=120))
+    finally:
+        import matplotlib.pyplot as plt
+
+        plt.close(figure)  # main() called again in one process would keep every figure
     print(f"wrote {image}", file=out)
     return 0
 

@@ -769,9 +769,7 @@ def _baseline_main(args) -> int:
     )  # fmt: skip
     print(text)
     if args.output:
-        with open(args.output, "w", encoding="utf-8") as f:
-            f.write(text)
-        _log(f"wrote {args.output}")
+        _write_report(args.output, text)
     return 0
 
 
@@ -816,7 +814,13 @@ def main(argv=None) -> int:
     if args.output:
         path = args.output
         content = render_rst(report) if path.endswith(".rst") else text + "\n"
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(content)
-        _log(f"wrote {path}")
+        _write_report(path, content)
     return 0
+
+
+def _write_report(path: str, text: str) -> None:
+    """Write a report to ``path`` atomically: never into a folder, a device or a pipe."""
+    from hamiltonia.results.runfile import atomic_write_bytes, checked_file_path
+
+    atomic_write_bytes(checked_file_path(path, "--output"), text.encode("utf-8"))
+    _log(f"wrote {path}")

@@ -321,10 +321,10 @@ def _write_rst(path: str, header: list[str], rows: list[list[str]]) -> None:
     for row in [header, *rows]:
         lines.append(f"   * - {row[0]}")
         lines.extend(f"     - {cell}" for cell in row[1:])
-    tmp = f"{path}.tmp"
-    with open(tmp, "w") as f:
-        f.write("\n".join(lines) + "\n")
-    os.replace(tmp, path)
+    from hamiltonia.results.runfile import atomic_write_bytes
+
+    # A temporary made exclusively (never a file or link someone left at path.tmp).
+    atomic_write_bytes(path, ("\n".join(lines) + "\n").encode())
 
 
 def main(argv=None) -> int:

@@ -620,7 +620,7 @@ def load(path, *, target=None, unfinished: bool | None = None) -> Result:
     """Read a run written by :meth:`Result.save` or :func:`hamiltonia.sample`; a run still
     going on or interrupted is read from its checkpoints (``path.partial``, see
     :mod:`hamiltonia.results.runfile`), with ``attrs["complete"]`` false. A file that is not a
-    readable run raises :class:`~hamiltonia.results.runfile.RunFileError` naming it.
+    readable run raises :class:`~hamiltonia.results.errors.RunFileError` naming it.
 
     ``target`` is the run's target, for a run of a user's model (which a file cannot
     rebuild): its log likelihood, predictive draws and prediction then work on the loaded

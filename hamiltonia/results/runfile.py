@@ -26,10 +26,12 @@ writable, the path must be a regular file or not exist (never a folder, a device
 a socket, whatever ``overwrite`` says), an existing file is replaced only with
 ``overwrite=True``, an unfinished run (a ``.partial`` folder) points to
 :func:`hamiltonia.resume`, and a lock refuses a second writer at the start rather than
-mid-run. The lock is an ``fcntl.flock`` on ``path.lock``: the kernel releases it when its
-holder dies, so a lock is never stale and never needs to be broken. Temporary files that a
-killed writer left behind are removed by the next run of the same output.
-:func:`hamiltonia.load` and :func:`hamiltonia.resume` read an unfinished run from its folder.
+mid-run (:mod:`hamiltonia.results.lock`). The folder and the lock are names hamiltonia
+derives from the user's: it makes them itself and never follows, empties or removes
+anything at those names that it did not make (:mod:`hamiltonia.results.owned`). Temporary
+files that a killed writer left in the folder are removed by the next run of the same
+output. :func:`hamiltonia.load` and :func:`hamiltonia.resume` read an unfinished run from
+its folder.
 """
 
 from __future__ import annotations
@@ -42,7 +44,6 @@ import os
 import re
 import stat
 import tempfile
-import time
 import warnings
 import zipfile
 from collections.abc import Iterator
@@ -51,8 +52,18 @@ from typing import NamedTuple
 
 import numpy as np
 
+from hamiltonia.results import owned
+from hamiltonia.results.errors import (
+    CheckpointWarning,
+    ForeignPathError,
+    OutputWriteError,
+    RunFileError,
+)
+from hamiltonia.results.lock import OutputLock, pid_alive
+
 __all__ = [
     "CheckpointWarning",
+    "ForeignPathError",
     "OutputWriteError",
     "PartialRun",
     "RunFile",
@@ -77,41 +88,6 @@ _WARMUP_NAME = re.compile(r"warmup-\d{12}\.npz")
 _BLOCK_NAME = re.compile(r"block-\d{12}\.npz")
 #: The field of the manifest that holds its own checksum.
 _SEAL = "sha256"
-
-
-class RunFileError(OSError):
-    """The output path cannot take this run, or an unfinished run cannot be read (the
-    message names the path and what to do)."""
-
-
-class OutputWriteError(RunFileError):
-    """The finished run could not be written to its output (a full disk, a file-size limit,
-    a folder gone): the run is not lost.
-
-    Attributes
-    ----------
-    result : hamiltonia.Result or None
-        The finished run, in memory: ``err.result.save(other_path)`` writes it elsewhere.
-    path : pathlib.Path
-        The output that could not be written.
-    partial : pathlib.Path or None
-        The unfinished run's folder, which holds the draws checkpointed so far
-        (:func:`hamiltonia.resume` finishes it once there is space).
-    reason : str
-        Why the write failed (the message without the advice to a Python caller).
-    """
-
-    def __init__(self, message: str, path=None, result=None, partial=None):
-        super().__init__(message)
-        self.path = path
-        self.result = result
-        self.partial = partial
-        self.reason = message
-
-
-class CheckpointWarning(UserWarning):
-    """A checkpoint could not be written (e.g. a full disk): the run goes on with its draws
-    in memory, and the next checkpoint writes every draw not yet on disk."""
 
 
 _FILE_KINDS = {
@@ -176,14 +152,30 @@ def partial_dir(path) -> Path:
 
 
 def has_checkpoints(path) -> bool:
-    """Whether an unfinished run for ``path`` has checkpoints to read: its folder holds a
-    manifest (a folder without one is a run stopped before its first checkpoint)."""
-    return (partial_dir(path) / _MANIFEST).is_file()
+    """Whether an unfinished run for ``path`` has checkpoints to read: its folder is one
+    hamiltonia made (never a link, never a user's folder of that name) and holds a manifest
+    (a folder without one is a run stopped before its first checkpoint)."""
+    try:
+        return checkpoint_folder(path) and (partial_dir(path) / _MANIFEST).is_file()
+    except OSError:
+        return False
 
 
-def _lock_path(path) -> Path:
-    path = Path(path)
-    return path.with_name(path.name + ".lock")
+def _legacy_checkpoints(folder: Path) -> bool:
+    """A checkpoint folder of an earlier version (made without a marker): one whose
+    manifest hamiltonia wrote (its seal holds). Its other entries are checked by name."""
+    try:
+        _read_manifest(folder)
+    except (RunFileError, ForeignPathError):
+        return False
+    return True
+
+
+def checkpoint_folder(path) -> bool:
+    """Whether the unfinished run of ``path`` has a checkpoint folder that hamiltonia made
+    (``False`` where none is there); :class:`~hamiltonia.results.errors.ForeignPathError`
+    where the name ``path.partial`` holds anything else."""
+    return owned.owned_folder(partial_dir(path), owned.CHECKPOINTS, legacy=_legacy_checkpoints)
 
 
 def _fsync_dir(folder: Path) -> None:
@@ -223,14 +215,17 @@ def _tmp_prefix(path: Path) -> str:
     return f".{path.name}.{os.getpid()}."
 
 
-def atomic_write(path, write) -> Path:
-    """Call ``write(tmp_path)`` for a temporary file beside ``path``, flush it to disk and
-    rename it over ``path``: readers see the old file or the whole new one, never a part.
-    The file gets the mode of the file it replaces, or that of a new file under the umask
-    (``mkstemp`` alone would make it private)."""
+def atomic_write(path, write, scratch=None) -> Path:
+    """Call ``write(tmp_path)`` for a temporary file beside ``path`` (or in the folder
+    ``scratch``, on the same file system), flush it to disk and rename it over ``path``:
+    readers see the old file or the whole new one, never a part. The file gets the mode of
+    the file it replaces, or that of a new file under the umask (``mkstemp`` alone would
+    make it private). The temporary is made exclusively (``mkstemp``), so it never opens
+    anything that was there."""
     path = Path(path)
     mode = _new_file_mode(path)
-    fd, tmp = tempfile.mkstemp(prefix=_tmp_prefix(path), suffix=".tmp", dir=path.parent)
+    folder = path.parent if scratch is None else Path(scratch)
+    fd, tmp = tempfile.mkstemp(prefix=_tmp_prefix(path), suffix=".tmp", dir=folder)
     os.close(fd)
     try:
         write(Path(tmp))
@@ -245,7 +240,7 @@ def atomic_write(path, write) -> Path:
     return path
 
 
-def atomic_write_bytes(path, data) -> Path:
+def atomic_write_bytes(path, data, scratch=None) -> Path:
     """:func:`atomic_write` of ``data`` (bytes or a buffer) with plain file writes: a full
     disk or a file-size limit is an ``OSError`` here, before any library holds the file."""
 
@@ -253,30 +248,7 @@ def atomic_write_bytes(path, data) -> Path:
         with open(tmp, "wb") as f:
             f.write(data)
 
-    return atomic_write(path, write)
-
-
-def _pid_alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # alive, another user's
-        return True
-    except OSError:
-        return False
-    return not _zombie(pid)
-
-
-def _zombie(pid: int) -> bool:
-    """A process that has died but is not yet reaped (Linux; elsewhere ``False``)."""
-    try:
-        stat_line = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat_line[stat_line.rfind(")") + 2 :].startswith("Z")
+    return atomic_write(path, write, scratch)
 
 
 _TMP_NAME = re.compile(r"\.(?P<name>.+)\.(?P<pid>\d+)\.[^.]*\.tmp")
@@ -291,7 +263,7 @@ def left_by_dead_processes(folder: Path, pattern: re.Pattern) -> Iterator[tuple[
         return
     for entry in entries:
         match = pattern.fullmatch(entry.name)
-        if match is not None and not _pid_alive(int(match["pid"])):
+        if match is not None and not pid_alive(int(match["pid"])):
             yield entry, match
 
 
@@ -300,8 +272,14 @@ def remove_stale_temporaries(folder: Path, name: str | None = None) -> list[Path
     or those of the file ``name``); returns the paths removed. A live writer's are kept."""
     removed = []
     for entry, match in left_by_dead_processes(folder, _TMP_NAME):
-        if (name is not None and match["name"] != name) or not entry.is_file():
+        if name is not None and match["name"] != name:
             continue
+        try:
+            info = os.lstat(entry)
+        except OSError:
+            continue
+        if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+            continue  # a link or a hard link: not a temporary of ours
         try:
             entry.unlink()
         except OSError:
@@ -343,145 +321,86 @@ class RunFile:
     def __init__(self, path: Path):
         self.path = path
         self.folder = partial_dir(path)
-        self.lock = _lock_path(path)
+        self.lock = OutputLock(path)
         self.written = 0
         self._blocks: list[list] = []
         self._warmup_draws: int | None = None  # kept warm-up draws on disk, per chain
         self._warmup_digest: str | None = None
         self._warmup_name: str | None = None
-        self._lock_fd: int | None = None
         self._warned = False
 
     @property
     def _locked(self) -> bool:
-        return self._lock_fd is not None
+        return self.lock.held
 
     @classmethod
     def open(cls, path, *, overwrite: bool = False, continuing: bool = False,
              lock_timeout: float = 0.0) -> RunFile:  # fmt: skip
         """Check ``path`` and take its lock; ``continuing`` appends to the unfinished run
         there (:func:`hamiltonia.resume`) instead of refusing it. ``lock_timeout``: seconds
-        to wait for a lock another process holds (0: refuse at once)."""
+        to wait for a lock another process holds (0: refuse at once).
+
+        The names derived from ``path`` (its checkpoint folder and its lock) are checked
+        before anything is made: something there that hamiltonia did not make is a
+        :class:`~hamiltonia.results.errors.ForeignPathError` and is left as it is
+        (:mod:`hamiltonia.results.owned`)."""
         path = checked_file_path(path)
-        partial = partial_dir(path)
-        if partial.exists() and not partial.is_dir():
-            raise RunFileError(
-                f"{partial} exists and is not a folder, so it is not an unfinished hamiltonia "
-                f"run; {path} needs that name for its checkpoints: move it away or choose "
-                "another output"
-            )
         run_file = cls(path)
+        run_file.lock.check()
+        checkpoint_folder(path)
         # The lock first: a run in progress holds a .partial folder too, and its writer is
         # what the user must hear about.
-        run_file._take_lock(lock_timeout)
+        run_file.lock.take(lock_timeout)
         try:
-            # Only the lock holder writes these names: temporaries of a dead writer are junk.
-            remove_stale_temporaries(path.parent, path.name)
-            if partial.is_dir():
-                remove_stale_temporaries(partial)
-            if partial.is_dir() and not (partial / _MANIFEST).exists():
-                # A run stopped before its first checkpoint left no draws: nothing to keep.
-                _remove_folder(partial)
-            if not continuing:
-                if partial.exists() and not overwrite:
-                    raise RunFileError(
-                        f"{path} holds an unfinished run ({partial}); continue it with "
-                        f"hamiltonia.resume({str(path)!r}) or `hamiltonia resume {path}`, or "
-                        "pass overwrite=True (--overwrite) to replace it"
-                    )
-                if path.exists() and not overwrite:
-                    raise RunFileError(
-                        f"output {path} exists; pass overwrite=True (--overwrite) to replace it"
-                    )
-                if partial.exists():
-                    _remove_folder(partial)
-                partial.mkdir()
-            else:
-                manifest = _read_manifest(partial)
-                run_file._blocks = [list(b) for b in manifest["blocks"]]
-                run_file.written = int(manifest["draws_done"])
-                if "warmup" in manifest:
-                    run_file._warmup_draws = int(manifest.get("warmup_draws", -1))
-                    run_file._warmup_name = manifest["warmup"]
-                run_file._warmup_digest = manifest.get("warmup_sha256")
+            run_file._prepare(overwrite, continuing)
         except BaseException:
             run_file.release()
             raise
         return run_file
 
-    def _take_lock(self, timeout: float = 0.0) -> None:
-        if os.name != "posix":
-            self._take_lock_exclusive(timeout)
-            return
-        import fcntl
-
-        deadline = time.monotonic() + max(float(timeout), 0.0)
-        while True:
-            fd = os.open(self.lock, os.O_RDWR | os.O_CREAT, 0o666)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                owner = _read_pid(fd)
-                os.close(fd)
-                if time.monotonic() < deadline:
-                    time.sleep(0.05)
-                    continue
-                who = f"pid {owner}, " if owner else ""
+    def _prepare(self, overwrite: bool, continuing: bool) -> None:
+        """Under the lock: the checkpoint folder as this run needs it (made anew for a new
+        run, read for a continued one), each step checked again now that no other writer
+        can change it."""
+        path, partial = self.path, self.folder
+        present = checkpoint_folder(path)
+        if present:
+            owned.adopt_legacy(partial, owned.CHECKPOINTS)
+            # Only the lock holder writes in this folder: temporaries of a dead writer are junk.
+            remove_stale_temporaries(partial)
+            if not (partial / _MANIFEST).exists():
+                # A run stopped before its first checkpoint left no draws: nothing to keep.
+                self._remove_checkpoints()
+                present = False
+        if not continuing:
+            if present and not overwrite:
                 raise RunFileError(
-                    f"output {self.path} is being written by another process ({who}lock "
-                    f"{self.lock}); wait for it or choose another output"
-                ) from None
-            # The previous holder unlinks the lock as it lets go: if that happened between
-            # our open and our flock, we hold a file nobody else will look at. Try again.
-            try:
-                ours = os.fstat(fd)
-                current = os.stat(self.lock)
-                same = (ours.st_ino, ours.st_dev) == (current.st_ino, current.st_dev)
-            except FileNotFoundError:
-                same = False
-            if not same:
-                os.close(fd)
-                continue
-            # For the message of a second writer only: the flock is the lock.
-            os.ftruncate(fd, 0)
-            os.write(fd, str(os.getpid()).encode())
-            self._lock_fd = fd
-            return
-
-    def _take_lock_exclusive(self, timeout: float) -> None:
-        """Where ``flock`` does not exist: a lock file created exclusively, holding the
-        pid; one whose process is dead is taken over."""
-        deadline = time.monotonic() + max(float(timeout), 0.0)
-        while True:
-            try:
-                fd = os.open(self.lock, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o666)
-            except FileExistsError:
-                try:
-                    owner = int(self.lock.read_text().strip() or 0)
-                except (OSError, ValueError):
-                    owner = 0
-                if owner and not _pid_alive(owner):
-                    self.lock.unlink(missing_ok=True)
-                    continue
-                if time.monotonic() < deadline:
-                    time.sleep(0.05)
-                    continue
+                    f"{path} holds an unfinished run ({partial}); continue it with "
+                    f"hamiltonia.resume({str(path)!r}) or `hamiltonia resume {path}`, or "
+                    "pass overwrite=True (--overwrite) to replace it"
+                )
+            if path.exists() and not overwrite:
                 raise RunFileError(
-                    f"output {self.path} is being written by another process (lock "
-                    f"{self.lock}); wait for it or choose another output"
-                ) from None
-            os.write(fd, str(os.getpid()).encode())
-            self._lock_fd = fd
+                    f"output {path} exists; pass overwrite=True (--overwrite) to replace it"
+                )
+            if present:
+                self._remove_checkpoints()
+            owned.claim_folder(partial, owned.CHECKPOINTS)
             return
+        manifest = _read_manifest(partial)
+        self._blocks = [list(b) for b in manifest["blocks"]]
+        self.written = int(manifest["draws_done"])
+        if "warmup" in manifest:
+            self._warmup_draws = int(manifest.get("warmup_draws", -1))
+            self._warmup_name = manifest["warmup"]
+        self._warmup_digest = manifest.get("warmup_sha256")
+
+    def _remove_checkpoints(self) -> None:
+        owned.remove_folder(self.folder, owned.CHECKPOINTS, legacy=_legacy_checkpoints)
 
     def release(self) -> None:
         """Give the lock back (idempotent)."""
-        if self._lock_fd is not None:
-            # Unlinked while still held, so that no one can take a lock on this file after
-            # we let go and believe it is the current one.
-            self.lock.unlink(missing_ok=True)
-            os.close(self._lock_fd)
-            self._lock_fd = None
+        self.lock.release()
 
     def append(self, q, stats: dict, log_weights, meta: dict, gradients=None,
                warmup=None) -> bool:  # fmt: skip
@@ -556,43 +475,30 @@ class RunFile:
         run) and keeps the folder."""
         data = make_bytes()
         try:
-            atomic_write_bytes(self.path, data)
+            # The temporary in the checkpoint folder, which is hamiltonia's: nothing of it is
+            # ever left beside the user's files.
+            atomic_write_bytes(self.path, data, scratch=self.folder)
         except OSError as err:
             raise OutputWriteError(
                 f"the finished run could not be written to {self.path}: {err}",
                 path=self.path,
                 partial=self.folder if (self.folder / _MANIFEST).exists() else None,
             ) from err
-        _remove_folder(self.folder)
+        self._remove_checkpoints()
         self.release()
 
     def close(self) -> None:
         """Leave the unfinished run where it is (a folder without draws is removed) and give
         the lock back."""
-        if self._locked and self.folder.is_dir() and not (self.folder / _MANIFEST).exists():
-            _remove_folder(self.folder)
+        if self._locked and owned.is_owned(self.folder, owned.CHECKPOINTS):
+            if not (self.folder / _MANIFEST).exists():
+                self._remove_checkpoints()
         self.release()
-
-
-def _read_pid(fd: int) -> int:
-    try:
-        text = os.pread(fd, 32, 0).decode().strip()
-        return int(text or 0)
-    except (OSError, ValueError, UnicodeDecodeError):
-        return 0
-
-
-def _remove_folder(folder: Path) -> None:
-    if not folder.exists():
-        return
-    for item in folder.iterdir():
-        item.unlink()
-    folder.rmdir()
 
 
 def _read_manifest(folder: Path) -> dict:
     try:
-        manifest = json.loads((folder / _MANIFEST).read_text())
+        manifest = json.loads(owned.read_regular_file(folder / _MANIFEST))
     except FileNotFoundError:
         raise RunFileError(
             f"{folder} holds no manifest: the run stopped before its first checkpoint"
@@ -626,7 +532,7 @@ class PartialRun(NamedTuple):
 
 def _checked_bytes(path: Path, digest: str | None) -> bytes:
     """The bytes of ``path``, checked against the SHA-256 the manifest recorded."""
-    data = path.read_bytes()
+    data = owned.read_regular_file(path)
     if digest is not None and _digest(data) != digest:
         raise ValueError(
             f"{path.name} was changed after the run wrote it (its SHA-256 does not match the "
@@ -705,6 +611,8 @@ def read_partial(path) -> PartialRun:
     """The manifest, draws, statistics, log weights, gradients and kept warm-up of the
     unfinished run of ``path``, each block checked against its recorded SHA-256."""
     folder = partial_dir(path)
+    if not checkpoint_folder(path):
+        raise RunFileError(f"no unfinished run at {path} (no {folder.name})")
     manifest = _read_manifest(folder)
     sealed = manifest["format"] >= 2
     qs, stats, weights, grads = [], {}, [], []

@@ -302,7 +302,7 @@ class RunOutput:
 
     def write_final(self, result: Result) -> None:
         """Write the finished run to its output; a failed write (a full disk, a file-size
-        limit) raises :class:`~hamiltonia.results.runfile.OutputWriteError` holding the run,
+        limit) raises :class:`~hamiltonia.results.errors.OutputWriteError` holding the run,
         after bringing the checkpoints up to date where space allows, so that
         :func:`hamiltonia.resume` can finish it later."""
         from hamiltonia.results.runfile import CheckpointWarning, OutputWriteError

@@ -43,7 +43,6 @@ import multiprocessing
 import os
 import pickle
 import re
-import shutil
 import signal
 import socket
 import stat
@@ -59,6 +58,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from hamiltonia.results import owned
+from hamiltonia.results.errors import ForeignPathError
 
 __all__ = [
     "ChainTask",
@@ -254,7 +256,7 @@ def _run_chain_task(task: ChainTask) -> dict:
             if not folder.is_dir():
                 raise RuntimeError(f"the run's task folder {folder} is gone: the run ended")
         else:  # output.tasks, or on a worker of another machine the calling one's folder
-            folder.mkdir(parents=True, exist_ok=True)
+            _task_folder_here(folder)
         run_file = RunFile.open(
             task.checkpoint_path, overwrite=part is None, continuing=part is not None,
             lock_timeout=TASK_LOCK_SECONDS,
@@ -401,7 +403,9 @@ def _tell_progress(task: ChainTask, iterations: int) -> None:
     """Replace the task's progress file (not flushed to disk: it is only for the eye)."""
     path = _progress_path(task)
     tmp = path.with_suffix(".progress-tmp")
-    tmp.write_text(str(iterations))
+    # Made anew each time (never opened through a link put there), then renamed.
+    tmp.unlink(missing_ok=True)
+    owned.touch_new_file(tmp, str(iterations).encode())
     os.replace(tmp, path)
 
 
@@ -557,9 +561,9 @@ def _request_stop(tasks) -> list[Path]:
     folder that exists here (a worker of another machine sees it where the folder is
     shared). Returns the files, for :func:`_withdraw_stop`."""
     folders = {t.checkpoint_path.parent for t in tasks if t.checkpoint_path is not None}
-    flags = [folder / STOP_FILE for folder in folders if folder.is_dir()]
+    flags = [folder / STOP_FILE for folder in folders if owned.is_owned(folder, TASKS)]
     for flag in flags:
-        flag.touch()
+        owned.touch_new_file(flag)
     return flags
 
 
@@ -756,8 +760,11 @@ def _host() -> str:
 
 def _temp_task_folder() -> str:
     """A new temporary task folder named after this process and host, so that a later run
-    can tell it was left by a process that died (:func:`remove_orphaned_task_folders`)."""
-    return tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-{_host()}-")
+    can tell it was left by a process that died (:func:`remove_orphaned_task_folders`), and
+    marked as hamiltonia's (made exclusively by ``mkdtemp``)."""
+    folder = tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-{_host()}-")
+    owned.mark_new_folder(folder, TASKS)
+    return folder
 
 
 def _temp_folder_pattern() -> re.Pattern:
@@ -773,10 +780,11 @@ def remove_orphaned_task_folders(parent=None) -> list:
     """Remove the temporary task folders of runs whose process died before it could
     remove them (killed, or lost with its machine).
 
-    Only folders of this host and user whose owner process is not alive are removed: a
-    temporary folder shared by several machines holds other hosts' running runs too, whose
-    process ids mean nothing here. Folders of earlier versions, without an owner in their
-    name, are left alone.
+    Only folders of this host and user whose owner process is not alive are removed, and
+    only those hamiltonia marked as its own and that hold nothing else (a temporary folder
+    shared by several machines holds other hosts' running runs too, whose process ids mean
+    nothing here). Folders of earlier versions, without an owner in their name or without
+    the marker, are left alone.
 
     Parameters
     ----------
@@ -801,39 +809,59 @@ def remove_orphaned_task_folders(parent=None) -> list:
             continue
         if hasattr(os, "getuid") and info.st_uid != os.getuid():
             continue  # another user's: not ours to judge
-        shutil.rmtree(folder, ignore_errors=True)
+        try:
+            owned.remove_folder(folder, TASKS)
+        except OSError:  # not hamiltonia's, or in use: left as it is
+            continue
         removed.append(folder)
     return removed
 
 
-#: What a run's task folder holds: the tasks' checkpoints, locks and progress, and the stop
-#: request. Anything else is not the run's, and is never removed with it.
-_TASK_ENTRY = re.compile(
-    r"(task-\d{6}\.(nc\.partial|nc\.lock|nc|progress|progress-tmp)|\.?task-.*\.tmp|stop)"
+#: A run's task folder (``output.tasks``, or a temporary one): the tasks' checkpoint folders,
+#: locks, progress files and temporaries, and the stop request. Anything else in it is not
+#: the run's: such a folder is refused, and nothing in it is ever removed.
+TASKS = owned.FolderKind(
+    "tasks",
+    "the checkpoints of a run's tasks",
+    rf"task-\d{{6}}\.(nc\.lock|nc|progress|progress-tmp)|{owned.TEMPORARY}|{STOP_FILE}",
+    folders=r"task-\d{6}\.nc\.partial",
+    child=owned.CHECKPOINTS,
 )
 
 
-def check_task_folder(output, fresh: bool) -> None:
-    """Refuse, before any work, a task folder ``output.tasks`` that is not a folder, or that
-    a ``fresh`` run would empty while it holds files that are not the tasks' (the run
-    removes only its own)."""
-    folder = Path(f"{output}.tasks")
-    if not (folder.exists() or folder.is_symlink()):
-        return
-    if not folder.is_dir():
-        raise FileExistsError(
-            f"{folder} exists and is not a folder: a run with an executor keeps its tasks' "
-            "checkpoints there; move it away or choose another output"
-        )
-    if not fresh:
-        return
-    foreign = sorted(p.name for p in folder.iterdir() if not _TASK_ENTRY.fullmatch(p.name))
-    if foreign:
-        raise FileExistsError(
-            f"{folder} holds files that are not a run's task checkpoints ({', '.join(foreign[:3])}"
-            f"{'...' if len(foreign) > 3 else ''}): a run with an executor would empty it; move "
-            "them away or choose another output"
-        )
+def check_task_folder(output) -> bool:
+    """Whether the run of ``output`` has a task folder ``output.tasks`` (``False`` where none
+    is there); refused before any work where that name holds anything hamiltonia did not
+    make (:class:`~hamiltonia.results.errors.ForeignPathError`): a file, a link, a folder
+    without hamiltonia's marker, or one that holds files that are not the tasks'."""
+    return owned.owned_folder(Path(f"{output}.tasks"), TASKS)
+
+
+def remove_task_folder(folder) -> bool:
+    """Remove a run's task folder, entry by entry, once nothing can resume from it; one that
+    holds anything hamiltonia did not make (or is gone, or in use) is left as it is.
+    Returns whether it was removed."""
+    try:
+        owned.remove_folder(Path(folder), TASKS)
+    except OSError:
+        return False
+    return True
+
+
+def _task_folder_here(folder: Path) -> None:
+    """The task folder ``folder`` as this worker sees it: hamiltonia's, made here where
+    missing (another task of the run may be making it at the same moment: its marker follows
+    its ``mkdir`` within moments), refused where it holds anything else."""
+    for _ in range(100):
+        try:
+            if owned.owned_folder(folder, TASKS):
+                return
+            folder.parent.mkdir(parents=True, exist_ok=True)
+            owned.claim_folder(folder, TASKS)
+            return
+        except ForeignPathError:
+            time.sleep(0.01)
+    owned.owned_folder(folder, TASKS)
 
 
 def task_folder(output, fresh: bool = True) -> str:
@@ -844,13 +872,15 @@ def task_folder(output, fresh: bool = True) -> str:
     remove_orphaned_task_folders()
     if output is None:
         return _temp_task_folder()
-    check_task_folder(output, fresh)
     folder = Path(f"{output}.tasks")
+    present = check_task_folder(output)
+    if present and fresh:
+        # Checkpoints of an earlier run that stopped belong to other chain states.
+        owned.remove_folder(folder, TASKS)
+        present = False
+    if not present:
+        owned.claim_folder(folder, TASKS)
     # A stop request left by a calling process that died while its tasks stopped: the tasks
     # of this run would stop at once.
     (folder / STOP_FILE).unlink(missing_ok=True)
-    if fresh:
-        # Checkpoints of an earlier run that stopped belong to other chain states.
-        shutil.rmtree(folder, ignore_errors=True)
-    folder.mkdir(exist_ok=True)
     return str(folder)

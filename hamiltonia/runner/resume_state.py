@@ -13,7 +13,7 @@ saved (:func:`check_target`).
 A file is data from outside: :func:`validate` checks every field before anything is built
 from it (names from the registries only, a metric class from a fixed list, finite arrays of
 the shapes the file's own draws imply, generator states the generator accepts) and raises one
-:class:`~hamiltonia.results.runfile.RunFileError` naming the file and the field.
+:class:`~hamiltonia.results.errors.RunFileError` naming the file and the field.
 """
 
 from __future__ import annotations
@@ -170,7 +170,7 @@ def validate(info, previous, path, dim: int) -> dict:
     ``path`` of a target of ``dim`` unconstrained coordinates (not the run's reported
     width: a model's constrained blocks and generated quantities report more, or fewer,
     numbers than the sampler moves): the checked copy, or
-    :class:`~hamiltonia.results.runfile.RunFileError`."""
+    :class:`~hamiltonia.results.errors.RunFileError`."""
     from hamiltonia import samplers
 
     if not isinstance(info, dict):
@@ -308,7 +308,7 @@ def check_warmup(info: dict, smp, previous, path) -> dict:
     """``info`` (checked by :func:`validate`) with the tuners' warm-up states checked against
     the rebuilt sampler ``smp``'s tuners (the same kinds in the same order, each field of
     the right shape and finite) and the statistics of the kept warm-up draws' unfinished
-    group against its declared statistics; :class:`~hamiltonia.results.runfile.RunFileError`
+    group against its declared statistics; :class:`~hamiltonia.results.errors.RunFileError`
     naming the file and the field otherwise."""
     warm = info.get("warmup")
     if warm is None:

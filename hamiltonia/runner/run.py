@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import shutil
 import time
 import warnings
 from pathlib import Path
@@ -16,7 +15,7 @@ from hamiltonia._system import physical_memory as _physical_memory
 from hamiltonia._validation import MAX_WARMUP, as_float, check_flag, check_int
 from hamiltonia.diagnostics import checks as diagnose
 from hamiltonia.results import Result
-from hamiltonia.results.runfile import RunFile, RunFileError, has_checkpoints, partial_dir
+from hamiltonia.results.runfile import RunFile, RunFileError, has_checkpoints
 from hamiltonia.runner import resume_state
 from hamiltonia.runner.checkpoints import RunOutput, continued_attrs, new_run_attrs
 from hamiltonia.runner.checkpoints import json_safe as _json_safe  # noqa: F401 (its old name)
@@ -490,7 +489,7 @@ def _sample(target, sampler, *, chains, warmup, draws, seed, initial, progress, 
 
             # Whether this run empties the folder or continues its tasks, nothing in it may
             # be another's.
-            check_task_folder(Path(output).expanduser(), fresh=True)
+            check_task_folder(Path(output).expanduser())
         run_file = RunFile.open(output, overwrite=overwrite, continuing=continuing)
     try:
         return _run(target, smp, (plan, path_reason), rngs, seq, requested, options, run_file,
@@ -659,7 +658,9 @@ def _run(target, smp, path, rngs, seq, requested, options, run_file, *, chains, 
         output.write_final(result)
     if tasks_folder is not None:
         # Only now: until the run's own file is written, the tasks' draws live there.
-        shutil.rmtree(tasks_folder, ignore_errors=True)
+        from hamiltonia.runner.executors import remove_task_folder
+
+        remove_task_folder(tasks_folder)
     # After the file is safe: a user who turns warnings into errors still has the run.
     try:
         diagnose.warn(result.diagnose(), stacklevel=4)
@@ -696,7 +697,7 @@ def resume(path, *, target=None, progress: bool = True, output=None,
     warm-up draws) equal those of an uninterrupted run with the same seed, on the path it
     ran on. Before any work the target is evaluated at the saved positions: a file whose
     target does not give the log densities its chains saved is refused
-    (:class:`~hamiltonia.results.runfile.RunFileError`, see
+    (:class:`~hamiltonia.results.errors.RunFileError`, see
     :func:`~hamiltonia.runner.resume_state.check_target`). Needs a run of a registered
     sampler name with plain options (the file then records how to rebuild it); a registered
     target is rebuilt from the file, and any other (a user's :class:`~hamiltonia.Model`) is
@@ -762,7 +763,7 @@ def resume(path, *, target=None, progress: bool = True, output=None,
     target_path = Path(path if output is None else output).expanduser()
     # Appending to the unfinished run in place; to another output, or from a file of an
     # earlier version (no .partial folder), the draws so far are written there anew.
-    continuing = target_path == Path(path) and partial_dir(path).exists()
+    continuing = target_path == Path(path) and has_checkpoints(path)
     with (
         _executor(executor, scheduler, workers) as runner,
         array_backend.using(backend),

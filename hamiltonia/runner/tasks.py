@@ -11,8 +11,6 @@ before sampling them.
 
 from __future__ import annotations
 
-import shutil
-
 import numpy as np
 
 from hamiltonia import backend as array_backend
@@ -72,7 +70,7 @@ def sample_on(executor, smp, target, state, rngs, rec, bar, compiled, thin, run_
     except BaseException:
         if output is None:
             # No run file names this temporary folder: nothing can resume from it.
-            shutil.rmtree(folder, ignore_errors=True)
+            executors.remove_task_folder(folder)
         raise
 
 

@@ -15,6 +15,7 @@ import pytest
 
 import hamiltonia as hm
 from hamiltonia.cli import main
+from hamiltonia.results import owned
 from hamiltonia.results.runfile import RunFile, RunFileError, partial_dir
 
 SHORT = {"chains": 2, "warmup": 30, "draws": 40, "seed": 0, "progress": False}
@@ -87,10 +88,11 @@ def test_an_unfinished_run_points_to_resume(tmp_path):
 
 
 def test_a_run_stopped_before_its_first_checkpoint_leaves_nothing_in_the_way(tmp_path):
-    """No draws were saved (killed in warm-up): the empty folder does not block a new run."""
+    """No draws were saved (killed in warm-up): the folder the run made, empty but for a
+    temporary, does not block a new run."""
     path = tmp_path / "run.nc"
-    partial_dir(path).mkdir()
-    (partial_dir(path) / ".block-000000000000.npz.x.tmp").write_bytes(b"half")
+    owned.claim_folder(partial_dir(path), owned.CHECKPOINTS)
+    (partial_dir(path) / f".block-000000000000.npz.{os.getpid()}.x.tmp").write_bytes(b"half")
     hm.sample("banana", output=path, **SHORT)
     assert hm.load(path).attrs["complete"] is True and not partial_dir(path).exists()
 
@@ -274,7 +276,7 @@ def test_a_link_to_a_file_replaces_the_file_and_keeps_the_link(tmp_path, countin
 def test_a_partial_name_taken_by_a_file_is_a_clear_error(tmp_path, counting):
     path = tmp_path / "x.nc"
     partial_dir(path).write_bytes(b"someone else's")
-    with pytest.raises(RunFileError, match=r"x.nc.partial exists and is not a folder"):
+    with pytest.raises(RunFileError, match=r"x.nc.partial is a file, not a folder hamiltonia"):
         hm.sample(counting, output=path, overwrite=True, compiled=False, **SHORT)
     assert partial_dir(path).read_bytes() == b"someone else's" and Counting.calls == 0
 
@@ -376,15 +378,24 @@ def test_output_files_honour_the_umask_and_keep_a_replaced_file_s_mode(tmp_path,
 
 
 def test_temporaries_of_a_dead_writer_are_removed_by_the_next_run(tmp_path, counting):
+    """A run's temporaries lie in its checkpoint folder, where the next writer removes those
+    of dead writers; nothing beside the output is the run's to remove."""
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    stale = tmp_path / f".run.nc.{dead.pid}.k3j2.tmp"
-    live = tmp_path / f".run.nc.{os.getppid()}.a8b1.tmp"  # a live process's, kept
-    other = tmp_path / f".other.nc.{dead.pid}.q1.tmp"  # another output's, kept
-    for p in (stale, live, other):
+    path = tmp_path / "run.nc"
+    run_file = RunFile.open(path)
+    run_file.append(np.zeros((2, 3, 2)), {"lp": np.zeros((2, 3))}, None, {"names": ["a", "b"]})
+    run_file.close()
+    stale = partial_dir(path) / f".run.nc.{dead.pid}.k3j2.tmp"
+    live = partial_dir(path) / f".run.nc.{os.getppid()}.a8b1.tmp"  # a live process's, kept
+    beside = tmp_path / f".run.nc.{dead.pid}.q1.tmp"  # the user's folder: never touched
+    for p in (stale, live, beside):
         p.write_bytes(b"half a file")
-    hm.sample(counting, output=tmp_path / "run.nc", compiled=False, **SHORT)
-    assert not stale.exists() and live.exists() and other.exists()
+    RunFile.open(path, continuing=True).release()
+    assert not stale.exists() and live.exists() and beside.read_bytes() == b"half a file"
+    hm.sample(counting, output=path, overwrite=True, compiled=False, **SHORT)
+    assert beside.read_bytes() == b"half a file" and not partial_dir(path).exists()
+    assert not list(tmp_path.glob(".run.nc.*.tmp"))[1:]
 
 
 def _stopped_run(tmp_path, monkeypatch):
@@ -522,10 +533,10 @@ def full_disk_after_warmup(monkeypatch):
 
     original = runfile_module.atomic_write_bytes
 
-    def full_disk(path, data):
+    def full_disk(path, data, scratch=None):
         if path.name == "run.nc" or path.name.startswith("block-"):
             raise OSError(28, "No space left on device")
-        return original(path, data)
+        return original(path, data, scratch)
 
     monkeypatch.setattr(runfile_module, "atomic_write_bytes", full_disk)
 

@@ -114,9 +114,9 @@ def _count_writes(**kwargs) -> int:
     calls = {"n": 0}
     original = runfile.atomic_write
 
-    def counting(path, write):
+    def counting(path, write, scratch=None):
         calls["n"] += 1
-        return original(path, write)
+        return original(path, write, scratch)
 
     runfile.atomic_write = counting
     try:
@@ -133,14 +133,14 @@ def _killed_at(path: Path, n: int, after: bool, kwargs: dict) -> None:
     calls = {"n": 0, "dead": False}
     original = runfile.atomic_write
 
-    def dying(target, write):
+    def dying(target, write, scratch=None):
         if calls["dead"]:
             raise _Killed
         calls["n"] += 1
         if calls["n"] == n and not after:
             calls["dead"] = True
             raise _Killed
-        result = original(target, write)
+        result = original(target, write, scratch)
         if calls["n"] == n:
             calls["dead"] = True
             raise _Killed

@@ -19,7 +19,9 @@ import pytest
 
 import hamiltonia as hm
 from hamiltonia.cli import main
-from hamiltonia.results.runfile import _pid_alive, partial_dir
+from hamiltonia.results import owned
+from hamiltonia.results.lock import pid_alive as _pid_alive
+from hamiltonia.results.runfile import partial_dir
 from hamiltonia.runner import executors
 from hamiltonia.runner.executors import (
     DaskExecutor,
@@ -498,11 +500,13 @@ def test_the_next_run_removes_the_task_folders_of_dead_runs(tmp_path, monkeypatc
     assert not _pid_alive(dead_pid)
     host = executors._host()
     left = tmp_path / f"hamiltonia-tasks-{dead_pid}-{host}-k3x_9q2a"
-    (left / "task-000000.nc.partial").mkdir(parents=True)
+    owned.claim_folder(left, executors.TASKS)  # as a run makes it
+    owned.claim_folder(left / "task-000000.nc.partial", owned.CHECKPOINTS)
     kept = [
         tmp_path / f"hamiltonia-tasks-{os.getpid()}-{host}-abcdefgh",  # a live run's
         tmp_path / f"hamiltonia-tasks-{dead_pid}-other.host-abcdefgh",  # another machine's
         tmp_path / "hamiltonia-tasks-abcdefgh",  # of an earlier version: owner unknown
+        tmp_path / f"hamiltonia-tasks-{dead_pid}-{host}-unmarked",  # not made by hamiltonia
     ]
     for folder in kept:
         folder.mkdir()
@@ -590,7 +594,7 @@ def test_a_task_folder_that_is_not_the_runs_is_refused_before_any_work(tmp_path)
     out = tmp_path / "run.nc"
     tasks = tmp_path / "run.nc.tasks"
     tasks.write_text("not a folder")
-    with pytest.raises(FileExistsError, match="is not a folder"):
+    with pytest.raises(FileExistsError, match="is a file, not a folder"):
         hm.sample("banana", "hmc", executor="processes", workers=1, output=out, **RUN)
     tasks.unlink()
     tasks.mkdir()
