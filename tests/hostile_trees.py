@@ -11,9 +11,11 @@ their files, a named pipe.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import stat
+import warnings
 from pathlib import Path
 
 #: What can stand at a derived name; "nothing" leaves the name free.
@@ -102,3 +104,30 @@ def changes(before: dict, after: dict) -> list[str]:
         if before.get(rel) != after.get(rel):
             lines.append(f"{rel}: {before.get(rel)} -> {after.get(rel)}")
     return lines
+
+
+def unfinished_run(path: Path) -> None:
+    """An interrupted run of ``path`` that resume continues: stopped (Ctrl-C) just after
+    its second checkpoint."""
+    import hamiltonia as hm
+    from hamiltonia.results import runfile
+    from hamiltonia.runner.run import WarmupInterrupted
+
+    original, calls = runfile.RunFile.append, {"n": 0}
+
+    def stop_after_second(self, *args, **kwargs):
+        done = original(self, *args, **kwargs)
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise KeyboardInterrupt
+        return done
+
+    runfile.RunFile.append = stop_after_second
+    try:
+        with warnings.catch_warnings(), contextlib.suppress(WarmupInterrupted):
+            warnings.simplefilter("ignore")
+            hm.sample("banana", "hmc", output=path, chains=2, warmup=20, draws=400, seed=5,
+                      progress=False, checkpoint_seconds=0.0)  # fmt: skip
+    finally:
+        runfile.RunFile.append = original
+    assert hm.load(path, unfinished=True).attrs["complete"] is False

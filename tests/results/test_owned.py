@@ -10,7 +10,6 @@ refuses before any work.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import tempfile
 import warnings
@@ -26,8 +25,7 @@ from hamiltonia.results import owned
 from hamiltonia.results.errors import ForeignPathError, RunFileError
 from hamiltonia.results.runfile import RunFile, partial_dir
 from hamiltonia.runner.executors import TASKS
-from hamiltonia.runner.run import WarmupInterrupted
-from tests.hostile_trees import KINDS, changes, plant, precious, snapshot
+from tests.hostile_trees import KINDS, changes, plant, precious, snapshot, unfinished_run
 
 from .test_runfile import SHORT, Counting
 
@@ -199,45 +197,20 @@ def test_sample_changes_nothing_but_its_output(tmp_path, counting, partial, lock
         assert not os.path.lexists(path.with_name("run.nc.lock"))
 
 
-def _unfinished(path):
-    """An interrupted run of ``path`` that resume continues (its first checkpoint, then a
-    stop)."""
-    from hamiltonia.results import runfile
-
-    original, calls = runfile.RunFile.append, {"n": 0}
-
-    def stop_after_first(self, *args, **kwargs):
-        done = original(self, *args, **kwargs)
-        calls["n"] += 1
-        if calls["n"] == 2:
-            raise KeyboardInterrupt
-        return done
-
-    runfile.RunFile.append = stop_after_first
-    try:
-        with warnings.catch_warnings(), contextlib.suppress(WarmupInterrupted):
-            warnings.simplefilter("ignore")
-            hm.sample("banana", "hmc", output=path, chains=2, warmup=20, draws=400, seed=5,
-                      progress=False, checkpoint_seconds=0.0)  # fmt: skip
-    finally:
-        runfile.RunFile.append = original
-    assert hm.load(path, unfinished=True).attrs["complete"] is False
-
-
 @pytest.fixture(scope="module")
-def unfinished_run(tmp_path_factory):
+def interrupted_run(tmp_path_factory):
     folder = tmp_path_factory.mktemp("unfinished")
-    _unfinished(folder / "run.nc")
+    unfinished_run(folder / "run.nc")
     return folder
 
 
 @PROPERTY
 @given(inside=trees, lock=trees)
-def test_resume_changes_nothing_but_its_output(tmp_path, unfinished_run, inside, lock):
+def test_resume_changes_nothing_but_its_output(tmp_path, interrupted_run, inside, lock):
     import shutil
 
     root, folder = _fresh(tmp_path, f"r-{inside}-{lock}")
-    shutil.copytree(unfinished_run, folder, symlinks=True)
+    shutil.copytree(interrupted_run, folder, symlinks=True)
     path = folder / "run.nc"
     plant(partial_dir(path) / "extra", inside, root)
     plant(path.with_name("run.nc.lock"), lock, root)
