@@ -777,10 +777,15 @@ def _rescue(err) -> str:
     message = err.reason
     if err.result is not None:
         name = Path(err.path).name if err.path is not None else "run.nc"
-        rescue = Path(tempfile.gettempdir()) / f"{name}.rescued-{os.getpid()}.nc"
         try:
-            err.result.save(rescue)
+            # A new file of its own (made exclusively): the shared temporary folder may hold
+            # anything, a link included, at a name that can be guessed.
+            fd, made = tempfile.mkstemp(prefix=f"{name}.rescued-", suffix=".nc")
+            os.close(fd)
+            rescue = Path(made)
+            err.result.save(rescue, overwrite=True)
         except OSError as again:
+            rescue = Path(tempfile.gettempdir()) / f"{name}.rescued-*.nc"
             message += f". The run could not be saved in {rescue} either ({again})"
         else:
             message += f". The finished run is saved in {rescue} instead"
