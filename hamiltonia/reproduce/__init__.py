@@ -21,7 +21,12 @@ shipped experiment (:mod:`hamiltonia.reproduce.study`).
 
 from __future__ import annotations
 
-from hamiltonia.reproduce.execute import Reproduction, load_reproduction, run_experiment
+from hamiltonia.reproduce.execute import (
+    CellSkippedWarning,
+    Reproduction,
+    load_reproduction,
+    run_experiment,
+)
 from hamiltonia.reproduce.experiment import (
     Experiment,
     ExperimentError,
@@ -51,6 +56,7 @@ from hamiltonia.reproduce.study import (
 )
 
 __all__ = [
+    "CellSkippedWarning",
     "Experiment",
     "ExperimentError",
     "Reproduction",

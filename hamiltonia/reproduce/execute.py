@@ -8,12 +8,21 @@ the author's code does), the cell's own seed. With an output folder, each cell's
 finishes, so an interrupted reproduction loses at most the cell in progress, and running it
 again with the same folder continues where it stopped. A folder that holds another experiment,
 scale or protocol is refused before any work unless ``overwrite`` is given.
+
+A cell written before is reused only if it matches (:mod:`hamiltonia.reproduce.provenance`):
+made by the same code (the package's version and the digest of its source), for the same
+definition of the cell, with the same settings, and with figures whose checksum verifies.
+Any other is recomputed, the log saying why, or with ``no_rerun`` refused before any work;
+:func:`load_reproduction` (and so the documentation's page) takes the cells that match the
+folder's last run only, and names each one it skips with the reason. ``overwrite`` replaces
+the folder's reproduction: its ``runs/`` and ``cells/`` are removed (only the files the
+reproduction wrote: :mod:`hamiltonia.reproduce.folders`) before any cell runs, so no cell of
+the earlier run survives beside today's.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import os
 import time
@@ -22,11 +31,15 @@ from pathlib import Path
 
 import numpy as np
 
+from hamiltonia.reproduce import folders, provenance
 from hamiltonia.reproduce.experiment import Experiment, Protocol
 from hamiltonia.reproduce.metrics import DEFAULT_METRICS, VERSION, cell_metrics
+from hamiltonia.results import owned
+from hamiltonia.results.errors import ForeignPathError
 
 __all__ = [
     "CellOutcome",
+    "CellSkippedWarning",
     "Reproduction",
     "ReproductionInterrupted",
     "cell_name",
@@ -60,6 +73,9 @@ class Reproduction:
     protocol: Protocol
     cells: dict
     output: str | None = None
+    #: The cell records of the folder that were not taken (they do not match), by path, with
+    #: the reason (:func:`load_reproduction`).
+    skipped: dict = dataclasses.field(default_factory=dict)
 
     def value(self, target: str, sampler: str, metric: str):
         """The reproduced figure of a cell, or ``None`` where the cell did not run."""
@@ -84,19 +100,46 @@ def cell_name(target: str, sampler: str) -> str:
     return safe
 
 
-def _fingerprint(experiment: Experiment, protocol: Protocol, target, sampler) -> str:
-    record = {
-        "experiment": experiment.name,
-        "protocol": dataclasses.asdict(protocol),
-        "target": [target.name, dict(target.params)],
-        "sampler": [sampler.recipe, {**experiment.options, **sampler.options_for(target)}],
-        "ess": sampler.ess,
-    }
-    return hashlib.sha256(json.dumps(record, sort_keys=True, default=str).encode()).hexdigest()
+class CellSkippedWarning(UserWarning):
+    """A cell record of a reproduction's folder that :func:`load_reproduction` did not take:
+    it was made by other code, for another definition of the cell or with other settings
+    than the folder's last run, its checksum does not verify, or it does not parse. The
+    message names the file and the reason; rerun the reproduction to compute it again."""
+
+
+def _definition(experiment, scale: str, protocol: Protocol, index: int, target, sampler):
+    return provenance.cell_definition(
+        experiment, scale, protocol, target, sampler, index, _computed(experiment)
+    )
 
 
 def _record(experiment, scale: str, protocol: Protocol) -> dict:
     return {"experiment": experiment.name, "scale": scale, "protocol": dataclasses.asdict(protocol)}
+
+
+def _read_record(path: Path, what: str) -> dict:
+    """The JSON record ``path`` (``experiment.json``), read without following a link; the
+    errors name the file and say what to do."""
+    try:
+        data = owned.read_regular_file(path)
+    except ForeignPathError:
+        raise ForeignPathError(
+            f"{path} is not a regular file (a symbolic link, say): hamiltonia does not read "
+            f"its {what} through it; move it away, or run the reproduction again with "
+            "--overwrite to write it anew",
+            path,
+        ) from None
+    try:
+        record = json.loads(data)
+    except ValueError as err:
+        raise ValueError(
+            f"{path} is not a readable {what} ({err}): the file is truncated or damaged; "
+            "run the reproduction again with --overwrite to write it anew, or choose another "
+            "--output"
+        ) from None
+    if not isinstance(record, dict) or not isinstance(record.get("experiment"), str):
+        raise ValueError(f"{path} is not a {what}: it names no experiment")
+    return record
 
 
 class ReproductionInterrupted(KeyboardInterrupt):
@@ -137,19 +180,22 @@ def check_output_folder(folder: Path) -> None:
 
 def _check_output(folder: Path, experiment, scale, protocol, overwrite: bool) -> None:
     """Refuse, before any work, a folder that cannot take the reproduction or that holds a
-    different one (unless ``overwrite``)."""
+    different one (unless ``overwrite``), and one where a name the reproduction writes holds
+    something that is not its own (:mod:`hamiltonia.reproduce.folders`), ``overwrite`` or
+    not."""
     check_output_folder(folder)
     if not folder.exists():
         return
-    if (folder / "study.json").exists() and not overwrite:
+    folders.check_files(folder, folders.experiment_files(experiment.name))
+    if os.path.lexists(folder / folders.STUDY_RECORD) and not overwrite:
         raise ValueError(
             f"output {str(folder)!r} holds a plugin's study, not {experiment.name!r}: choose "
             "another --output, or --overwrite to replace it"
         )
-    record = folder / "experiment.json"
-    if record.exists() and not overwrite:
-        held = json.loads(record.read_text())
-        held.pop("file", None)
+    record = folder / folders.EXPERIMENT_RECORD
+    if os.path.lexists(record) and not overwrite:
+        held = _read_record(record, "reproduction record")
+        held = {key: held.get(key) for key in ("experiment", "scale", "protocol")}
         mine = _record(experiment, scale, protocol)
         if held != mine:
             raise ValueError(
@@ -157,6 +203,8 @@ def _check_output(folder: Path, experiment, scale, protocol, overwrite: bool) ->
                 f"{held['protocol']}, not this one ({mine['protocol']}): choose another "
                 "--output, or --overwrite to replace it"
             )
+    folders.check_folder(folder / "runs", folders.RUNS, overwrite)
+    folders.check_folder(folder / "cells", folders.CELLS, overwrite)
 
 
 def _initial(protocol: Protocol, dim: int, index: int):
@@ -173,6 +221,7 @@ def run_experiment(
     chains: int | None = None,
     output=None,
     overwrite: bool = False,
+    no_rerun: bool = False,
     executor=None,
     scheduler: str | None = None,
     workers: int | None = None,
@@ -192,10 +241,16 @@ def run_experiment(
     chains : int, optional
         Override the protocol's number of chains (>= 2).
     output : path, optional
-        Folder for the runs and figures; cells already there with the same settings are
-        read, not rerun.
+        Folder for the runs and figures. A cell already there is read, not rerun, where it
+        matches: the same code, the same definition, the same settings, and figures whose
+        checksum verifies (module docs); any other is recomputed, the log saying why.
     overwrite : bool
-        Replace a folder that holds another reproduction.
+        Replace a folder that holds another reproduction: its runs and cells are removed
+        (only the files the reproduction wrote) before any cell runs.
+    no_rerun : bool
+        Refuse, before any work, to recompute a cell whose record in ``output`` does not
+        match (the message names each file and why), rather than replace it. Cells not
+        there yet are run.
     executor, scheduler, workers
         As :func:`hamiltonia.sample` (``"dask"`` and a scheduler address for a cluster).
     compiled : bool, optional
@@ -203,7 +258,8 @@ def run_experiment(
     only : iterable of (target label, sampler label), optional
         Run these cells only.
     log : callable, optional
-        Called with a line of text as each cell starts and ends.
+        Called with a line of text as each cell starts and ends, and for each cell read
+        back or recomputed, with why.
     """
     import hamiltonia as hm
 
@@ -215,33 +271,71 @@ def run_experiment(
     from hamiltonia.runner.executors import check_workers
 
     check_workers(executor, workers)
+    if overwrite and no_rerun:
+        raise ValueError(
+            "--no-rerun and --overwrite contradict each other: --overwrite recomputes every "
+            "cell; give one of them"
+        )
+    settings = provenance.run_settings(protocol.chains, executor, workers, compiled)
     folder = None if output is None else Path(output)
     if folder is not None:
         _check_output(folder, experiment, scale, protocol, overwrite)
-        (folder / "runs").mkdir(parents=True, exist_ok=True)
-        if overwrite:
-            # The folder is this experiment's now: a study's record would claim it too.
-            (folder / "study.json").unlink(missing_ok=True)
-        (folder / "cells").mkdir(exist_ok=True)
-        from hamiltonia.results.runfile import atomic_write_bytes
-
-        record = {**_record(experiment, scale, protocol), "file": experiment.source_file}
-        atomic_write_bytes(folder / "experiment.json", json.dumps(record).encode())
     wanted = None if only is None else set(only)
-    targets = {}
-    cells = {}
+    # Every cell to run, with what a record of it must match; and what the folder holds of
+    # each, read before anything is written, so that --no-rerun refuses before any work.
+    plan = []
     for index, (tspec, sspec) in enumerate(experiment.cells()):
         if wanted is not None and (tspec.label, sspec.label) not in wanted:
             continue
+        definition = _definition(experiment, scale, protocol, index, tspec, sspec)
+        done, why = None, None
+        if folder is not None and not overwrite:
+            done, why = _read_cell(
+                folder / "cells" / f"{cell_name(tspec.label, sspec.label)}.json",
+                experiment, scale, protocol, settings, (tspec.label, sspec.label),
+            )  # fmt: skip
+        plan.append((index, tspec, sspec, definition, done, why))
+    stale = [(folder / "cells" / f"{cell_name(t.label, s.label)}.json", why)
+             for _, t, s, _, done, why in plan if why is not None]  # fmt: skip
+    if no_rerun and stale:
+        listed = "".join(f"\n  {path} {why}" for path, why in stale)
+        cells = "1 cell" if len(stale) == 1 else f"{len(stale)} cells"
+        raise ValueError(
+            f"--no-rerun: {cells} in {folder} {'does' if len(stale) == 1 else 'do'} not match "
+            f"this run and would be recomputed:{listed}\nrun again without --no-rerun to "
+            "recompute them, or choose another --output"
+        )
+    if folder is not None:
+        folder.mkdir(exist_ok=True)
+        if overwrite:
+            # The folder is this experiment's now: a study's record would claim it too
+            # (checked: a file or a link, never a folder).
+            (folder / folders.STUDY_RECORD).unlink(missing_ok=True)
+        folders.fresh_folder(folder / "runs", folders.RUNS, overwrite)
+        folders.fresh_folder(folder / "cells", folders.CELLS, overwrite)
+        from hamiltonia.results.runfile import atomic_write_bytes
+
+        record = {
+            **_record(experiment, scale, protocol),
+            "file": experiment.source_file,
+            # The settings of the folder's last run: load_reproduction takes the cells made
+            # with these only.
+            "settings": settings,
+            "code": provenance.code_version(),
+        }
+        atomic_write_bytes(folder / folders.EXPERIMENT_RECORD, json.dumps(record).encode())
+    targets = {}
+    cells = {}
+    for index, tspec, sspec, definition, done, why in plan:
         name = cell_name(tspec.label, sspec.label)
-        fingerprint = _fingerprint(experiment, protocol, tspec, sspec)
-        if folder is not None:
-            done = _read_cell(folder / "cells" / f"{name}.json", fingerprint, overwrite, experiment)
-            if done is not None:
-                cells[(tspec.label, sspec.label)] = done
-                if log:
-                    log(f"{tspec.label} / {sspec.label}: done before, read from {folder}")
-                continue
+        if done is not None:
+            cells[(tspec.label, sspec.label)] = done
+            if log:
+                log(f"{tspec.label} / {sspec.label}: done before, read from {folder}")
+            continue
+        if why is not None and log:
+            log(f"{tspec.label} / {sspec.label}: {folder / 'cells' / f'{name}.json'} {why}; "
+                "recomputing")  # fmt: skip
         if tspec.label not in targets:
             targets[tspec.label] = hm.targets.get(tspec.name, **dict(tspec.params))
         target = targets[tspec.label]
@@ -264,26 +358,30 @@ def run_experiment(
             ).summary()  # fmt: skip
         path = None if folder is None else folder / "runs" / f"{name}.nc"
         start = time.perf_counter()
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            result = hm.sample(
-                target,
-                sspec.recipe,
-                chains=here.chains,
-                warmup=here.warmup,
-                draws=here.draws,
-                seed=np.random.SeedSequence([here.seed, index]),
-                initial=_initial(here, target.dim, index),
-                progress=progress,
-                compiled=compiled,
-                output=path,
-                overwrite=True,
-                executor=executor,
-                scheduler=scheduler,
-                workers=workers,
-                **options,
-            )
-        stop_if_interrupted(result, f"{tspec.label} / {sspec.label}", folder)
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                result = hm.sample(
+                    target,
+                    sspec.recipe,
+                    chains=here.chains,
+                    warmup=here.warmup,
+                    draws=here.draws,
+                    seed=np.random.SeedSequence([here.seed, index]),
+                    initial=_initial(here, target.dim, index),
+                    progress=progress,
+                    compiled=compiled,
+                    output=path,
+                    overwrite=True,
+                    executor=executor,
+                    scheduler=scheduler,
+                    workers=workers,
+                    **options,
+                )
+            stop_if_interrupted(result, f"{tspec.label} / {sspec.label}", folder)
+        finally:
+            if path is not None:
+                _remove_task_folder(path)
         seconds = time.perf_counter() - start
         concurrency = _concurrency(result, here.chains, executor, workers)
         outcome = CellOutcome(
@@ -296,21 +394,17 @@ def run_experiment(
             n_divergent=result.n_divergent,
             warnings=_headlines(caught),
         )
-        cells[(tspec.label, sspec.label)] = outcome
         if folder is not None:
             from hamiltonia.results.runfile import atomic_write_bytes
 
-            payload = {
-                "fingerprint": fingerprint,
-                "metrics_version": VERSION,
-                # How many chains ran at once: t needs it again when the figures are
-                # computed anew (the run file does not say how many workers there were).
-                "concurrency": concurrency,
-                "cell": dataclasses.asdict(outcome),
-            }
+            payload = _cell_record(outcome, definition, settings, concurrency)
+            # The figures as they will be read back (a JSON round trip), so that the outcome
+            # returned is the one whose checksum the record carries.
+            outcome = CellOutcome(**payload["cell"])
             atomic_write_bytes(
                 folder / "cells" / f"{name}.json", json.dumps(payload, indent=1).encode()
             )
+        cells[(tspec.label, sspec.label)] = outcome
         if log:
             m = outcome.metrics
             shown = [
@@ -323,6 +417,37 @@ def run_experiment(
                 + "".join(f"\n  warning: {w}" for w in outcome.warnings)
             )
     return Reproduction(experiment, scale, protocol, cells, None if folder is None else str(folder))
+
+
+def _remove_task_folder(path: Path) -> None:
+    """Remove the task folder ``runs/NAME.nc.tasks`` a run with an executor leaves when it
+    stops: a reproduction never resumes a cell's run (it runs the cell again), and ``runs/``
+    holds only run files (:data:`hamiltonia.reproduce.folders.RUNS`). Only a task folder of
+    hamiltonia's is removed; anything else there is left as it is."""
+    from hamiltonia.runner.executors import remove_task_folder
+
+    tasks = Path(f"{path}.tasks")
+    if os.path.lexists(tasks):
+        remove_task_folder(tasks)
+
+
+def _cell_record(outcome: CellOutcome, definition: dict, settings: dict, concurrency: int):
+    """The record ``cells/NAME.json`` of a finished cell: its figures with their checksum,
+    and what made them (:mod:`hamiltonia.reproduce.provenance`)."""
+    cell = json.loads(json.dumps(dataclasses.asdict(outcome)))
+    return {
+        "format": provenance.CELL_FORMAT,
+        "code": provenance.code_version(),
+        "fingerprint": provenance.fingerprint(definition),
+        "definition": definition,
+        "settings": settings,
+        "metrics_version": VERSION,
+        # How many chains ran at once: t needs it again when the figures are computed anew
+        # (the run file does not say how many workers there were).
+        "concurrency": concurrency,
+        "cell": cell,
+        "checksum": provenance.checksum(cell),
+    }
 
 
 #: The figures a finished cell's log line shows, where computed: (metric, label, format, unit).
@@ -351,16 +476,49 @@ def _headlines(caught) -> list[str]:
     return sorted(lines)
 
 
-def _read_cell(path: Path, fingerprint: str, overwrite: bool, experiment: Experiment):
-    if overwrite or not path.exists():
-        return None
+def _parse_cell(path: Path):
+    """The parsed record ``path``, or ``None`` where there is none; ``(None, why)`` where it
+    cannot be read."""
     try:
-        payload = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    if payload.get("fingerprint") != fingerprint:
-        return None
-    return _outcome(payload, experiment)
+        data = owned.read_regular_file(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None, None
+    except ForeignPathError:
+        return None, "is not a regular file (a symbolic link, say): it is not read"
+    except OSError as err:
+        return None, f"cannot be read ({err.strerror})"
+    try:
+        return json.loads(data), None
+    except ValueError as err:
+        return None, f"does not parse as a cell record ({err}): the file is truncated or damaged"
+
+
+def _read_cell(path: Path, experiment, scale, protocol, settings, expected=None):
+    """The cell recorded in ``path`` where it matches the cell as ``experiment`` defines it
+    now at ``scale`` and ``protocol``, run with ``settings`` (``None``: any settings) by this
+    code: ``(outcome, None)``; ``(None, why)`` where it does not; ``(None, None)`` where there
+    is no record. ``expected`` is the ``(target, sampler)`` the file is named for."""
+    payload, why = _parse_cell(path)
+    if payload is None:
+        return None, why
+    cell = payload.get("cell") if isinstance(payload, dict) else None
+    if not isinstance(cell, dict):
+        return None, "is not a cell record (it holds no cell)"
+    key = (cell.get("target"), cell.get("sampler"))
+    where = {(t.label, s.label): (i, t, s) for i, (t, s) in enumerate(experiment.cells())}
+    if key not in where:
+        return None, f"is not a cell of {experiment.name!r} as it is defined now"
+    if (expected is not None and key != expected) or path.name != f"{cell_name(*key)}.json":
+        return None, f"holds the cell {key[0]} / {key[1]}, not the one its name says"
+    index, tspec, sspec = where[key]
+    definition = _definition(experiment, scale, protocol, index, tspec, sspec)
+    why = provenance.mismatch(payload, definition, settings)
+    if why is not None:
+        return None, why
+    try:
+        return _outcome(payload, experiment), None
+    except (TypeError, ValueError, KeyError, OSError) as err:
+        return None, f"cannot be read back ({err})"
 
 
 def _computed(experiment: Experiment) -> tuple[str, ...]:
@@ -401,25 +559,50 @@ def _recorded_concurrency(cell: CellOutcome, result, ess: str) -> int:
     return max(1, round(t * result.n_chains / (seconds * per_unit)))
 
 
-def load_reproduction(folder) -> Reproduction:
+def load_reproduction(folder, *, log=None) -> Reproduction:
     """The reproduction written in ``folder`` by :func:`run_experiment` (the cells finished
-    so far), with the experiment as the package has it now."""
+    so far), with the experiment as the package has it now.
+
+    Only the cells that match are taken: made by this code, for the cell as the experiment
+    defines it now at the folder's scale and protocol, with the settings of the folder's last
+    run, and with figures whose checksum verifies. Each other cell record is skipped, named
+    with the reason in :attr:`Reproduction.skipped` and passed to ``log`` (a callable taking
+    a line of text), or, without one, in a :class:`CellSkippedWarning`.
+    """
     from hamiltonia.reproduce.experiment import experiment_names, load_experiment
 
     folder = Path(folder)
-    record_path = folder / "experiment.json"
-    if not record_path.is_file():
+    record_path = folder / folders.EXPERIMENT_RECORD
+    if not os.path.lexists(record_path):
         raise ValueError(f"{str(folder)!r} holds no reproduction (no experiment.json)")
-    record = json.loads(record_path.read_text())
+    record = _read_record(record_path, "reproduction record")
     # A shipped experiment by its name (as the package has it now); another from its file.
     shipped = record["experiment"] in experiment_names()
     experiment = load_experiment(record["experiment"] if shipped else record.get("file", ""))
-    protocol = Protocol(**record["protocol"])
+    try:
+        protocol = Protocol(**record["protocol"])
+        scale = record["scale"]
+    except (TypeError, KeyError):
+        raise ValueError(
+            f"{record_path} is not a reproduction record: it has no scale or protocol"
+        ) from None
+    # A record written before the settings were recorded: its cells record no code version,
+    # and are skipped for that.
+    settings = record.get("settings")
     cells = {}
-    for path in sorted((folder / "cells").glob("*.json")):
-        payload = json.loads(path.read_text())
-        cell = _outcome(payload, experiment)
-        cells[(cell.target, cell.sampler)] = cell
+    skipped = {}
+    if folders.readable_folder(folder / "cells", folders.CELLS):
+        for path in sorted((folder / "cells").glob("*.json")):
+            cell, why = _read_cell(path, experiment, scale, protocol, settings)
+            if cell is None:
+                skipped[str(path)] = why
+                line = f"{path} skipped: it {why}"
+                if log is not None:
+                    log(line)
+                else:
+                    warnings.warn(line, CellSkippedWarning, stacklevel=2)
+                continue
+            cells[(cell.target, cell.sampler)] = cell
     order = {(t.label, s.label): i for i, (t, s) in enumerate(experiment.cells())}
     cells = dict(sorted(cells.items(), key=lambda kv: order.get(kv[0], len(order))))
-    return Reproduction(experiment, record["scale"], protocol, cells, str(folder))
+    return Reproduction(experiment, scale, protocol, cells, str(folder), skipped)

@@ -316,16 +316,19 @@ def write_report(reproduction, figures: bool = True) -> list:
     """Write into the reproduction's folder its report (``NAME.md``), its figures as plain
     data (``reproduction.json``) and, with ``figures``, the images (matplotlib); the paths
     written. The folder is the reproduction's own: these files are redrawn from its cells
-    each time it runs."""
+    each time it runs (a link at one of their names is replaced, never followed; a folder
+    there is refused before anything is written)."""
     import json
     from pathlib import Path
 
+    from hamiltonia.reproduce import folders
     from hamiltonia.results.runfile import atomic_write_bytes
 
     if reproduction.output is None:
         raise ValueError("this reproduction has no output folder: run it with output=FOLDER")
     folder = Path(reproduction.output)
     name = reproduction.experiment.name
+    folders.check_files(folder, folders.experiment_files(name))
     written = [
         atomic_write_bytes(folder / f"{name}.md", markdown(reproduction).encode()),
         atomic_write_bytes(

@@ -17,6 +17,11 @@ written atomically beside its runs (``NAME.md``, and ``NAME.rst`` for the docume
 of :func:`hamiltonia.reproduce.write_docs_page`). The study runs its cells, saves each run in
 ``output/runs`` and reads back the ones finished before, so an interrupted reproduction
 continues where it stopped.
+
+``output/runs`` is a folder of hamiltonia's (:mod:`hamiltonia.reproduce.folders`): it holds the
+run files :func:`hamiltonia.sample` writes there (``*.nc``, with their checkpoints and locks)
+and nothing else. A study that writes another file there finds its folder refused on the next
+run; its other files go in ``output`` itself.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from __future__ import annotations
 import abc
 import dataclasses
 import json
-import shutil
+import os
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -32,6 +37,7 @@ from typing import ClassVar
 
 from hamiltonia._validation import check_int
 from hamiltonia.registry import PluginWarning, Registry
+from hamiltonia.reproduce import folders
 from hamiltonia.reproduce.execute import (
     ReproductionInterrupted,
     check_output_folder,
@@ -54,7 +60,7 @@ __all__ = [
 ]
 
 #: The file in a study's output folder that says which study, at which scale, it holds.
-STUDY_RECORD = "study.json"
+STUDY_RECORD = folders.STUDY_RECORD
 
 
 @dataclasses.dataclass
@@ -115,7 +121,8 @@ class Study(abc.ABC):
         A run stopped by Ctrl-C comes back from :func:`hamiltonia.sample` with its draws so
         far: pass each run to :func:`stop_if_interrupted` so that the study stops there
         rather than report on a truncated run. With ``overwrite``, :func:`run_study` has
-        emptied ``output / "runs"`` before calling this.
+        emptied ``output / "runs"`` before calling this. ``output / "runs"`` holds run files
+        only (module docs).
 
         Parameters
         ----------
@@ -177,10 +184,16 @@ def get_study(name: str) -> Study:
 
 
 def _read_record(path: Path) -> dict:
+    from hamiltonia.results.owned import read_regular_file
+
     try:
-        record = json.loads(path.read_text())
+        # Never through a link, nor waiting on a pipe put at the name.
+        record = json.loads(read_regular_file(path))
     except (OSError, ValueError) as err:
-        raise ValueError(f"{path} is not a readable study record ({err})") from None
+        raise ValueError(
+            f"{path} is not a readable study record ({err}): choose another --output, or "
+            "pass --overwrite to replace it"
+        ) from None
     if not isinstance(record, dict) or not isinstance(record.get("study"), str):
         raise ValueError(f"{path} is not a study record: it names no study")
     return record
@@ -192,17 +205,19 @@ def _record(study: Study, scale: str, chains: int | None) -> dict:
 
 def _check_output(folder: Path, study: Study, scale: str, chains, overwrite: bool) -> None:
     """Refuse, before any work, a folder that cannot take the study or that holds another
-    (unless ``overwrite``)."""
+    (unless ``overwrite``), and one where a name the study writes holds something that is not
+    its own (:mod:`hamiltonia.reproduce.folders`), ``overwrite`` or not."""
     check_output_folder(folder)
     if not folder.exists():
         return
-    if (folder / "experiment.json").exists() and not overwrite:
+    folders.check_files(folder, folders.study_files(study.name))
+    if os.path.lexists(folder / folders.EXPERIMENT_RECORD) and not overwrite:
         raise ValueError(
             f"output {str(folder)!r} holds a reproduction of a shipped experiment, not the "
             f"study {study.name!r}: choose another --output, or --overwrite to replace it"
         )
     record = folder / STUDY_RECORD
-    if record.exists() and not overwrite:
+    if os.path.lexists(record) and not overwrite:
         held, mine = _read_record(record), _record(study, scale, chains)
         if held != mine:
             raise ValueError(
@@ -211,6 +226,7 @@ def _check_output(folder: Path, study: Study, scale: str, chains, overwrite: boo
                 f"({mine['study']!r}, {mine['scale']!r}, chains {chains}): choose another "
                 "--output, or --overwrite to replace it"
             )
+    folders.check_folder(folder / "runs", folders.RUNS, overwrite)
 
 
 def check_study_options(study: Study, scale: str, chains, only, figures: bool = False) -> None:
@@ -255,8 +271,9 @@ def run_study(
     """Run ``study`` into the folder ``output`` and write its report there.
 
     The options (:func:`check_study_options`) and the folder are checked first (module
-    docs); ``overwrite`` empties the folder's ``runs`` before the study runs. Returns the
-    report and the paths written (the report's files, then ``NAME.md`` and ``NAME.rst``).
+    docs); ``overwrite`` empties the folder's ``runs`` before the study runs (removing only
+    the run files hamiltonia wrote there: a folder holding anything else is refused). Returns
+    the report and the paths written (the report's files, then ``NAME.md`` and ``NAME.rst``).
     """
     from hamiltonia.results.runfile import atomic_write_bytes
 
@@ -265,12 +282,12 @@ def run_study(
     _check_output(folder, study, scale, chains, overwrite)
     folder.mkdir(exist_ok=True)
     if overwrite:
-        # Replaced, as asked: the runs (which the study would read back as its own) and the
-        # record and report of whatever the folder held.
-        shutil.rmtree(folder / "runs", ignore_errors=True)
-        for old in ("experiment.json", f"{study.name}.md", f"{study.name}.rst"):
+        # Replaced, as asked: the record and report of whatever the folder held (each checked
+        # to be a file or a link, never a folder), and below the runs, which the study would
+        # read back as its own.
+        for old in (folders.EXPERIMENT_RECORD, f"{study.name}.md", f"{study.name}.rst"):
             (folder / old).unlink(missing_ok=True)
-    (folder / "runs").mkdir(exist_ok=True)
+    folders.fresh_folder(folder / "runs", folders.RUNS, overwrite)
     atomic_write_bytes(folder / STUDY_RECORD, json.dumps(_record(study, scale, chains)).encode())
     report = study.run(
         folder, scale=scale, chains=chains, only=None if only is None else list(only),
@@ -293,7 +310,7 @@ def load_study_report(folder) -> list[str] | None:
     holds no study (a shipped experiment's reproduction)."""
     folder = Path(folder)
     record = folder / STUDY_RECORD
-    if not record.is_file():
+    if not os.path.lexists(record):
         return None
     name = _read_record(record)["study"]
     page = folder / f"{name}.rst"

@@ -67,7 +67,7 @@ _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 @dataclasses.dataclass(frozen=True)
 class FolderKind:
     """A kind of folder hamiltonia makes: what it is called in messages, which regular files
-    it may hold, and which sub-folders (of which kind).
+    it may hold, and which sub-folders (each of its own kind).
 
     Attributes
     ----------
@@ -78,23 +78,24 @@ class FolderKind:
         What the folder holds, for messages ("a run's checkpoints").
     files : str
         A regular expression matching the names of the files it holds.
-    folders : str or None
-        A regular expression matching the names of its sub-folders, or ``None``.
-    child : FolderKind or None
-        The kind of those sub-folders.
+    subfolders : tuple of (str, FolderKind)
+        Regular expressions matching the names of its sub-folders, each with their kind.
     """
 
     name: str
     what: str
     files: str
-    folders: str | None = None
-    child: FolderKind | None = None
+    subfolders: tuple = ()
 
     def holds_file(self, name: str) -> bool:
         return re.fullmatch(self.files, name) is not None
 
-    def holds_folder(self, name: str) -> bool:
-        return self.folders is not None and re.fullmatch(self.folders, name) is not None
+    def kind_of_folder(self, name: str) -> FolderKind | None:
+        """The kind of the sub-folder ``name``, or ``None`` where it holds none of that name."""
+        for pattern, kind in self.subfolders:
+            if re.fullmatch(pattern, name) is not None:
+                return kind
+        return None
 
 
 #: A run's checkpoint folder, ``output.partial`` (:mod:`hamiltonia.results.runfile`).
@@ -195,8 +196,8 @@ def owned_folder(path, kind: FolderKind, *, legacy=None) -> bool:
             raise _foreign(path, kind, f"holds {entry.name!r}, a hard link to another file")
         if entry.name == MARKER or (stat.S_ISREG(mode) and kind.holds_file(entry.name)):
             continue
-        if stat.S_ISDIR(mode) and kind.holds_folder(entry.name):
-            owned_folder(entry.path, kind.child)
+        if stat.S_ISDIR(mode) and (child := kind.kind_of_folder(entry.name)) is not None:
+            owned_folder(entry.path, child)
             continue
         raise _foreign(
             path, kind, f"holds {entry.name!r} ({_describe(mode)}), which hamiltonia did not make"
@@ -294,7 +295,7 @@ def remove_folder(path, kind: FolderKind, *, legacy=None) -> None:
         if entry.name == MARKER:
             continue
         if entry.is_dir(follow_symlinks=False):
-            remove_folder(entry.path, kind.child)
+            remove_folder(entry.path, kind.kind_of_folder(entry.name))
         else:
             os.unlink(entry.path)
     (path / MARKER).unlink(missing_ok=True)

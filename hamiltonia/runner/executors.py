@@ -824,8 +824,7 @@ TASKS = owned.FolderKind(
     "tasks",
     "the checkpoints of a run's tasks",
     rf"task-\d{{6}}\.(nc\.lock|nc|progress|progress-tmp)|{owned.TEMPORARY}|{STOP_FILE}",
-    folders=r"task-\d{6}\.nc\.partial",
-    child=owned.CHECKPOINTS,
+    subfolders=((r"task-\d{6}\.nc\.partial", owned.CHECKPOINTS),),
 )
 
 
