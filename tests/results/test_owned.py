@@ -291,3 +291,42 @@ def test_executors_change_nothing_but_their_output(tmp_path, executor):
         assert kind == "nothing", f"{where}: {kind} was not refused"
         assert hm.load(path).attrs["complete"]
         assert changes(before, snapshot(root, skip={"out/run.nc"})) == []
+
+
+@pytest.fixture(scope="module")
+def tiny_experiment(tmp_path_factory):
+    from hamiltonia.reproduce.experiment import load_experiment
+    from tests.reproduce.conftest import TINY
+
+    path = tmp_path_factory.mktemp("experiment") / "tiny.toml"
+    path.write_text(TINY)
+    return load_experiment(path)
+
+
+@settings(PROPERTY, max_examples=15)
+@given(runs=trees, cells=trees, record=trees, overwrite=st.booleans())
+def test_reproduce_changes_nothing_but_its_own(tmp_path, tiny_experiment, runs, cells, record,
+                                               overwrite):  # fmt: skip
+    """A reproduction's derived names (``runs/``, ``cells/``, its record) in the user's
+    folder: a tree there is refused before any cell runs, or the reproduction completes."""
+    from hamiltonia.reproduce import run_experiment
+
+    root, folder = _fresh(tmp_path, "rep")
+    folder.mkdir()
+    plant(folder / "runs", runs, root)
+    plant(folder / "cells", cells, root)
+    plant(folder / "experiment.json", record, root)
+    before = snapshot(root)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            run_experiment(tiny_experiment, output=folder, overwrite=overwrite,
+                           only=[("Banana", "HMC")], compiled=False)  # fmt: skip
+    except (RunFileError, ValueError):
+        assert changes(before, snapshot(root)) == []
+        return
+    # Completed: only the reproduction's own names changed, and no link was followed.
+    theirs = [line for line in changes(before, snapshot(root))
+              if not line.startswith(("out/runs", "out/cells", "out/experiment.json"))]  # fmt: skip
+    assert theirs == []
+    assert runs == "nothing" and cells == "nothing"
