@@ -428,6 +428,12 @@ NOT_OUTPUT = {
     ("troubleshooting.rst", "OutputWriteError: the finished run could"): "quoted message",
     ("troubleshooting.rst", "RunFileError: run.nc.partial/manifest.js"): "quoted messages",
     ("troubleshooting.rst", "RunFileError: run.nc is not a readable h"): "quoted message",
+    ("troubleshooting.rst", "ForeignPathError: run.nc.partial is a fo"): "quoted messages",
+    ("troubleshooting.rst", "Banana / HMC: out/cells/Banana__HMC.json"): "quoted messages",
+    ("troubleshooting.rst", "hamiltonia: error: --no-rerun: 3 cells i"): "quoted messages",
+    ("troubleshooting.rst", "hamiltonia: out/cells/Banana__PHMC.json "): "quoted messages",
+    ("troubleshooting.rst", "ForeignPathError: out/runs is a symbolic"): "quoted messages",
+    ("troubleshooting.rst", "ForeignPathError: out/runs was written b"): "quoted messages",
 }  # fmt: skip
 
 
