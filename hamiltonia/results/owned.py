@@ -42,6 +42,7 @@ __all__ = [
     "FolderKind",
     "adopt_legacy",
     "claim_folder",
+    "is_marked",
     "is_owned",
     "lock_owner",
     "lock_text",
@@ -211,6 +212,13 @@ def _entries(path: Path) -> list:
             return list(it)
     except OSError as err:
         raise RunFileError(f"{path} cannot be read: {err.strerror}") from None
+
+
+def is_marked(path, kind: FolderKind) -> bool:
+    """Whether ``path`` is a real folder (not a link) holding the marker of ``kind``, its
+    entries not examined: for a folder in use, whose entries come and go (never raises)."""
+    info = _lstat(Path(path))
+    return info is not None and stat.S_ISDIR(info.st_mode) and _has_marker(Path(path), kind)
 
 
 def is_owned(path, kind: FolderKind) -> bool:

@@ -561,7 +561,8 @@ def _request_stop(tasks) -> list[Path]:
     folder that exists here (a worker of another machine sees it where the folder is
     shared). Returns the files, for :func:`_withdraw_stop`."""
     folders = {t.checkpoint_path.parent for t in tasks if t.checkpoint_path is not None}
-    flags = [folder / STOP_FILE for folder in folders if owned.is_owned(folder, TASKS)]
+    # The folder is in use (the tasks' files come and go): its marker, not its entries.
+    flags = [folder / STOP_FILE for folder in folders if owned.is_marked(folder, TASKS)]
     for flag in flags:
         owned.touch_new_file(flag)
     return flags
