@@ -669,6 +669,7 @@ def _load(path, unfinished: bool = False) -> Result:
     import xarray as xr
 
     from hamiltonia.results.runfile import RunFileError, partial_dir, read_partial
+    from hamiltonia.results.vetting import check_run_file
 
     path = Path(path).expanduser()
     if unfinished or not path.exists():
@@ -695,7 +696,9 @@ def _load(path, unfinished: bool = False) -> Result:
     if path.is_dir():
         raise RunFileError(f"{path} is a folder, not a run file; give the file's path")
     try:
-        _check_declared_sizes(path)
+        # Before any reader opens it: a file sent by someone else may point elsewhere or
+        # declare more than memory holds.
+        check_run_file(path)
         with xr.open_datatree(path, engine="h5netcdf") as tree:
             return Result.from_datatree(tree.load())
     except RunFileError:
@@ -706,57 +709,3 @@ def _load(path, unfinished: bool = False) -> Result:
             "ArviZ DataTree "
             "files it writes and any with a posterior group of (chain, draw, ...) variables)"
         ) from None
-
-
-#: h5netcdf marks a dimension without coordinate values with a dataset of this name
-#: attribute that stores nothing (netCDF-4's convention): not a variable, never read.
-_DIMENSION_ONLY = b"This is a netCDF dimension but not a netCDF variable"
-
-
-def _check_declared_sizes(path: Path) -> None:
-    """Refuse a file whose variables declare more data than it holds, before reading any.
-
-    An HDF5 dataset's shape is a declaration: a crafted or damaged file can declare
-    ``(4, 2e9)`` doubles that a reader then allocates (a raw ``MemoryError``, or a machine
-    that swaps). A dataset stored without compression holds its bytes in the file, so its
-    declared size must not exceed its storage; a compressed one is bounded by the memory of
-    this machine (the size it will take once read).
-    """
-    import h5py
-
-    from hamiltonia._system import physical_memory
-    from hamiltonia.results.runfile import RunFileError
-
-    memory = physical_memory()
-    total = 0
-    problems: list[str] = []
-
-    def visit(name, obj) -> None:
-        nonlocal total
-        if not isinstance(obj, h5py.Dataset):
-            return
-        name_attr = obj.attrs.get("NAME")
-        if isinstance(name_attr, bytes) and name_attr.startswith(_DIMENSION_ONLY):
-            return
-        declared = int(obj.size) * obj.dtype.itemsize
-        stored = obj.id.get_storage_size()
-        filtered = obj.id.get_create_plist().get_nfilters() > 0
-        if not filtered and declared > stored:
-            problems.append(f"{name} declares {declared:,} bytes but stores {stored:,}")
-        total += declared
-
-    try:
-        with h5py.File(path, "r") as f:
-            f.visititems(visit)
-    except OSError:
-        return  # not HDF5: the reader says what it is
-    if problems:
-        raise RunFileError(
-            f"{path} is not a readable hamiltonia run file: {problems[0]} (a damaged or "
-            "crafted file)"
-        )
-    if memory is not None and total > memory:
-        raise RunFileError(
-            f"{path} declares {total / 2**30:,.3g} GiB of data, more than this machine's "
-            f"{memory / 2**30:.3g} GiB of memory: it cannot be read here"
-        )
