@@ -52,7 +52,7 @@ def _share_step_size(smp, state, rngs) -> None:
 
 
 def run_chains(plan, smp, target, state, rngs, warmup, draws, rec, bar, start=0, thin=1,
-               warm_rec=None, warm_from=0, on_warmup=None):  # fmt: skip
+               warm_rec=None, warm_from=0, on_warmup=None, finalize=True):  # fmt: skip
     """Warm-up iterations ``warm_from`` to ``warmup``, then kept draws ``start`` to
     ``draws`` (``thin`` iterations each), on the path the run chose
     (:func:`~hamiltonia.runner.paths.path_for`: compiled with ``plan``, else NumPy).
@@ -80,6 +80,9 @@ def run_chains(plan, smp, target, state, rngs, warmup, draws, rec, bar, start=0,
     on_warmup : callable, optional
         ``on_warmup(state, done)`` after each block of warm-up iterations (one iteration on
         the NumPy path, a chunk on the compiled path): the warm-up's checkpoints.
+    finalize : bool
+        Whether the tuners ``finalize`` at the end of warm-up: not on a run resumed after
+        its warm-up, whose tuners never started.
 
     Returns
     -------
@@ -98,8 +101,11 @@ def run_chains(plan, smp, target, state, rngs, warmup, draws, rec, bar, start=0,
             bar.update(n)
             if on_warmup is not None:
                 on_warmup(state, first + n)
-        for tuner in smp.tuners:
-            tuner.finalize(smp, state)
+        # Not on a resume after warm-up: its tuners never started, and the parameters they
+        # adapted are restored from the file (a plugin's finalize could overwrite them).
+        if finalize:
+            for tuner in smp.tuners:
+                tuner.finalize(smp, state)
         # Not on a resume after warm-up (warmup=0): the file holds the chains' states after it.
         if warmup:
             _share_step_size(smp, state, rngs)

@@ -3,7 +3,9 @@ before use.
 
 :func:`capture` records, after the last stored iteration, the chains' whole state (position,
 momentum, log density, gradient, auxiliary variables), the step sizes, the generators, the
-metric and the sampler's own counters; in warm-up also the iteration reached and the tuners'
+metric, the sampler's own counters and every tuner's adapted state (:func:`adapted_state`:
+the parameters it set in the sampler's parts, which a sampler rebuilt from its recipe does
+not have); in warm-up also the iteration reached and the tuners'
 state (:func:`warmup_state`: dual averaging's per-chain averages, the metric window's
 buffered positions, the statistics of an unfinished thinning group of kept warm-up draws).
 :func:`hamiltonia.resume` restores it instead of recomputing it, so the continuation is
@@ -28,12 +30,15 @@ from hamiltonia.results.runfile import RunFileError
 from hamiltonia.state import PhaseState
 
 __all__ = [
+    "adapted_state",
     "capture",
     "chain_state",
+    "check_adapted",
     "check_target",
     "check_warmup",
     "rebuilds_target",
     "restore",
+    "restore_adapted",
     "restore_metric",
     "restore_phase",
     "restore_warmup",
@@ -115,9 +120,47 @@ def warmup_state(smp, done: int, n_warmup: int, tail=None) -> dict | None:
     return {"done": int(done), "of": int(n_warmup), "tuners": tuners, "tail": tail}
 
 
+def _json_values(value):
+    """``value`` with NumPy arrays and scalars as lists and numbers, at any depth."""
+    if isinstance(value, dict):
+        return {k: _json_values(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_values(v) for v in value]
+    if isinstance(value, np.ndarray | np.generic):
+        return value.tolist()
+    return value
+
+
+def adapted_state(smp) -> list[dict]:
+    """Each tuner's adapted state (:meth:`~hamiltonia.tuners.Tuner.adapted_state`: the
+    parameters it set in the sampler's parts), in the order of ``smp.tuners``, as
+    ``{"kind": class name, "state": {...}}``; JSON-ready values, copies of the parts'.
+
+    Every tuner is listed, one that adapts nothing with an empty state, so that a resume
+    checks that the rebuilt sampler adapts with the same tuners. ``TypeError`` names a
+    tuner whose state is not plain data."""
+    out = []
+    for tuner in getattr(smp, "tuners", ()):
+        kind = type(tuner).__name__
+        state = tuner.adapted_state(smp)
+        if not isinstance(state, dict) or not all(isinstance(k, str) for k in state):
+            raise TypeError(
+                f"{kind}.adapted_state() must return a mapping by name, got {state!r:.80}"
+            )
+        state = _json_values(state)
+        if not _json_ready(state):
+            raise TypeError(
+                f"{kind}.adapted_state() holds values a resume state cannot hold (plain "
+                f"numbers, strings, lists and mappings): {state!r:.200}"
+            )
+        out.append({"kind": kind, "state": state})
+    return out
+
+
 def chain_state(state, rngs, smp) -> dict:
-    """The chains' whole state, generators, step sizes, metric and the sampler's counters, as
-    JSON-ready values: what :func:`restore` needs to continue exactly."""
+    """The chains' whole state, generators, step sizes, metric, the sampler's counters and
+    its tuners' adapted state (:func:`adapted_state`), as JSON-ready values: what
+    :func:`restore` needs to continue exactly."""
     metric = getattr(getattr(smp, "hamiltonian", None), "metric", None)
     metric_info = None
     if metric is not None:
@@ -138,12 +181,14 @@ def chain_state(state, rngs, smp) -> dict:
         "step_size": np.asarray(state.step_size).tolist(),
         "metric": metric_info,
         "sampler_state": smp.extra_state(),
+        "adapted": adapted_state(smp),
     }
 
 
 def select_chains(info: dict, chains) -> dict:
     """The part of a :func:`chain_state` that holds ``chains`` (their rows, generators and
-    step sizes; the metric and the sampler's counters are shared)."""
+    step sizes; the metric, the sampler's counters and the parts' adapted parameters are
+    shared)."""
     out = dict(info)
     for key in ("q", "p", "log_prob", "grad", "rng_states"):
         if out.get(key) is not None:
@@ -250,6 +295,22 @@ def validate(info, previous, path, dim: int) -> dict:
                 ) from None
     if not isinstance(info.get("sampler_state", {}), dict):
         raise RunFileError(f"{path} cannot be resumed: sampler_state is not a mapping")
+    # A file written before the tuners' adapted state was saved has none: nothing adapted
+    # beyond the step sizes and the metric.
+    adapted = info.get("adapted")
+    if adapted is not None and (
+        not isinstance(adapted, list)
+        or not all(
+            isinstance(a, dict)
+            and isinstance(a.get("kind"), str)
+            and isinstance(a.get("state"), dict)
+            for a in adapted
+        )
+    ):
+        raise RunFileError(
+            f"{path} cannot be resumed: adapted is not a list of {{kind, state}} mappings, "
+            "one per tuner"
+        )
     if info.get("warmup") is not None:
         checked["warmup"] = _check_warmup_fields(path, info["warmup"], previous)
     return checked
@@ -304,12 +365,39 @@ def _check_warmup_fields(path, warm, previous) -> dict:
     return checked
 
 
+def check_adapted(info: dict, smp, path) -> dict:
+    """``info`` (checked by :func:`validate`) with its tuners' adapted states checked
+    against the rebuilt sampler ``smp``'s tuners (the same kinds in the same order, each
+    state by its tuner's :meth:`~hamiltonia.tuners.Tuner.check_adapted_state`);
+    :class:`~hamiltonia.results.errors.RunFileError` naming the file and the field
+    otherwise. A file with no ``adapted`` field (written before it was saved) passes as
+    it is."""
+    adapted = info.get("adapted")
+    if adapted is None:
+        return info
+    kinds = [a["kind"] for a in adapted]
+    own = [type(t).__name__ for t in smp.tuners]
+    if kinds != own:
+        raise _refusal(path, f"adapted lists the tuners {kinds}, the sampler adapts with {own}")
+    checked = []
+    for k, (tuner, entry) in enumerate(zip(smp.tuners, adapted, strict=True)):
+        try:
+            state = tuner.check_adapted_state(smp, entry["state"])
+        except (ValueError, AttributeError) as err:
+            raise _refusal(path, f"adapted[{k}] ({entry['kind']}): {err}") from None
+        checked.append({"kind": entry["kind"], "state": state})
+    return {**info, "adapted": checked}
+
+
 def check_warmup(info: dict, smp, previous, path) -> dict:
-    """``info`` (checked by :func:`validate`) with the tuners' warm-up states checked against
-    the rebuilt sampler ``smp``'s tuners (the same kinds in the same order, each field of
-    the right shape and finite) and the statistics of the kept warm-up draws' unfinished
-    group against its declared statistics; :class:`~hamiltonia.results.errors.RunFileError`
-    naming the file and the field otherwise."""
+    """``info`` (checked by :func:`validate`) checked where it needs the rebuilt sampler
+    ``smp``: its tuners' adapted states (:func:`check_adapted`) and, for a run stopped in
+    warm-up, the tuners' warm-up states (the same kinds in the same order as ``smp``'s
+    tuners, each field of the right shape and finite) and the statistics of the kept
+    warm-up draws' unfinished group against its declared statistics;
+    :class:`~hamiltonia.results.errors.RunFileError` naming the file and the field
+    otherwise."""
+    info = check_adapted(info, smp, path)
     warm = info.get("warmup")
     if warm is None:
         return info
@@ -449,16 +537,40 @@ def restore_phase(info) -> PhaseState:
 
 def restore(smp, info, rngs):
     """Put a checked :func:`chain_state` back: the generators ``rngs`` take their saved
-    states, ``smp`` its metric and counters; returns the chain state."""
+    states, ``smp`` its metric, its parts' adapted parameters and its counters; returns the
+    chain state."""
     for rng, rng_state in zip(rngs, info["rng_states"], strict=True):
         rng.bit_generator.state = rng_state
     restore_metric(smp, info.get("metric"))
+    # Before the chains are evaluated: an adapted part may take part in that.
+    restore_adapted(smp, info.get("adapted"))
     state = smp.init(np.asarray(info["q"]))
     if "log_prob" in info:
         state.phase = restore_phase(info)
     state.step_size = np.asarray(info["step_size"], dtype=float)
     smp.restore_extra_state(info.get("sampler_state", {}))
     return state
+
+
+def restore_adapted(smp, adapted) -> None:
+    """Put each tuner's adapted state (:func:`adapted_state`, checked by
+    :func:`check_adapted` when read from a file) back into ``smp``'s parts, through its
+    :meth:`~hamiltonia.tuners.Tuner.restore_adapted_state`.
+
+    Nothing to do for a file written before the adapted state was saved (``None``), or for
+    a sampler whose tuners were dropped after warm-up (an executor's task, whose sampler
+    came from the calling process with its parts adapted)."""
+    tuners = list(getattr(smp, "tuners", ()))
+    if not adapted or not tuners:
+        return
+    kinds = [entry["kind"] for entry in adapted]
+    if kinds != [type(t).__name__ for t in tuners]:
+        raise ValueError(
+            f"the adapted state lists the tuners {kinds}, the sampler adapts with "
+            f"{[type(t).__name__ for t in tuners]}"
+        )
+    for tuner, entry in zip(tuners, adapted, strict=True):
+        tuner.restore_adapted_state(smp, entry["state"])
 
 
 def restore_metric(smp, info) -> None:

@@ -610,10 +610,11 @@ def _run(target, smp, path, rngs, seq, requested, options, run_file, *, chains, 
                                        resumed=resume_from is not None)  # fmt: skip
         else:
             # With an executor, warm-up only here: the tasks make the draws.
+            tuners_ran = resume_from is None or resumed_warmup is not None
             state, output.t1 = run_chains(plan, smp, target, state, rngs, warmup,
                                           draws if executor is None else 0, rec, bar, start,
                                           thin, warm.rec, warm_from,
-                                          output.warmup_checkpoint)  # fmt: skip
+                                          output.warmup_checkpoint, tuners_ran)  # fmt: skip
         if executor is not None and tasks_folder is None:
             from hamiltonia.runner.tasks import sample_on
 
@@ -691,7 +692,8 @@ def resume(path, *, target=None, progress: bool = True, output=None,
     the draws are those of an uninterrupted run.
 
     The run continues from the state of its last checkpoint, with the generators, step
-    sizes and metric it had then; a run stopped in warm-up also with its tuners' state
+    sizes and metric it had then, and the parameters of its parts that its tuners adapted
+    (each tuner's :attr:`~hamiltonia.tuners.adaptation.Tuner.adapts`); a run stopped in warm-up also with its tuners' state
     (dual averaging's, the metric window's buffered positions) and its kept warm-up draws,
     and goes on adapting from the iteration it reached. Either way the finished draws (and
     warm-up draws) equal those of an uninterrupted run with the same seed, on the path it

@@ -27,10 +27,14 @@ __all__ = [
     "DualAveraging",
     "Tuner",
     "WindowedMetric",
+    "checked_parameter",
+    "declared_parameters",
     "dual_averaging_step",
     "estimate_metric",
     "find_initial_step_size",
     "metric_windows",
+    "read_parameter",
+    "write_parameter",
 ]
 
 
@@ -85,9 +89,28 @@ class Tuner:
       antithetic pair) alone, its state one row per chain; such a tuner's
       ``take_chains(rows, rngs)`` keeps the rows of some chains, so that an executor's task
       can warm those chains up on its own (:mod:`hamiltonia.runner.tasks`).
+    * ``adapts`` names the parameters of the sampler's parts the tuner sets (the path of
+      attributes from the sampler, ``"trajectory.min_steps"``): every checkpoint saves their
+      values (:meth:`adapted_state`) and :func:`hamiltonia.resume`, which rebuilds the
+      sampler from its recipe, puts them back (:meth:`restore_adapted_state`), so that a
+      run stopped after warm-up, or in it, continues with the values adapted rather than the
+      recipe's. A tuner that adapts something other than plain values overrides the three
+      methods instead. The chains' step sizes and the Hamiltonian's metric are saved with
+      the chains whichever tuner adapts them.
+    * A run resumed after warm-up does not ``start`` its tuners but still calls
+      ``finalize``: a tuner that never started must then leave the sampler as it is (its
+      values are back already), as :class:`DualAveraging` does.
     """
 
     numeric_methods = ("update",)
+
+    #: The parameters of the sampler's parts this tuner adapts, each as the path of
+    #: attributes from the sampler it is given (``"trajectory.min_steps"``,
+    #: ``"refresh.rho"``), or a tuple of none. Each value is ``None``, a bool, an int, a
+    #: float, a string, or an array (a list, a tuple) of numbers; the default
+    #: :meth:`adapted_state` saves them, :meth:`check_adapted_state` checks them against the
+    #: rebuilt sampler's own, and :meth:`restore_adapted_state` sets them.
+    adapts: tuple[str, ...] = ()
 
     #: Whether each chain adapts on its own draws alone (see the contract); a tuner that
     #: does not say so is taken to pool its chains.
@@ -148,8 +171,224 @@ class Tuner:
         (which would search the step size again, drawing from the generators)."""
         raise NotImplementedError
 
+    # -- the adapted state: what warm-up leaves in the sampler's parts, which a run rebuilt
+    #    from its recipe (hamiltonia.resume) does not have
+    def adapted_state(self, sampler) -> dict:
+        """The values this tuner adapted into ``sampler``'s parts, as JSON-ready values by
+        name, for the resume state of every checkpoint (in warm-up and after it).
+
+        By default the parameters of :attr:`adapts`, each read from ``sampler`` by its
+        path: ``{"trajectory.min_steps": 7, ...}``; ``{}`` for a tuner that adapts none
+        (the built-in ones: the step sizes and the metric are saved with the chains).
+        ``TypeError`` names a value a resume state cannot hold, ``AttributeError`` a path
+        the sampler does not have."""
+        return {
+            path: _plain_parameter(self, path, read_parameter(sampler, path))
+            for path in declared_parameters(self)
+        }
+
+    def check_adapted_state(self, sampler, state: dict) -> dict:
+        """``state`` (an :meth:`adapted_state` read back from a file, a mapping) checked
+        against ``sampler``, rebuilt from its recipe: the checked copy, or ``ValueError``
+        whose message starts with the offending field.
+
+        By default each parameter of :attr:`adapts` must be there (and nothing else), of the
+        kind of the sampler's own value: a bool for a bool, an integer for an int, a finite
+        number for a float, a string for a string, finite numbers of the same shape for an
+        array (integers for an integer array); any plain value where the sampler's is
+        ``None``. The checked values are of the sampler's own types."""
+        if not isinstance(state, dict):
+            raise ValueError("the adapted state is not a mapping")
+        declared = declared_parameters(self)
+        unknown = [name for name in state if name not in declared]
+        if unknown:
+            adapted = ", ".join(declared) or "none"
+            raise ValueError(
+                f"{unknown[0]} is not a parameter {type(self).__name__} adapts (it adapts: "
+                f"{adapted})"
+            )
+        missing = [path for path in declared if path not in state]
+        if missing:
+            raise ValueError(
+                f"{missing[0]} is missing (a file of another version of "
+                f"{type(self).__name__}, which adapts {', '.join(declared)}?)"
+            )
+        return {
+            path: checked_parameter(path, state[path], read_parameter(sampler, path))
+            for path in declared
+        }
+
+    def restore_adapted_state(self, sampler, state: dict) -> None:
+        """Put back into ``sampler``'s parts a state checked by :meth:`check_adapted_state`
+        (or taken by :meth:`adapted_state` in this process): by default, set each parameter
+        of :attr:`adapts` by its path. Runs before the chains are restored and before any
+        iteration, on a sampler rebuilt from its recipe."""
+        for path in declared_parameters(self):
+            current = read_parameter(sampler, path)
+            write_parameter(sampler, path, checked_parameter(path, state[path], current))
+
     def __repr__(self):
         return f"{type(self).__name__}()"
+
+
+# -- the parameters a tuner adapts, by path: read, written, and checked as data from a file
+
+
+def declared_parameters(tuner) -> tuple[str, ...]:
+    """``tuner.adapts`` checked: a tuple (or list) of paths of attribute names, such as
+    ``"trajectory.min_steps"``; ``TypeError`` naming the tuner otherwise."""
+    adapts = getattr(tuner, "adapts", ())
+    name = type(tuner).__name__
+    # A bare string would be read as a sequence of one-letter paths.
+    if isinstance(adapts, str) or not isinstance(adapts, tuple | list):
+        raise TypeError(
+            f"{name}.adapts must be a tuple of parameter paths such as "
+            f"('trajectory.min_steps',), got {adapts!r}"
+        )
+    for path in adapts:
+        if not isinstance(path, str) or not all(p.isidentifier() for p in path.split(".")):
+            raise TypeError(
+                f"{name}.adapts holds {path!r}, which is not a path of attribute names such "
+                "as 'trajectory.min_steps'"
+            )
+    if len(set(adapts)) != len(adapts):
+        raise TypeError(f"{name}.adapts names a parameter twice: {adapts!r}")
+    return tuple(adapts)
+
+
+def read_parameter(sampler, path: str):
+    """The value at ``path`` (``"trajectory.min_steps"``) from ``sampler``;
+    ``AttributeError`` naming the first attribute missing."""
+    names = path.split(".")
+    value = sampler
+    for k, name in enumerate(names):
+        try:
+            value = getattr(value, name)
+        except AttributeError:
+            missing = ".".join(names[: k + 1])
+            raise AttributeError(
+                f"{path}: sampler {type(sampler).__name__} has no {missing!r}"
+            ) from None
+    return value
+
+
+def write_parameter(sampler, path: str, value) -> None:
+    """Set the attribute at ``path`` of ``sampler`` to ``value`` (through the part's own
+    property where it has one)."""
+    *parents, name = path.split(".")
+    owner = read_parameter(sampler, ".".join(parents)) if parents else sampler
+    setattr(owner, name, value)
+
+
+def _plain_parameter(tuner, path: str, value):
+    """``value`` as a JSON-ready value (an array as nested lists), or ``TypeError`` naming
+    the tuner and the path of a value a resume state cannot hold."""
+    if value is None or isinstance(value, bool | str):
+        return value
+    if isinstance(value, np.bool_ | np.integer | np.floating):
+        return value.item()
+    if isinstance(value, int | float):
+        return value
+    if isinstance(value, np.ndarray | list | tuple):
+        array = np.asarray(value) if not isinstance(value, np.ndarray) else value
+        if array.dtype.kind in "biuf":
+            return array.tolist()
+    raise TypeError(
+        f"{type(tuner).__name__} adapts {path}, a {type(value).__name__}, which a resume state "
+        "cannot hold (None, a bool, a number, a string or an array of numbers): override "
+        "adapted_state, check_adapted_state and restore_adapted_state to save it"
+    )
+
+
+def checked_parameter(path: str, value, current):
+    """``value`` (read back from a file) checked against ``current``, the rebuilt sampler's
+    own value at ``path``, and returned in its type; ``ValueError`` starting with ``path``
+    otherwise. See :meth:`Tuner.check_adapted_state`."""
+
+    def refuse(expected: str):
+        return ValueError(f"{path} must be {expected}, got {value!r:.80}")
+
+    integer = isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_)
+    real = integer or isinstance(value, float | np.floating)
+
+    def finite(expected: str) -> float:
+        try:
+            number = float(value)
+        except OverflowError:
+            raise refuse(expected) from None
+        if not np.isfinite(number):
+            raise refuse(expected)
+        return number
+
+    if current is None:
+        # Nothing to compare with: any plain value, its numbers finite.
+        if value is None or isinstance(value, bool | str) or integer:
+            return value
+        if real:
+            return finite("a finite number")
+        if isinstance(value, list | np.ndarray):
+            return finite_array(value, path, np.shape(value))
+        raise refuse("None, a bool, a number, a string or a list of numbers")
+    if isinstance(current, bool | np.bool_):
+        if not isinstance(value, bool | np.bool_):
+            raise refuse("True or False")
+        return type(current)(value)
+    if isinstance(current, int | np.integer):
+        if not integer:
+            raise refuse("an integer")
+        try:
+            return type(current)(value)
+        except OverflowError:
+            raise refuse(f"an integer that fits a {type(current).__name__}") from None
+    if isinstance(current, float | np.floating):
+        if not real:
+            raise refuse("a number")
+        return type(current)(finite("a finite number"))
+    if isinstance(current, str):
+        if not isinstance(value, str):
+            raise refuse("a string")
+        return value
+    if isinstance(current, np.ndarray | list | tuple):
+        return _checked_array(path, value, current)
+    raise ValueError(
+        f"{path} is a {type(current).__name__} in the sampler, which the default "
+        "check_adapted_state cannot check: the tuner must override it"
+    )
+
+
+def _checked_array(path: str, value, current):
+    """``value`` as an array of ``current``'s shape and kind (finite numbers; integers for
+    an integer array, bools for a bool one), returned as ``current``'s type."""
+    own = np.asarray(current)
+    kind = own.dtype.kind
+    if kind not in "biuf":
+        raise ValueError(
+            f"{path} is an array of {own.dtype} in the sampler, which the default "
+            "check_adapted_state cannot check: the tuner must override it"
+        )
+    expected = {"b": "bools", "i": "integers", "u": "integers"}.get(kind, "numbers")
+    try:
+        array = np.asarray(value)
+    except (TypeError, ValueError, OverflowError):  # ragged lists
+        raise ValueError(f"{path} is not an array of {expected}") from None
+    if array.dtype.kind not in "biuf":
+        raise ValueError(f"{path} is not an array of {expected}")
+    if array.shape != own.shape:
+        raise ValueError(f"{path} has shape {array.shape}, expected {own.shape}")
+    # An empty list reads as floats whatever it was.
+    if array.size and (
+        (kind == "b") != (array.dtype.kind == "b")
+        or (kind in "iu" and array.dtype.kind not in "iu")
+    ):
+        raise ValueError(f"{path} is not an array of {expected}")
+    if kind == "f" and not np.all(np.isfinite(array)):
+        raise ValueError(f"{path} holds non-finite values")
+    checked = array.astype(own.dtype)
+    if kind in "iu" and not np.array_equal(checked, array):
+        raise ValueError(f"{path} does not fit an array of {own.dtype}")
+    if isinstance(current, np.ndarray):
+        return checked  # astype made a copy
+    return type(current)(checked.tolist())
 
 
 def find_initial_step_size(sampler, chain: ChainState, rngs, step_size=1.0, max_doublings=100):
@@ -243,6 +482,12 @@ class DualAveraging(Tuner):
     pool_chains : bool
         Give every chain the geometric mean of the adapted step sizes at the end of warm-up
         (default false: each chain keeps its own, as in Stan).
+
+    Notes
+    -----
+    What it adapts, the chains' step sizes, is part of the chains' state, which every
+    checkpoint saves (``step_size``): it declares no part parameter (:attr:`Tuner.adapts`
+    is empty), and its state in warm-up is :meth:`warmup_state`.
     """
 
     def __init__(
@@ -485,6 +730,13 @@ class WindowedMetric(Tuner):
         Stan's defaults 75, 25 and 50.
     per_chain : bool
         Adapt a metric per chain (default false: one metric, pooled over the chains).
+
+    Notes
+    -----
+    What it adapts, the metric, is saved by every checkpoint with the chains, whichever
+    tuner installed it (the Hamiltonian's ``metric``; per chain, in the sampler's own state,
+    :meth:`~hamiltonia.samplers.Sampler.extra_state`): it declares no part parameter
+    (:attr:`Tuner.adapts` is empty), and its state in warm-up is :meth:`warmup_state`.
 
     References
     ----------
