@@ -190,7 +190,10 @@ def owned_folder(path, kind: FolderKind, *, legacy=None) -> bool:
         )
         raise _foreign(path, kind, f"is a folder that hamiltonia did not make (no marker{held})")
     for entry in _entries(path):
-        info = entry.stat(follow_symlinks=False)
+        try:
+            info = entry.stat(follow_symlinks=False)
+        except FileNotFoundError:
+            continue  # gone since it was listed (a writer's temporary renamed into place)
         mode = info.st_mode
         if stat.S_ISREG(mode) and info.st_nlink > 1:
             # hamiltonia never makes a second link: this name is also someone else's file.

@@ -347,9 +347,9 @@ class RunFile:
         path = checked_file_path(path)
         run_file = cls(path)
         run_file.lock.check()
-        checkpoint_folder(path)
         # The lock first: a run in progress holds a .partial folder too, and its writer is
-        # what the user must hear about.
+        # what the user must hear about. The folder is checked under the lock, where no other
+        # writer makes or removes it as it is read.
         run_file.lock.take(lock_timeout)
         try:
             run_file._prepare(overwrite, continuing)
