@@ -7,10 +7,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from hamiltonia.compiled.roles import METHOD_ROLES, ROLE_SLOTS
+
 __all__ = [
     "NotCompilable",
     "PartKernels",
     "compiled_counterpart",
+    "inherits_from_base",
     "normalised_params",
     "overrides_without_kernel",
     "python_form_missing",
@@ -128,7 +131,7 @@ def overrides_without_kernel(part, numeric: tuple[str, ...], kernel=("compiled",
     return None
 
 
-def python_form_missing(part) -> str | None:
+def python_form_missing(part, dim: int | None = None, **context) -> str | None:
     """The first numeric method (of ``part.numeric_methods``) that has no Python form
     matching the part's kernel, as ``"Class.method"``, or ``None``: a part may be written
     once, as a kernel, and then runs on the compiled path only (with a Python target called
@@ -137,24 +140,84 @@ def python_form_missing(part) -> str | None:
     A method is missing when the one the part inherits is abstract (marked with
     :func:`abc.abstractmethod` in the part's base class), and stale when the part's class
     overrides ``compiled`` below a class that paired that method with a kernel of its own
-    (a length policy that subclasses :class:`~hamiltonia.trajectories.MetropolisTrajectory`
-    and replaces the ``trajectory_length`` kernel alone inherits a ``n_steps`` that draws
-    the parent's lengths)."""
+    and **replaces that kernel**: the part hands out another function for one of the
+    method's roles (:data:`~hamiltonia.compiled.roles.METHOD_ROLES`) than the pairing
+    class's ``compiled`` does for the same part. A length policy that subclasses
+    :class:`~hamiltonia.trajectories.MetropolisTrajectory` and replaces the
+    ``trajectory_length`` kernel alone inherits a ``n_steps`` that draws the parent's
+    lengths; its inherited ``transition``, whose kernel it keeps, is still its own. A
+    method the roles table does not know is stale when any kernel was replaced.
+
+    Parameters
+    ----------
+    part : object
+        The part.
+    dim : int, optional
+        The dimension to build the kernels for, to compare them (default: the part's own
+        ``dim``, else 1: the functions a part hands out do not depend on it).
+    **context
+        What the sampler passes to ``compiled`` (a structure's ``hamiltonian``). Where the
+        kernels cannot be built here, an inherited method of a replaced ``compiled`` is
+        taken to be stale, as it may be.
+    """
     mro = type(part).__mro__
     numeric = getattr(part, "numeric_methods", ())
     kernel_owner = _owner(mro, "compiled")
     if kernel_owner is None:
         return None
     root = _numeric_root(mro)
+    replaced: dict[type, set[str] | None] = {}  # per pairing class, the roles replaced
     for name in numeric:
         method = getattr(type(part), name, None)
         if method is None or getattr(method, "__isabstractmethod__", False):
             return f"{type(part).__name__}.{name}"
         owner = _owner(mro, name)
         paired = owner is not root and "compiled" in vars(owner)
-        if paired and mro.index(owner) > mro.index(kernel_owner):
+        if not (paired and mro.index(owner) > mro.index(kernel_owner)):
+            continue
+        if owner not in replaced:
+            replaced[owner] = _replaced_roles(part, owner, dim, context)
+        roles = replaced[owner]
+        if roles is None or roles & set(_method_roles(part, name, roles)):
             return f"{type(part).__name__}.{name}"
     return None
+
+
+def _method_roles(part, name: str, replaced: set[str]) -> tuple[str, ...]:
+    """The roles whose kernels carry the maths of ``part``'s method ``name``: the part's
+    ``method_roles``, the table's, the role of that name, or (unknown) every replaced one."""
+    declared = getattr(part, "method_roles", None) or {}
+    if name in declared:
+        return tuple(declared[name])
+    if name in METHOD_ROLES:
+        return METHOD_ROLES[name]
+    return (name,) if name in ROLE_SLOTS else tuple(replaced)
+
+
+def _replaced_roles(part, owner: type, dim: int | None, context: dict) -> set[str] | None:
+    """The roles for which ``part.compiled`` hands out another function than ``owner``'s
+    ``compiled`` gives the same part, or ``None`` where either cannot be built here or hands
+    out no kernels (the caller then takes the inherited methods as stale, as they may be)."""
+    if dim is None:
+        own = getattr(part, "dim", None)
+        dim = own if isinstance(own, int) and own > 0 else 1
+    try:
+        mine = part.compiled(dim, **context)
+        theirs = owner.compiled(part, dim, **context)
+    except Exception:  # e.g. a structure's compiled() without the sampler's Hamiltonian
+        return None
+    if not (isinstance(mine, PartKernels) and isinstance(theirs, PartKernels)):
+        return None
+    roles = set(mine.functions) | set(theirs.functions)
+    return {role for role in roles if mine.functions.get(role) is not theirs.functions.get(role)}
+
+
+def inherits_from_base(part, name: str) -> bool:
+    """Whether ``part``'s method ``name`` is its abstract base class's (the class that
+    declares ``numeric_methods``), or missing: no class of the part's writes its own."""
+    mro = type(part).__mro__
+    owner = _owner(mro, name)
+    return owner is None or owner is _numeric_root(mro)
 
 
 def compiled_counterpart(part, dim: int, kind: str, **context) -> PartKernels:

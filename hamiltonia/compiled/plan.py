@@ -20,6 +20,7 @@ from hamiltonia.compiled.parts import (
     NotCompilable,
     TargetNotCompiled,
     compiled_counterpart,
+    inherits_from_base,
     overrides_without_kernel,
 )
 from hamiltonia.compiled.roles import ROLE_SLOTS, SLOTS, TUNER
@@ -138,6 +139,14 @@ def _counterparts(sampler) -> tuple[dict, dict]:
         k = compiled_counterpart(tuner, dim, "tuner")
         if k.functions:
             step_tuners.append((tuner, k))
+        elif _adapts_nowhere(tuner):
+            raise NotCompilable(
+                f"tuner {type(tuner).__name__} hands out no kernel (its compiled() returns an "
+                "empty PartKernels) and has no update_chunk, so on the compiled path its "
+                "update() would never run and it would never adapt; give it a 'tune' kernel "
+                "that updates inside the chain, or an update_chunk (with its boundaries()) "
+                "that acts between chunks, or let compiled() return None"
+            )
     if len(step_tuners) > 1:
         names = ", ".join(type(t).__name__ for t, _ in step_tuners)
         raise NotCompilable(f"more than one tuner updates inside the kernel ({names})")
@@ -147,6 +156,14 @@ def _counterparts(sampler) -> tuple[dict, dict]:
     return parts, kernels
 
 
+def _adapts_nowhere(tuner) -> bool:
+    """Whether ``tuner``, which hands out no kernel, adapts per iteration (an ``update`` of
+    its own) but has no ``update_chunk`` of its own to act between chunks: the compiled path
+    would call neither, and the tuner would silently never adapt. (One with neither, which
+    acts in ``start`` or ``finalize`` alone, loses nothing.)"""
+    return not inherits_from_base(tuner, "update") and inherits_from_base(tuner, "update_chunk")
+
+
 def plan_for(sampler, python_target: bool = False, reject_on=()) -> CompiledPlan:
     """A :class:`CompiledPlan` for ``sampler``, or :class:`NotCompilable` naming the part
     that prevents it.
@@ -154,9 +171,11 @@ def plan_for(sampler, python_target: bool = False, reject_on=()) -> CompiledPlan
     Compiled: a sampler whose ``compiled_parts()`` lists its parts (the
     :class:`~hamiltonia.samplers.HamiltonianSampler` does), each of which hands out a
     compiled counterpart; tuners that either update in the kernel (at most one) or act at
-    chunk boundaries; a reducer with no importance weights, or one whose ``column`` of log
-    weights a part's ``weigh`` kernel writes; and a target whose
-    ``numba_kernel()`` returns a :class:`~hamiltonia.compiled.NumbaTarget`. A subclass that
+    chunk boundaries (one that adapts per iteration only, its kernels empty and no
+    ``update_chunk`` of its own, is refused naming it: it would never adapt); a reducer
+    with no importance weights, or one whose ``column`` of log weights a part's ``weigh``
+    kernel writes; and a target whose ``numba_kernel()`` returns a
+    :class:`~hamiltonia.compiled.NumbaTarget`. A subclass that
     overrides a part's maths without its own ``compiled`` is not compiled (it would not do
     what its Python methods do).
 

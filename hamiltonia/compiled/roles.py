@@ -119,6 +119,7 @@ from __future__ import annotations
 __all__ = [
     "HAMILTONIAN",
     "INTEGRATOR",
+    "METHOD_ROLES",
     "NAME_MARKERS",
     "REFRESH",
     "ROLE_SLOTS",
@@ -178,6 +179,33 @@ ROLE_SLOTS = {
     "transition": TRAJECTORY,
     "trajectory_length": TRAJECTORY,
     "tune": TUNER,
+}
+
+#: The roles whose kernels carry the maths of each Python method of the parts
+#: (``numeric_methods``): a part that hands out another kernel for one of these roles than
+#: the class it inherits the method from has a stale Python form of that method, and one
+#: that keeps them keeps it (:func:`~hamiltonia.compiled.parts.python_form_missing`). A
+#: method named after a role is that role's; a part whose own methods are named otherwise
+#: says so in a class attribute ``method_roles`` of the same shape.
+METHOD_ROLES = {
+    # Hamiltonian (and its metric)
+    "kinetic": ("kinetic",),
+    "velocity": ("velocity", "position_flow"),
+    "sample_momentum": ("draw_momentum",),
+    "sample": ("draw_momentum",),
+    "from_standard": ("draw_momentum",),
+    "energy": ("energy", "target_energy"),
+    "potential": ("energy", "target_energy"),
+    # Poisson structure
+    "vector_field": ("kick", "drift"),
+    "reverse": ("reverse_structure",),
+    # integrator
+    "step": ("integrate",),
+    # trajectory policy: the length of a Metropolis trajectory and its jittered step size
+    "n_steps": ("trajectory_length",),
+    "jittered": ("trajectory_length",),
+    # tuner
+    "update": ("tune",),
 }
 
 

@@ -37,6 +37,14 @@ class ConditionalHamiltonian(Hamiltonian):
         Indices of the fixed coordinates :math:`\\theta`.
     """
 
+    @property
+    def provides(self) -> frozenset[str]:
+        """What its base provides: the fixed coordinates' momentum is held at
+        zero, the free ones keep their base's law."""
+        from hamiltonia.refresh.contracts import provided
+
+        return provided(self.base)
+
     def __init__(self, base: Hamiltonian, fixed: Sequence[int]):
         super().__init__(base.target)
         metric = getattr(base, "metric", None)

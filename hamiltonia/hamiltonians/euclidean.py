@@ -6,6 +6,7 @@ from dataclasses import replace
 
 from hamiltonia.hamiltonians.base import Hamiltonian, position_flow_kernel, separable_energy_kernel
 from hamiltonia.hamiltonians.metrics import Metric, make_metric
+from hamiltonia.refresh.contracts import GAUSSIAN_MOMENTUM
 
 __all__ = ["EuclideanHamiltonian"]
 
@@ -26,6 +27,9 @@ class EuclideanHamiltonian(Hamiltonian):
     Duane, Kennedy, Pendleton and Roweth (1987), *Hybrid Monte Carlo*; Neal (2011), *MCMC using
     Hamiltonian dynamics*.
     """
+
+    #: Under :math:`e^{-H}` the momentum given the position is :math:`\mathcal N(0, M)`.
+    provides = frozenset({GAUSSIAN_MOMENTUM})
 
     def __init__(self, target, metric=None):
         super().__init__(target)

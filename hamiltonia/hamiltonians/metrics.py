@@ -27,6 +27,7 @@ import numpy as np
 import scipy.linalg
 
 from hamiltonia import backend
+from hamiltonia.compiled import python_calls
 from hamiltonia.compiled.parts import PartKernels
 from hamiltonia.compiled.roles import own
 
@@ -130,15 +131,27 @@ class Metric:
         return 0.5 * backend.xp().sum(p * self.velocity(p), axis=-1)
 
     def velocity(self, p):
-        """:math:`\\partial K/\\partial p = M^{-1} p`."""
-        raise NotImplementedError
+        """:math:`\\partial K/\\partial p = M^{-1} p`; here, for a metric written only as a
+        kernel, its ``velocity`` kernel, chain by chain
+        (:mod:`hamiltonia.compiled.python_calls`)."""
+        form = python_calls.kernel_form(self, "metric", "velocity", np.shape(p)[-1])
+        return form.velocity(p, None)
 
     def from_standard(self, z: np.ndarray) -> np.ndarray:
         """Map standard normal ``z`` (NumPy) to momenta ``p ~ N(0, M)`` (NumPy)."""
-        raise NotImplementedError
+        raise python_calls.NoPythonForm(
+            f"metric {type(self).__name__} has no Python from_standard: a metric written only "
+            "as a kernel draws its momenta with its draw_momentum kernel, which sample() "
+            f"calls; write {type(self).__name__}.from_standard to map standard normals yourself"
+        )
 
     def sample(self, rngs: Sequence[np.random.Generator], dim: int):
-        """One momentum per generator, shape ``(len(rngs), dim)``, on the backend."""
+        """One momentum per generator, shape ``(len(rngs), dim)``, on the backend; for a
+        metric with no Python ``from_standard``, its ``draw_momentum`` kernel's, chain by
+        chain (the draws of the compiled chain)."""
+        if type(self).from_standard is Metric.from_standard:
+            form = python_calls.kernel_form(self, "metric", "from_standard", dim)
+            return form.sample(rngs, None, dim)
         z = np.stack([rng.standard_normal(dim) for rng in rngs])
         return backend.asarray(self.from_standard(z))
 

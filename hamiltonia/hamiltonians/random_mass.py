@@ -16,6 +16,7 @@ from hamiltonia.elementary import exp
 from hamiltonia.hamiltonians.base import separable_energy_kernel
 from hamiltonia.hamiltonians.euclidean import EuclideanHamiltonian
 from hamiltonia.hamiltonians.metrics import DiagonalMetric, IdentityMetric, gaussian_kinetic_kernel
+from hamiltonia.refresh.contracts import GAUSSIAN_MOMENTUM
 
 __all__ = [
     "MASS_AUX",
@@ -151,6 +152,9 @@ class RandomMassHamiltonian(EuclideanHamiltonian):
     """
 
     per_chain_mass = True
+    #: Given the position and the mass, the momentum is :math:`\mathcal N(0, M)`: declared
+    #: again, since this class redefines the kinetic energy.
+    provides = frozenset({GAUSSIAN_MOMENTUM})
 
     def __init__(self, target, mass_volatility: float, metric=None):
         super().__init__(target, metric)

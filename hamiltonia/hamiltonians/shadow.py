@@ -174,6 +174,14 @@ class SeparableShadowHamiltonian(ShadowHamiltonian):
 
     order = 4
 
+    @property
+    def provides(self) -> frozenset[str]:
+        """What its base provides: the shadow adds to :math:`H` a term of the
+        position alone, which leaves the momentum's law given the position as it was."""
+        from hamiltonia.refresh.contracts import provided
+
+        return provided(self.base)
+
     def __init__(self, base: Hamiltonian):
         _check_shadow_base(base, "separable")
         super().__init__(base)
@@ -343,6 +351,8 @@ class LeapfrogShadowHamiltonian(ShadowHamiltonian):
 
     order = 4
     needs_momentum_test = True
+    #: Not separable: the momentum given the position is not Gaussian.
+    provides = frozenset()
 
     def __init__(self, base: Hamiltonian, hessian="finite-difference", field=None,
                  shadow_sign="corrected"):  # fmt: skip

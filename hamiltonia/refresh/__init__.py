@@ -11,6 +11,7 @@ PartialRefresh(rho=0.9)
 
 from __future__ import annotations
 
+from hamiltonia.refresh.contracts import GAUSSIAN_MOMENTUM, check_requirements, provided
 from hamiltonia.refresh.momentum import (
     FullRefresh,
     MetropolisPartialRefresh,
@@ -21,15 +22,18 @@ from hamiltonia.refresh.momentum import (
 from hamiltonia.registry import Registry, lookups
 
 __all__ = [
+    "GAUSSIAN_MOMENTUM",
     "FullRefresh",
     "MetropolisPartialRefresh",
     "MomentumRefresh",
     "PartialRefresh",
+    "check_requirements",
     "describe",
     "get",
     "names",
     "options",
     "partial_mix",
+    "provided",
     "register",
     "registry",
 ]

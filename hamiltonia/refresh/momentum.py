@@ -29,6 +29,7 @@ from hamiltonia.compiled.roles import (
     target_energy,
     velocity,
 )
+from hamiltonia.refresh.contracts import GAUSSIAN_MOMENTUM, check_requirements
 from hamiltonia.state import PhaseState
 from hamiltonia.trajectories.metropolis import metropolis_probability
 
@@ -89,10 +90,25 @@ class MomentumRefresh:
       for detailed balance when momentum is carried over, as in partial refreshment).
     * ``compiled(dim)`` returns the compiled counterpart (role ``refresh``), or ``None``;
       it declares the parameter ``flip_on_reject``, which the Metropolis transition reads.
+    * ``requires``: the capabilities the refresh needs of the Hamiltonian
+      (:mod:`hamiltonia.refresh.contracts`: ``"gaussian-momentum"`` for a partial refresh),
+      and ``instead``, the refresh to use where one is missing; ``check(hamiltonian)``
+      refuses a Hamiltonian that lacks one, naming both parts and ``instead``. The sampler's
+      composition calls it (:func:`hamiltonia.samplers.composition.compose`).
     """
 
     flip_on_reject: bool = False
     numeric_methods = ("refresh",)
+    #: The capabilities the refresh needs of the Hamiltonian (none by default).
+    requires: frozenset[str] = frozenset()
+    #: The refresh to use where the Hamiltonian lacks one of them (for the refusal).
+    instead: str = ""
+
+    def check(self, hamiltonian) -> None:
+        """Refuse ``hamiltonian`` where it lacks a capability the refresh ``requires``:
+        ``ValueError`` naming both parts and the refresh to use ``instead``
+        (:func:`hamiltonia.refresh.contracts.check_requirements`)."""
+        check_requirements(self, hamiltonian)
 
     @property
     def keeps_momentum(self) -> bool:
@@ -153,6 +169,11 @@ class PartialRefresh(MomentumRefresh):
     HMC of Horowitz; the partial refresh of PMHMC and PS2HMC, Mongwe 2022, thesis, §5.2,
     eq. 5.1; Mongwe, Mbuvha and Marwala 2021, PS2HMC, eq. 18).
 
+    The mix keeps :math:`\\mathcal N(0, M)` and no other distribution, so for
+    :math:`\\rho > 0` it ``requires`` a Hamiltonian whose momentum given the position is
+    that Gaussian (``"gaussian-momentum"``, :mod:`hamiltonia.refresh.contracts`); with any
+    other kinetic energy (a relativistic one) use :class:`MetropolisPartialRefresh`.
+
     Parameters
     ----------
     rho : float in [0, 1)
@@ -181,6 +202,19 @@ class PartialRefresh(MomentumRefresh):
     @property
     def keeps_momentum(self) -> bool:
         return self.rho > 0.0
+
+    @property
+    def requires(self) -> frozenset[str]:
+        # rho = 0 keeps nothing of p: p' = u is an exact draw whatever the kinetic energy.
+        return frozenset({GAUSSIAN_MOMENTUM}) if self.rho > 0.0 else frozenset()
+
+    @property
+    def instead(self) -> str:
+        return (
+            f"MetropolisPartialRefresh(rho={self.rho}) (refresh='metropolis-partial'), which "
+            "tests the mixed momentum against the energy and so keeps exp(-H) invariant "
+            "whatever the kinetic energy"
+        )
 
     def refresh(self, hamiltonian, state, rngs, step_size=None):
         u = hamiltonian.sample_momentum(rngs, state.aux)
@@ -252,6 +286,8 @@ class MetropolisPartialRefresh(PartialRefresh):
 
     momentum_test = True
     keeps_momentum = True  # a refused refresh keeps the momentum, whatever rho
+    # The test keeps exp(-H) whatever the momentum's distribution: it needs no Gaussian.
+    requires = frozenset()
 
     def __init__(self, rho: float):
         # rho = 0 is valid here: a fresh momentum, tested.

@@ -693,8 +693,9 @@ def resume(path, *, target=None, progress: bool = True, output=None,
 
     The run continues from the state of its last checkpoint, with the generators, step
     sizes and metric it had then, and the parameters of its parts that its tuners adapted
-    (each tuner's :attr:`~hamiltonia.tuners.adaptation.Tuner.adapts`); a run stopped in warm-up also with its tuners' state
-    (dual averaging's, the metric window's buffered positions) and its kept warm-up draws,
+    (each tuner's :attr:`~hamiltonia.tuners.adaptation.Tuner.adapts`); a run stopped in
+    warm-up also with its tuners' state (dual averaging's, the metric window's buffered
+    positions) and its kept warm-up draws,
     and goes on adapting from the iteration it reached. Either way the finished draws (and
     warm-up draws) equal those of an uninterrupted run with the same seed, on the path it
     ran on. Before any work the target is evaluated at the saved positions: a file whose

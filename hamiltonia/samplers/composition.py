@@ -725,7 +725,9 @@ def compose(
     -------
     HamiltonianSampler
         ``TypeError`` names a part not of its kind; ``ValueError`` the parts of a
-        composition that would sample the wrong distribution. A
+        composition that would sample the wrong distribution (a refresh whose ``requires``
+        the Hamiltonian does not provide, :mod:`hamiltonia.refresh.contracts`: a partial
+        refresh with a kinetic energy that is not Gaussian). A
         :class:`PerChainMetricSampler` where a tuner adapts the metric per chain
         (:func:`metric_tuners` with ``adapt_metric="per-chain"``).
 

@@ -91,6 +91,9 @@ class HamiltonianSampler(Sampler):
     def _check_composition(self) -> None:
         """Refuse compositions that would sample the wrong distribution, naming the parts."""
         ham, reducer = self.hamiltonian, self.reducer
+        # A Hamiltonian with neither a Python form nor a kernel of a method: named now, not at
+        # its first call.
+        ham.check_forms()
         self.integrator.structure.check(ham)
         self.integrator.check(ham)
         if isinstance(ham, ShadowHamiltonian) and not gives_weights(reducer):
@@ -122,6 +125,9 @@ class HamiltonianSampler(Sampler):
                 f"Metropolis momentum test, which refresh {type(self.refresh).__name__} does "
                 "not make"
             )
+        # What the refresh requires of the Hamiltonian (a partial refresh: a Gaussian
+        # momentum, hamiltonia.refresh.contracts); a refusal names both and the alternative.
+        self.refresh.check(ham)
 
     def energy(self, state, step_size):
         """The energy the accept step uses at the given step size."""
@@ -193,6 +199,7 @@ class HamiltonianSampler(Sampler):
         from hamiltonia.trajectories.metropolis import metropolis_probability
 
         ham = self.hamiltonian
+        _refuse_stale_python_form(ham)
         state = chain.phase.with_momentum(ham.sample_momentum(rngs, chain.phase.aux))
         proposal, _ = self.integrator.integrate(ham, state, step_size, 1)
         with np.errstate(all="ignore"):
@@ -206,4 +213,27 @@ class HamiltonianSampler(Sampler):
         return (
             f"HamiltonianSampler(hamiltonian={self.hamiltonian!r}, integrator={self.integrator!r},"
             f" trajectory={self.trajectory!r}, refresh={self.refresh!r}, tuners={self.tuners!r})"
+        )
+
+
+#: The Hamiltonian's Python methods a one-step probe of the step-size search runs.
+_PROBED = ("kinetic", "velocity", "sample_momentum", "energy", "potential")
+
+
+def _refuse_stale_python_form(ham) -> None:
+    """Refuse, naming it, a Python method the step-size search would run that is the
+    Hamiltonian's parent's, paired with a kernel the Hamiltonian replaced
+    (:func:`~hamiltonia.compiled.parts.python_form_missing`): the search would tune the step
+    size for the parent's maths. A method the Hamiltonian leaves to the base class has no
+    such parent: the base class calls the kernel."""
+    from hamiltonia.compiled.parts import python_form_missing
+    from hamiltonia.compiled.python_calls import NoPythonForm
+
+    missing = python_form_missing(ham)
+    name = None if missing is None else missing.rpartition(".")[2]
+    if name in _PROBED and not ham.without_python_form(name):
+        raise NoPythonForm(
+            f"hamiltonian {missing} is inherited from a parent that pairs it with another kernel "
+            f"than the one {type(ham).__name__} hands out, and the step-size search runs it: "
+            f"write {missing} to match the kernel (or give a fixed step size)"
         )

@@ -25,12 +25,26 @@ size, and tests whether the :math:`n` final positions are still distributed as
 
 * the whole marginal of each coordinate by a Kolmogorov-Smirnov test
   (:func:`scipy.stats.kstest`) against an independent exact sample of :math:`4n` draws
-  (two-sample), which sees a change of shape that leaves two moments alone.
+  (two-sample), which sees a change of shape that leaves two moments alone;
+* **where the momentum persists** (a refresh that ``keeps_momentum``: partial, or tested),
+  the final momenta against :math:`4n` draws of the Hamiltonian's ``sample_momentum`` (four
+  per chain, at the chains' final auxiliary variables, so that a random mass's mixture is
+  the reference), by two-sample Kolmogorov-Smirnov tests of each coordinate's marginal and
+  of the kinetic energy :math:`K(p)`. The stationary distribution is :math:`e^{-H(q, p)}`,
+  not only its :math:`q` marginal: a momentum carried into the next trajectory with the
+  wrong distribution biases the positions only slowly, but it is wrong at once. The
+  kinetic energy is the sharper test of a change of shape that keeps the momentum's
+  covariance (a partial refresh, which keeps only a Gaussian, with a relativistic kinetic
+  energy on the kit's 3-d Gaussian: the position tests pass after ten iterations, the
+  coordinates' KS p-values stay near :math:`10^{-2}`, and the kinetic energy's falls to
+  :math:`10^{-9}`). A sampler that redraws the momentum every iteration (a full refresh)
+  carries none over: the tests do not apply.
 
-The :math:`3D` tests share a family-wise level :math:`\\alpha` (Bonferroni): each
-:math:`|z| < \\Phi^{-1}(1 - \\alpha / (6D))` and each KS p-value :math:`> \\alpha / (3D)`,
-so under invariance the check fails with probability at most about :math:`\\alpha`
-(default :math:`10^{-3}`); with a fixed seed the outcome is reproducible.
+The :math:`T = 3D` tests (:math:`4D + 1` with the momentum's) share a family-wise level
+:math:`\\alpha` (Bonferroni): each :math:`|z| < \\Phi^{-1}(1 - \\alpha / (2T))` and each
+KS p-value :math:`> \\alpha / T`, so under invariance the check fails with probability at
+most about :math:`\\alpha` (default :math:`10^{-3}`); with a fixed seed the outcome is
+reproducible.
 
 **What it proves, what it costs.** Invariance is a *necessary* condition, not a
 sufficient one: a kernel that never moves leaves every distribution invariant (so the
@@ -108,6 +122,12 @@ class InvarianceResult:
         The positions after the last iteration.
     acceptance_rate : float
         The fraction of accepted transitions (``nan`` for a sampler that reports none).
+    momentum_ks_pvalues : ndarray, shape ``(dim,)``, or None
+        Two-sample Kolmogorov-Smirnov p-values of the final momenta per coordinate against
+        the Hamiltonian's momentum draws, where the momentum persists between iterations;
+        ``None`` where it is redrawn (not tested).
+    kinetic_ks_pvalue : float or None
+        The same test of the kinetic energy :math:`K(p)`; ``None`` where not tested.
     """
 
     z_mean: np.ndarray
@@ -117,6 +137,18 @@ class InvarianceResult:
     p_critical: float
     final: np.ndarray
     acceptance_rate: float
+    momentum_ks_pvalues: np.ndarray | None = None
+    kinetic_ks_pvalue: float | None = None
+
+    @property
+    def momentum_passed(self) -> bool:
+        """Whether the momentum's tests pass (vacuously where it was not tested)."""
+        if self.momentum_ks_pvalues is None:
+            return True
+        return bool(
+            np.all(self.momentum_ks_pvalues > self.p_critical)
+            and self.kinetic_ks_pvalue > self.p_critical
+        )
 
     @property
     def passed(self) -> bool:
@@ -125,6 +157,7 @@ class InvarianceResult:
             np.all(np.abs(self.z_mean) < self.z_critical)
             and np.all(np.abs(self.z_var) < self.z_critical)
             and np.all(self.ks_pvalues > self.p_critical)
+            and self.momentum_passed
         )
 
     def failures(self, names) -> list[str]:
@@ -137,6 +170,14 @@ class InvarianceResult:
                 out.append(f"variance of {name}: z = {self.z_var[j]:.2f}")
             if not self.ks_pvalues[j] > self.p_critical:
                 out.append(f"KS test of {name}: p = {self.ks_pvalues[j]:.2g}")
+        if self.momentum_ks_pvalues is not None:
+            for j, name in enumerate(names):
+                if not self.momentum_ks_pvalues[j] > self.p_critical:
+                    out.append(
+                        f"KS test of the momentum of {name}: p = {self.momentum_ks_pvalues[j]:.2g}"
+                    )
+            if not self.kinetic_ks_pvalue > self.p_critical:
+                out.append(f"KS test of the kinetic energy: p = {self.kinetic_ks_pvalue:.2g}")
         return out
 
 
@@ -157,6 +198,42 @@ def _stationary_start(sampler: Any, positions: np.ndarray, seed: int, rngs: list
         phase = integrator.structure.reverse(phase).select(backend.asmask(flip), phase)
     chain.phase = phase
     return chain
+
+
+def _momentum_persists(sampler: Any) -> bool:
+    """Whether the sampler carries the momentum from one iteration into the next (its
+    refresh ``keeps_momentum``), so that the momentum's distribution is part of what the
+    transition must keep."""
+    if getattr(sampler, "hamiltonian", None) is None:
+        return False
+    return bool(getattr(getattr(sampler, "refresh", None), "keeps_momentum", False))
+
+
+def _momentum_pvalues(sampler: Any, phase: Any, seed: int) -> tuple[np.ndarray, float]:
+    """Two-sample KS p-values of the chains' momenta ``phase.p`` against :math:`4n` draws
+    of the Hamiltonian's ``sample_momentum`` at the chains' auxiliary variables (four per
+    chain, from the children of ``SeedSequence(seed)``): per coordinate, and of the
+    kinetic energy."""
+    import scipy.stats
+
+    ham = sampler.hamiltonian
+    n = np.shape(phase.p)[0]
+    rngs = [np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(n)]
+    # Each block of n draws lines up with the chains, so one chain's auxiliary variables
+    # (its random mass) serve its own draws and kinetic energies.
+    blocks = [ham.sample_momentum(rngs, phase.aux) for _ in range(4)]
+
+    def numpy(values):
+        return np.asarray(backend.to_numpy(values), dtype=float)
+
+    final = numpy(phase.p)
+    reference = np.concatenate([numpy(block) for block in blocks])
+    kinetic = numpy(ham.kinetic(phase.p, phase.aux))
+    kinetic_reference = np.concatenate([numpy(ham.kinetic(b, phase.aux)) for b in blocks])
+    per_coordinate = np.array(
+        [scipy.stats.kstest(final[:, j], reference[:, j]).pvalue for j in range(final.shape[1])]
+    )
+    return per_coordinate, float(scipy.stats.kstest(kinetic, kinetic_reference).pvalue)
 
 
 def _compiled_iterations(sampler, chain, rngs, n_iterations: int) -> list:
@@ -214,9 +291,11 @@ def check_invariance(
         lets a small bias per transition accumulate.
     seed : int
         Seeds the exact draws (``seed``), the chains (``seed + 1``), the KS reference
-        sample (``seed + 2``) and the field's signs (``seed + 3``).
+        sample (``seed + 2``), the field's signs (``seed + 3``) and the momentum's
+        reference sample (``seed + 4``).
     alpha : float
-        Family-wise level of the :math:`3D` tests (default :data:`INVARIANCE_ALPHA`).
+        Family-wise level of the :math:`3D` tests, :math:`4D + 1` where the momentum
+        persists and is tested too (default :data:`INVARIANCE_ALPHA`).
     exact : ExactMoments-like, optional
         Default ``target.exact_moments``.
     initial : ndarray ``(n_chains, dim)``, optional
@@ -265,6 +344,7 @@ def check_invariance(
     start = exact_draws(target, n_chains, seed) if initial is None else np.asarray(initial)
     rngs = [np.random.default_rng(s) for s in np.random.SeedSequence(seed + 1).spawn(n_chains)]
     chain = _stationary_start(sampler, start, seed + 3, rngs)
+    persists = _momentum_persists(sampler)
     if kernel_only_parts(sampler):
         # A part written only as a kernel: the iterations run in the compiled chain.
         accepted = _compiled_iterations(sampler, chain, rngs, n_iterations)
@@ -282,7 +362,10 @@ def check_invariance(
     z_var = (sq.mean(axis=0) - var) / (sq.std(axis=0, ddof=1) / np.sqrt(n))
     reference = exact_draws(target, 4 * n_chains, seed + 2)
     ks = np.array([scipy.stats.kstest(final[:, j], reference[:, j]).pvalue for j in range(dim)])
-    n_tests = 3 * dim
+    momentum_ks, kinetic_ks = (
+        _momentum_pvalues(sampler, chain.phase, seed + 4) if persists else (None, None)
+    )
+    n_tests = 3 * dim + (0 if momentum_ks is None else dim + 1)
     report = InvarianceResult(
         z_mean=z_mean,
         z_var=z_var,
@@ -291,6 +374,8 @@ def check_invariance(
         p_critical=alpha / n_tests,
         final=final,
         acceptance_rate=float(np.nanmean(accepted)),
+        momentum_ks_pvalues=momentum_ks,
+        kinetic_ks_pvalue=kinetic_ks,
     )
     if check:
         names = getattr(target, "names", [f"x[{j}]" for j in range(dim)])
@@ -299,5 +384,14 @@ def check_invariance(
             f"{n_iterations} iterations from {n_chains} exact draws (family-wise level "
             f"{alpha:g}; |z| < {report.z_critical:.2f}, KS p > {report.p_critical:.2g}): "
             + "; ".join(report.failures(names))
+            + (
+                ""
+                if report.momentum_passed
+                else " (the momentum carried into the next iteration is not distributed as "
+                f"{type(sampler.hamiltonian).__name__}.sample_momentum draws it: does refresh "
+                f"{type(sampler.refresh).__name__} keep this kinetic energy's momentum "
+                "distribution? A partial refresh keeps only a Gaussian one; "
+                "MetropolisPartialRefresh keeps any)"
+            )
         )
     return report

@@ -14,6 +14,7 @@ import hamiltonia as hm
 from hamiltonia.compiled.parts import PartKernels, python_form_missing
 from hamiltonia.compiled.roles import column, draw_momentum, offset, own
 from hamiltonia.runner.loop import kernel_only_parts
+from hamiltonia.trajectories.metropolis import metropolis_transition_kernel
 
 SCALES = np.array([1.0, 2.0, 0.5])
 RUN = {"chains": 2, "warmup": 0, "draws": 25, "seed": 11, "progress": False}
@@ -82,8 +83,9 @@ def _sampler(target, refresh=None, trajectory=None, step_size=0.4, integrator=No
 
 def test_a_part_with_only_a_kernel_is_known_as_such():
     assert python_form_missing(OccasionalRefresh(0.5)) == "OccasionalRefresh.refresh"
-    # The inherited transition draws the parent's lengths, not the kernel's: stale.
-    assert python_form_missing(GeometricLength(4)) == "GeometricLength.transition"
+    # The inherited n_steps draws the parent's lengths, not the kernel's: stale (the
+    # inherited transition is not: its kernel is the parent's).
+    assert python_form_missing(GeometricLength(4)) == "GeometricLength.n_steps"
     for part in (hm.PartialRefresh(0.5), hm.StaticLength(3), hm.Leapfrog()):
         assert python_form_missing(part) is None
     found = kernel_only_parts(_sampler(numba_gaussian(), refresh=OccasionalRefresh(0.5)))
@@ -219,3 +221,59 @@ def test_per_chain_state_starts_at_its_initial_value_and_is_carried_on():
     sampler = _sampler(target, refresh=CountingRefresh(10))
     run = hm.sample(target, sampler, chains=2, warmup=3, draws=5, seed=1, progress=False)
     np.testing.assert_array_equal(run.stats["refreshes_done"], [[14, 15, 16, 17, 18]] * 2)
+
+
+def jump_transition_kernel(rng, q, p, grad, lp, eps, aux, scratch, stats, PF, PI, logp, fdata,
+                           idata):  # fmt: skip
+    """The Metropolis transition, recording the squared distance the chain jumped."""
+    start = scratch[4, : q.shape[0]]
+    for i in range(q.shape[0]):
+        start[i] = q[i]
+    lp = metropolis_transition_kernel(rng, q, p, grad, lp, eps, aux, scratch, stats, PF, PI,
+                                      logp, fdata, idata)  # fmt: skip
+    jump = 0.0
+    for i in range(q.shape[0]):
+        jump += (q[i] - start[i]) ** 2
+    stats[column.squared_jump] = jump
+    return lp
+
+
+class JumpRecording(hm.RandomLength):
+    """Both forms of a new transition, which records the squared jump of each iteration;
+    the length policy (n_steps, jittered, and their trajectory_length kernel) is inherited
+    unchanged, so its Python form is still the kernel's."""
+
+    def transition(self, sampler, state, step_size, rngs):
+        nxt, info = super().transition(sampler, state, step_size, rngs)
+        info["squared_jump"] = np.sum((nxt.q - state.q) ** 2, axis=-1)
+        return nxt, info
+
+    def stats(self):
+        return (*super().stats(), ("squared_jump", "float64"))
+
+    def compiled(self, dim):
+        kernels = super().compiled(dim)
+        kernels.functions["transition"] = jump_transition_kernel
+        kernels.stats = self.stats()
+        kernels.scratch_rows = 5
+        return kernels
+
+
+def test_an_inherited_method_whose_kernel_is_not_replaced_has_its_python_form():
+    """Issue 48: only a method whose kernel the part replaced is stale; n_steps and jittered
+    pair with the trajectory_length kernel, which JumpRecording keeps, so compiled=False
+    runs its Python form without do-nothing overrides."""
+    trajectory = JumpRecording(5, step_size_jitter=0.2)
+    assert python_form_missing(trajectory) is None
+    target = numba_gaussian()
+    sampler = _sampler(target, trajectory=trajectory)
+    assert kernel_only_parts(sampler) == []
+    result = hm.sample(target, sampler, compiled=False, **RUN)
+    assert result.attrs["compiled"] is False
+    jumps = np.sum(np.diff(result.draws, axis=1) ** 2, axis=-1)
+    np.testing.assert_allclose(result.stats["squared_jump"][:, 1:], jumps, rtol=1e-12)
+    assert len(np.unique(result.stats["n_steps"])) > 1  # the inherited random lengths ran
+    compiled = hm.sample(target, sampler, compiled=True, **RUN)
+    np.testing.assert_allclose(compiled.draws, result.draws, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(compiled.stats["squared_jump"], result.stats["squared_jump"],
+                               rtol=1e-9)  # fmt: skip

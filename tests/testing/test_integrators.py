@@ -16,6 +16,7 @@ from hamiltonia.testing import (
     check_volume_preservation,
     correlated_gaussian,
     energy_error_slope,
+    start_states,
 )
 
 
@@ -114,3 +115,80 @@ def test_a_diverging_trajectory_is_refused_not_judged(banana):
     differences to decide anything: a ValueError asks for a smaller step, not a verdict."""
     with pytest.raises(ValueError, match="condition number"):
         check_volume_preservation(Leapfrog(), banana, step_size=0.15, n_steps=7, seed=5)
+
+
+# -- the order, measured where the error has reached its power (issue 48, item 6) -------------
+
+
+@pytest.fixture
+def relativistic_banana():
+    from tests.testing.relativistic import RelativisticHamiltonian
+
+    return RelativisticHamiltonian(hm.targets.get("banana"))
+
+
+def test_a_pre_asymptotic_slope_is_measured_again_at_finer_steps(relativistic_banana):
+    """The two-stage integrator, tuned for a quadratic kinetic energy, with a relativistic
+    one: over the default steps its energy error falls as step_size**2.98 (the leading
+    term's coefficient is small against the next), four and sixteen times finer as
+    step_size**2. The check moves to finer steps and passes; judging the default range
+    alone (refine=0) it fails, and says that the slope may be pre-asymptotic and which
+    n_steps= to pass."""
+    from hamiltonia.testing.integrators import ORDER_TOLERANCE
+
+    default = energy_error_slope(hm.TwoStage(), relativistic_banana)
+    assert default > 2 + ORDER_TOLERANCE
+    slope = check_energy_error_order(hm.TwoStage(), relativistic_banana)
+    assert abs(slope - 2) < ORDER_TOLERANCE
+    with pytest.raises(
+        AssertionError,
+        match=r"TwoStage: the energy error falls as step_size\*\*2\.98, not as step_size\*\*2 "
+        r".*pre-asymptotic.*pass n_steps=\(32, 64, 128, 256, 512\)",
+    ):
+        check_energy_error_order(hm.TwoStage(), relativistic_banana, refine=0)
+    # The finer steps the message names pass as they are.
+    fine = check_energy_error_order(
+        hm.TwoStage(), relativistic_banana, n_steps=(128, 256, 512, 1024, 2048), refine=0
+    )
+    assert abs(fine - 2) < ORDER_TOLERANCE
+
+
+def test_a_first_order_integrator_fails_at_every_range(relativistic_banana):
+    """The negative control: symplectic Euler, declared of order 2, is of order 1 at every
+    step size, so the finer ranges the check tries fail too, and the message says that the
+    order is not 2 (not that the steps are too coarse)."""
+    with pytest.raises(
+        AssertionError,
+        match=r"SymplecticEuler: the energy error falls as step_size\*\*0\.\d\d, not as "
+        r"step_size\*\*2 .*finer steps give step_size\*\*0\.9\d at n_steps=\(32, .*"
+        r"step_size\*\*1\.0\d at n_steps=\(512, 1024, 2048, 4096, 8192\): finer steps do "
+        r"not bring it to 2, so the order is not 2",
+    ):
+        check_energy_error_order(SymplecticEuler(), relativistic_banana)
+
+
+def test_a_slope_passing_through_the_order_is_not_taken_for_it(banana):
+    """An error a eps**3 + b eps, of a first-order integrator, falls as eps**3 at coarse
+    steps and as eps at fine ones; over n_steps = 128..2048 (eps around 0.3 / 512, where
+    the two terms are equal) its fitted slope is 2. The check does not pass it there: the
+    slopes between neighbouring steps in that range go from 2.9 to 1.1, and a range the
+    check chose itself must be straight."""
+    start = start_states(banana, Leapfrog(), 8, seed=3)
+    eps_equal = 0.3 / 512
+
+    def energy(state, eps):
+        # The error of the end state alone, whatever the integrator did.
+        error = eps_equal**-2 * eps**3 + eps
+        return np.zeros_like(eps) if state is start else error
+
+    fitted = energy_error_slope(
+        Leapfrog(), banana, energy=energy, start=start, n_steps=(128, 256, 512, 1024, 2048)
+    )
+    assert abs(fitted - 2) < 0.2
+    with pytest.raises(
+        AssertionError,
+        match=r"finer steps give .*step_size\*\*2\.0\d at n_steps=\(128, 256, 512, 1024, 2048\) "
+        r"\(between neighbouring steps 2\.\d\d, .*, 1\.\d\d: not settled on one power\).*"
+        r"so the order is not 2",
+    ):
+        check_energy_error_order(Leapfrog(), banana, energy=energy, start=start)

@@ -112,3 +112,84 @@ def test_exact_draws_have_the_exact_moments(name, params, gaussian_target):
 def test_a_target_without_an_exact_sampler_is_refused():
     with pytest.raises(TypeError, match="Banana has no exact sampler"):
         exact_draws(hm.targets.get("banana"), 10)
+
+
+# -- the momentum, where it persists (issue 48, item 5) ---------------------------------------
+
+
+def _relativistic(target, refresh):
+    """HMC with the relativistic kinetic energy and ``refresh`` put in after the sampler was
+    built: a partial refresh is refused at composition, and this bypasses the refusal to
+    show what the invariance check sees."""
+    from tests.testing.relativistic import RelativisticHamiltonian
+
+    sampler = hm.HamiltonianSampler(RelativisticHamiltonian(target), StaticLength(5),
+                                    step_size=STEP)  # fmt: skip
+    sampler.refresh = refresh
+    return sampler
+
+
+def test_a_partial_refresh_of_a_non_gaussian_momentum_fails_on_the_momentum(
+    gaussian_target, check_invariance
+):
+    """The negative control: the partial refresh mixes a relativistic momentum with a
+    relativistic draw, which keeps neither. The positions still pass their tests after ten
+    iterations; the kinetic energy of the momentum carried over does not."""
+    broken = _relativistic(gaussian_target, PartialRefresh(0.9))
+    report = check_invariance(gaussian_target, broken, check=False)
+    assert np.all(np.abs(report.z_mean) < report.z_critical)
+    assert np.all(np.abs(report.z_var) < report.z_critical)
+    assert np.all(report.ks_pvalues > report.p_critical)
+    assert report.kinetic_ks_pvalue < report.p_critical and not report.passed
+    with pytest.raises(
+        AssertionError, match=r"KS test of the kinetic energy: p = .*MetropolisPartialRefresh"
+    ):
+        check_invariance(gaussian_target, broken)
+
+
+@pytest.mark.parametrize(
+    "sampler",
+    [
+        "relativistic-tested",
+        "euclidean-partial",
+        "pmhmc",
+        "random-mass-partial",
+        "magnetic-partial",
+        "metropolis-partial",
+    ],
+)
+def test_correct_samplers_pass_the_momentum_tests(gaussian_target, check_invariance, sampler):
+    from hamiltonia.refresh.momentum import MetropolisPartialRefresh
+
+    if sampler == "relativistic-tested":
+        built = _relativistic(gaussian_target, MetropolisPartialRefresh(0.9))
+    elif sampler == "euclidean-partial":
+        built = _hmc(gaussian_target, refresh=PartialRefresh(0.9))
+    else:
+        options = {
+            "pmhmc": ("pmhmc", {}),
+            "random-mass-partial": ("hmc", {"rho": 0.9, "mass_volatility": 0.5}),
+            "magnetic-partial": ("hmc", {"rho": 0.9, "field": "research"}),
+            "metropolis-partial": ("hmc", {"rho": 0.5, "refresh": "metropolis-partial"}),
+        }
+        name, extra = options[sampler]
+        built = hm.samplers.build(name, gaussian_target, step_size=0.6, **extra)
+    report = check_invariance(gaussian_target, built, seed=1)
+    assert report.momentum_ks_pvalues is not None and report.kinetic_ks_pvalue is not None
+
+
+def test_the_momentum_is_tested_only_where_it_persists(gaussian_target, check_invariance):
+    """A full refresh redraws the momentum: nothing of it carries over, nothing to test. A
+    partial one adds D + 1 tests (each coordinate and the kinetic energy) to the 3D of the
+    positions, all under one Bonferroni-corrected level."""
+    from scipy.stats import norm
+
+    full = check_invariance(gaussian_target, _hmc(gaussian_target), n_chains=200, alpha=0.01)
+    assert full.momentum_ks_pvalues is None and full.kinetic_ks_pvalue is None
+    partial = check_invariance(
+        gaussian_target, _hmc(gaussian_target, refresh=PartialRefresh(0.9)), n_chains=200,
+        alpha=0.01,
+    )  # fmt: skip
+    assert partial.momentum_ks_pvalues.shape == (3,)
+    assert partial.p_critical == pytest.approx(0.01 / 13)
+    assert partial.z_critical == pytest.approx(norm.ppf(1 - 0.01 / 26))
