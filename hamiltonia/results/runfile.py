@@ -61,13 +61,11 @@ from hamiltonia.results.errors import (
 )
 from hamiltonia.results.lock import OutputLock, pid_alive
 
+# The errors are hamiltonia.results.errors' (imported here for the code that names them
+# from this module).
 __all__ = [
-    "CheckpointWarning",
-    "ForeignPathError",
-    "OutputWriteError",
     "PartialRun",
     "RunFile",
-    "RunFileError",
     "atomic_write",
     "atomic_write_bytes",
     "checked_file_path",
