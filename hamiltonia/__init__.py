@@ -6,6 +6,7 @@
 """
 
 from hamiltonia import datasets, diagnostics, integrators, plots, samplers, targets
+from hamiltonia._version import __version__
 from hamiltonia.diagnostics.checks import SamplingWarning
 from hamiltonia.hamiltonians import (
     EuclideanHamiltonian,
@@ -61,8 +62,6 @@ from hamiltonia.trajectories.metropolis import (
     TrajectoryPolicy,
 )
 from hamiltonia.tuners.adaptation import DualAveraging, Tuner
-
-__version__ = "0.1.0"
 
 __all__ = [
     "CanonicalStructure",

@@ -112,15 +112,15 @@ def test_the_checks_see_a_cycle():
 
 
 #: The layers of docs/design.rst's diagram, from the top; a package imports only packages
-#: below it (the private helpers ``_validation``, ``_system``, ``_warnings``, ``_text`` and
-#: ``_numba_cache`` are the bottom layer, and ``_numba_cache`` may read ``datasets``' cache
-#: folder).
+#: below it (the private helpers ``_validation``, ``_system``, ``_version``, ``_warnings``,
+#: ``_text`` and ``_numba_cache`` are the bottom layer, and ``_numba_cache`` may read
+#: ``datasets``' cache folder).
 LAYERS = [
     "cli", "reproduce", "plots", "bench", "testing", "runner", "results", "samplers",
     "reducers", "tuners", "hamiltonians", "integrators", "refresh", "trajectories",
     "structures", "targets", "modelling", "diagnostics", "compiled", "state", "elementary",
-    "backend", "registry", "_numba_cache", "datasets", "_validation", "_system", "_warnings",
-    "_text",
+    "backend", "registry", "_numba_cache", "datasets", "_validation", "_system", "_version",
+    "_warnings", "_text",
 ]  # fmt: skip
 
 

@@ -70,7 +70,8 @@ def no_weight_kernel(q, p, lp, grad, v, eps, aux, stats, PF, PI, logp, fdata, id
 
 def energy_without_target_kernel(q, p, lp, grad, v, eps, aux, PF, PI, logp, fdata, idata):
     """The ``target_energy`` role of a Hamiltonian whose energy does not read the target:
-    its ``energy``."""
+    its ``energy``; and the ``hamiltonian_energy`` the composer binds for such a Hamiltonian
+    (:data:`~hamiltonia.compiled.roles.COMPOSED_ROLES`)."""
     return energy(q, p, lp, grad, v, eps, aux, PF, PI)
 
 

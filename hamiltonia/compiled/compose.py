@@ -39,7 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hamiltonia.compiled.roles import ROLE_SLOTS, SLOTS, Names, Role
+from hamiltonia.compiled.roles import COMPOSED_ROLES, ROLE_SLOTS, SLOTS, Names, Role
 from hamiltonia.elementary import Elementary
 
 __all__ = [
@@ -119,6 +119,8 @@ class _Writer:
         self._role_done: set[str] = set()
 
     def role(self, name: str) -> str:
+        if name in COMPOSED_ROLES:
+            return self.composed_role(name)
         emitted = f"role_{name}"
         if name not in self._role_done:
             if name not in self.roles:
@@ -130,6 +132,32 @@ class _Writer:
                 self.constants[emitted] = f"{emitted} = {_number(filler)!r}"
             else:
                 self.function(filler, emitted, ROLE_SLOTS.get(name))
+        return emitted
+
+    def composed_role(self, name: str) -> str:
+        """The name of the kernel the composer binds to a role no part fills
+        (:data:`~hamiltonia.compiled.roles.COMPOSED_ROLES`): ``hamiltonian_energy`` is the
+        ``target_energy`` role where the flag ``energy_reads_target`` is on (off where no part
+        fills it), and otherwise a kernel that calls ``energy`` without the target."""
+        if name in self.roles:
+            raise CompositionError(
+                f"the role {name!r} is bound by the composer, not filled by a part; fill "
+                "'energy' (and, for an energy that reads the target, 'target_energy' and "
+                "'energy_reads_target') instead"
+            )
+        reads = self.roles.get("energy_reads_target", False)
+        if not _is_number(reads):
+            raise CompositionError(
+                f"the role 'energy_reads_target' is a flag (a number), got {reads!r}"
+            )
+        if _number(reads):
+            return self.role("target_energy")
+        from hamiltonia.compiled.chain import energy_without_target_kernel
+
+        emitted = f"role_{name}"
+        if name not in self._role_done:
+            self._role_done.add(name)
+            self.function(energy_without_target_kernel, emitted, COMPOSED_ROLES[name])
         return emitted
 
     def bind(self, obj, name: str, owner, slot: int | None = None) -> str | None:

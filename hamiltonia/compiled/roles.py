@@ -55,12 +55,21 @@ Signatures (one chain; ``q``, ``p``, ``grad``, ``v`` of shape ``(dim,)``):
     from :math:`H`); ``v`` is scratch space. [Hamiltonian]
 ``energy_reads_target`` (a constant, ``False`` unless a Hamiltonian fills it)
     Whether the accept step's energy needs the target (a non-separable shadow evaluates the
-    gradient near ``q`` for its curvature term). Callers then call ``target_energy``
-    instead of ``energy``, behind ``if energy_reads_target:``, which numba prunes at
-    compile time: handing the target kernel to every inlined ``energy`` call cost a
-    separable Hamiltonian 7-15 % of its time per gradient on a cheap target. [Hamiltonian]
+    gradient near ``q`` for its curvature term). [Hamiltonian]
 ``target_energy(q, p, lp, grad, v, eps, aux, PF, PI, logp, fdata, idata) -> float``
     That energy, with the target kernel ``logp`` and its data. [Hamiltonian]
+``hamiltonian_energy(q, p, lp, grad, v, eps, aux, PF, PI, logp, fdata, idata) -> float``
+    The accept step's energy, for a caller that has the target at hand (an accept rule, a
+    refresh with a Metropolis test): what a kernel calls. No part fills it: the composer
+    binds it (:data:`COMPOSED_ROLES`) to ``target_energy`` where ``energy_reads_target``,
+    and otherwise to a kernel that calls ``energy`` and leaves the target alone
+    (:func:`~hamiltonia.compiled.chain.energy_without_target_kernel`), so the choice is
+    made once per composition, in the composer (the chain kernel's machine code is the one
+    the idiom below gave, compared for ``hmc``, ``nuts`` and ``phmc``). It replaces the idiom
+    ``if energy_reads_target: target_energy(...) else: energy(...)``, which still works
+    (numba prunes the constant branch): handing the target kernel to every inlined
+    ``energy`` call cost a separable Hamiltonian 7-15 % of its time per gradient on a cheap
+    target, so ``energy`` keeps its signature without the target. [composer]
 ``kick(q, p, grad, h, aux, PF, PI) -> float`` / ``drift(q, p, v, h, aux, PF, PI) -> float``
     The momentum and position flows for a time ``h`` (``v`` is scratch space). Each returns
     0.0 when what it read or wrote is finite (the gradient for ``kick``, the new position for
@@ -117,6 +126,7 @@ Signatures (one chain; ``q``, ``p``, ``grad``, ``v`` of shape ``(dim,)``):
 from __future__ import annotations
 
 __all__ = [
+    "COMPOSED_ROLES",
     "HAMILTONIAN",
     "INTEGRATOR",
     "METHOD_ROLES",
@@ -132,6 +142,7 @@ __all__ = [
     "drift",
     "energy",
     "energy_reads_target",
+    "hamiltonian_energy",
     "integrate",
     "inverse_mass_diagonal",
     "kick",
@@ -180,6 +191,11 @@ ROLE_SLOTS = {
     "trajectory_length": TRAJECTORY,
     "tune": TUNER,
 }
+
+#: The roles that no part fills: the composer binds each from the roles the parts fill (see
+#: the module's docstring), its kernel composed for the part in this slot. A part that hands
+#: out a kernel for one of them is refused (it is not in :data:`ROLE_SLOTS`).
+COMPOSED_ROLES = {"hamiltonian_energy": HAMILTONIAN}
 
 #: The roles whose kernels carry the maths of each Python method of the parts
 #: (``numeric_methods``): a part that hands out another kernel for one of these roles than
@@ -234,6 +250,7 @@ kinetic = Role("kinetic")
 energy = Role("energy")
 energy_reads_target = Role("energy_reads_target")
 target_energy = Role("target_energy")
+hamiltonian_energy = Role("hamiltonian_energy")
 kick = Role("kick")
 drift = Role("drift")
 update_auxiliary = Role("update_auxiliary")

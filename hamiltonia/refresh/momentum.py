@@ -21,12 +21,10 @@ from hamiltonia.compiled.parts import PartKernels
 from hamiltonia.compiled.roles import (
     column,
     draw_momentum,
-    energy,
-    energy_reads_target,
+    hamiltonian_energy,
     kinetic,
     offset,
     own,
-    target_energy,
     velocity,
 )
 from hamiltonia.refresh.contracts import GAUSSIAN_MOMENTUM, check_requirements
@@ -242,18 +240,12 @@ def metropolis_partial_refresh_kernel(
     v = aux[at + d : at + 2 * d]
     p_new = aux[at + 2 * d : at + 3 * d]
     draw_momentum(rng, q, u, aux, PF, PI)
-    if energy_reads_target:
-        h_old = target_energy(q, p, lp, grad, v, eps, aux, PF, PI, logp, fdata, idata)
-    else:
-        h_old = energy(q, p, lp, grad, v, eps, aux, PF, PI)
+    h_old = hamiltonian_energy(q, p, lp, grad, v, eps, aux, PF, PI, logp, fdata, idata)
     h_old += kinetic(q, u, velocity(q, u, v, aux, PF, PI), aux, PF, PI)
     for i in range(d):
         p_new[i] = partial_mix(p[i], u[i], rho)
         u[i] = partial_complement(p[i], u[i], rho)
-    if energy_reads_target:
-        h_new = target_energy(q, p_new, lp, grad, v, eps, aux, PF, PI, logp, fdata, idata)
-    else:
-        h_new = energy(q, p_new, lp, grad, v, eps, aux, PF, PI)
+    h_new = hamiltonian_energy(q, p_new, lp, grad, v, eps, aux, PF, PI, logp, fdata, idata)
     h_new += kinetic(q, u, velocity(q, u, v, aux, PF, PI), aux, PF, PI)
     delta = refresh_energy_error(h_new, h_old)
     # One uniform whatever the energies, as on the NumPy path.

@@ -10,13 +10,13 @@ from pathlib import Path
 import numpy as np
 
 from hamiltonia import diagnostics
-from hamiltonia.diagnostics.estimators import kish_factor
 from hamiltonia.diagnostics.summary import (
     DEFAULT_QUANTILES,
     check_quantiles,
     format_summary,
     summary_table,
 )
+from hamiltonia.diagnostics.weights import kish_factor
 from hamiltonia.reducers.base import weighted_mean
 
 __all__ = ["DEFAULT_QUANTILES", "Result", "format_summary", "load"]
@@ -257,7 +257,7 @@ class Result:
         factor = kish_factor(self.log_weights)
         exact = self._rank_diagnostics is not None and self._rank_diagnostics[0] == key
         if decide is not None and not exact:
-            from hamiltonia.diagnostics.estimators import screened_convergence
+            from hamiltonia.diagnostics.screening import screened_convergence
 
             r_hat_max, per_chain = decide
             ess_min = per_chain * self.n_chains / factor
@@ -265,7 +265,7 @@ class Result:
         elif exact:
             table = self._rank_diagnostics[1]
         else:
-            from hamiltonia.diagnostics.estimators import convergence
+            from hamiltonia.diagnostics.univariate import convergence
 
             table = convergence(self.draws)
             self._rank_diagnostics = (key, table)
@@ -410,7 +410,7 @@ class Result:
         """
         from arviz_base import from_dict
 
-        import hamiltonia
+        from hamiltonia._version import __version__
 
         data = {"posterior": self.variables()}
         sample_stats = dict(self.stats)
@@ -442,7 +442,7 @@ class Result:
         tree.attrs.update(
             {
                 "inference_library": "hamiltonia",
-                "inference_library_version": hamiltonia.__version__,
+                "inference_library_version": __version__,
                 "hamiltonia_sampler": self.sampler,
                 "hamiltonia_target": self.target,
                 "hamiltonia_names": json.dumps(list(self.names)),

@@ -100,10 +100,10 @@ def _check_writable() -> None:
 
 
 def _calls() -> None:
-    import hamiltonia as hm
+    from hamiltonia import targets
     from hamiltonia.compiled.calls import at_point, at_rows
 
-    target = hm.targets.get(_TARGET)
+    target = targets.get(_TARGET)
     kernel = target.numba_kernel()
     q = np.zeros((3, target.dim))
     grad = np.empty_like(q)
@@ -138,11 +138,12 @@ def prebuild(samplers=DEFAULT_SAMPLERS, *, diagnostics: bool = True) -> list[Pre
         A cache folder that cannot be written (the kernels would be compiled for this
         process only), before anything is compiled.
     """
-    import hamiltonia as hm
+    from hamiltonia import samplers as registered
+    from hamiltonia.runner.run import sample
 
     names = [samplers] if isinstance(samplers, str) else list(samplers)
     for name in names:
-        hm.samplers.options(name)  # an unknown name is an error before any work
+        registered.options(name)  # an unknown name is an error before any work
     _check_writable()
     done = []
     for name in names:
@@ -150,8 +151,8 @@ def prebuild(samplers=DEFAULT_SAMPLERS, *, diagnostics: bool = True) -> list[Pre
         with warnings.catch_warnings():
             # A run this short warns of its low ESS; it is not a run anyone reads.
             warnings.simplefilter("ignore")
-            result = hm.sample(_TARGETS.get(name, _TARGET), name, chains=2, warmup=20,
-                               draws=20, seed=0, progress=False)  # fmt: skip
+            result = sample(_TARGETS.get(name, _TARGET), name, chains=2, warmup=20,
+                            draws=20, seed=0, progress=False)  # fmt: skip
         done.append(Prebuilt(f"sampler {name}", time.perf_counter() - began,
                              bool(result.attrs.get("compiled"))))  # fmt: skip
     began = time.perf_counter()

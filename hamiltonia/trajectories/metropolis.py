@@ -25,13 +25,11 @@ from hamiltonia._validation import as_float, check_int
 from hamiltonia.compiled.parts import PartKernels
 from hamiltonia.compiled.roles import (
     column,
-    energy,
-    energy_reads_target,
+    hamiltonian_energy,
     integrate,
     own,
     part,
     reverse_structure,
-    target_energy,
     trajectory_length,
 )
 from hamiltonia.state import PhaseState
@@ -179,10 +177,7 @@ def metropolis_transition_kernel(
     p1 = scratch[1, :d]
     g1 = scratch[2, :d]
     v = scratch[3, :d]
-    if energy_reads_target:
-        h0 = target_energy(q, p, lp, grad, v, eps_used, aux, PF, PI, logp, fdata, idata)
-    else:
-        h0 = energy(q, p, lp, grad, v, eps_used, aux, PF, PI)
+    h0 = hamiltonian_energy(q, p, lp, grad, v, eps_used, aux, PF, PI, logp, fdata, idata)
     for i in range(d):
         q1[i] = q[i]
         p1[i] = p[i]
@@ -192,10 +187,7 @@ def metropolis_transition_kernel(
     )
     h1 = np.nan
     if np.isfinite(lp1):
-        if energy_reads_target:
-            h1 = target_energy(q1, p1, lp1, g1, v, eps_used, aux, PF, PI, logp, fdata, idata)
-        else:
-            h1 = energy(q1, p1, lp1, g1, v, eps_used, aux, PF, PI)
+        h1 = hamiltonian_energy(q1, p1, lp1, g1, v, eps_used, aux, PF, PI, logp, fdata, idata)
     delta = h1 - h0
     ok = np.isfinite(delta)
     prob = 0.0

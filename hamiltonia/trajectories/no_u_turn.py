@@ -54,11 +54,9 @@ from hamiltonia._validation import check_int
 from hamiltonia.compiled.parts import PartKernels
 from hamiltonia.compiled.roles import (
     column,
-    energy,
-    energy_reads_target,
+    hamiltonian_energy,
     integrate,
     own,
-    target_energy,
     velocity,
 )
 from hamiltonia.trajectories.metropolis import (
@@ -221,10 +219,7 @@ def no_u_turn_transition_kernel(
     w = scratch
     tree = _TREE
     stack = _TREE + SUMMARY_ROWS
-    if energy_reads_target:
-        h0 = target_energy(q, p, lp, grad, w[_V, :d], eps, aux, PF, PI, logp, fdata, idata)
-    else:
-        h0 = energy(q, p, lp, grad, w[_V, :d], eps, aux, PF, PI)
+    h0 = hamiltonian_energy(q, p, lp, grad, w[_V, :d], eps, aux, PF, PI, logp, fdata, idata)
     # The tree is the start state alone: both edges, the sample, the summary.
     _copy(w[_ZQ], q, d)
     _copy(w[_ZP], p, d)
@@ -266,15 +261,10 @@ def no_u_turn_transition_kernel(
             n_leapfrog += 1
             h = np.inf
             if np.isfinite(lp_z):
-                if energy_reads_target:
-                    h = target_energy(
-                        w[_ZQ, :d], w[_ZP, :d], lp_z, w[_ZG, :d], w[_V, :d], eps, aux, PF, PI,
-                        logp, fdata, idata,
-                    )  # fmt: skip
-                else:
-                    h = energy(
-                        w[_ZQ, :d], w[_ZP, :d], lp_z, w[_ZG, :d], w[_V, :d], eps, aux, PF, PI
-                    )
+                h = hamiltonian_energy(
+                    w[_ZQ, :d], w[_ZP, :d], lp_z, w[_ZG, :d], w[_V, :d], eps, aux, PF, PI,
+                    logp, fdata, idata,
+                )  # fmt: skip
                 if not np.isfinite(h):
                     h = np.inf
             delta = h - h0
