@@ -205,7 +205,7 @@ def plot_ess(results: dict, per: str = "second"):
     """Bulk ESS of each parameter per second of sampling (``per="second"``) or per gradient
     (``per="gradient"``), one group of bars per run: ``results`` maps labels (e.g. sampler
     names) to results of the same target."""
-    from hamiltonia.diagnostics.estimators import ess_per_gradient, ess_per_second
+    from hamiltonia.diagnostics.univariate import ess_per_gradient, ess_per_second
 
     if per not in ("second", "gradient"):
         raise ValueError(f"per must be 'second' or 'gradient', got {per!r}")

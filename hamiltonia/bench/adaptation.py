@@ -52,7 +52,7 @@ def _target(name: str):
 def efficiency(draws: np.ndarray, n_grad: float) -> tuple[float, float]:
     """The smallest and the mean bulk ESS over the parameters of ``draws`` (chains, draws,
     parameters), each per gradient of the ``n_grad`` the draws cost."""
-    from hamiltonia.diagnostics.estimators import ess
+    from hamiltonia.diagnostics.univariate import ess
 
     bulk = np.asarray(ess(draws, "bulk"), dtype=float)
     return float(bulk.min() / n_grad), float(bulk.mean() / n_grad)

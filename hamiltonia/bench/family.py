@@ -37,7 +37,7 @@ DEFAULT_SAMPLERS = (
 
 def _run(target, sampler, settings, **options):
     import hamiltonia as hm
-    from hamiltonia.diagnostics.estimators import ess
+    from hamiltonia.diagnostics.univariate import ess
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

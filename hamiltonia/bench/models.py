@@ -71,7 +71,7 @@ _MARK = "@@models@@"
 
 
 def _min_ess(draws: np.ndarray) -> float:
-    from hamiltonia.diagnostics.estimators import ess
+    from hamiltonia.diagnostics.univariate import ess
 
     return float(np.min(ess(draws, "bulk")))
 

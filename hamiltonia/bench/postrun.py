@@ -129,7 +129,7 @@ def _arviz_seconds(draws: np.ndarray) -> float:
     from arviz_base import rcParams
     from arviz_stats.base import array_stats
 
-    from hamiltonia.diagnostics.estimators import _per_parameter
+    from hamiltonia.diagnostics.univariate import _per_parameter
 
     prob = rcParams["stats.ci_prob"]
     began = time.perf_counter()

@@ -145,18 +145,18 @@ def e_bfmi(energy: np.ndarray, compiled: bool | None = None) -> np.ndarray:
     docstring); ``nan`` for a chain of fewer than two draws or constant energy.
 
     ``compiled``: whether to take the diagnostics' compiled road
-    (:data:`~hamiltonia.diagnostics.estimators.COMPILED_MIN_SIZE`; by default, when the
+    (:data:`~hamiltonia.diagnostics.estimator_kernels.COMPILED_MIN_SIZE`; by default, when the
     energies alone are that many), the same numbers in fewer passes."""
-    from hamiltonia.diagnostics import estimators
+    from hamiltonia.diagnostics import estimator_kernels
 
     e = np.asarray(energy, dtype=float)
     if e.ndim != 2:
         raise ValueError(f"energy must have shape (chains, draws), got {e.shape}")
     if e.shape[1] < 2:
         return np.full(e.shape[0], np.nan)
-    if estimators._compiled_road(e) if compiled is None else compiled:
+    if estimator_kernels._compiled_road(e) if compiled is None else compiled:
         # Contiguous, as a run's energies are: one compiled form for every call.
-        return estimators._kernels().bfmi(np.ascontiguousarray(e))
+        return estimator_kernels._kernels().bfmi(np.ascontiguousarray(e))
     # A chain with an energy that is not finite has no E-BFMI (nan), without a warning.
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         centred = e - e.mean(axis=1, keepdims=True)
@@ -212,7 +212,7 @@ def _coordinates(result):
 def _runs_away(z: np.ndarray, edge: float, lp) -> bool:
     """Whether the draws ``z`` ``(chains, draws)`` of one coordinate, some of them far (at
     least ``edge`` in magnitude), run away (criteria 2 and 3 of the ``improper`` check)."""
-    from hamiltonia.diagnostics.estimators import _Quantity
+    from hamiltonia.diagnostics.rank_estimators import _Quantity
 
     magnitude = np.abs(z)
     far = magnitude >= edge
@@ -239,13 +239,13 @@ def _runs_away(z: np.ndarray, edge: float, lp) -> bool:
 def runaways(result, extremes=None) -> Problem | None:
     """The ``improper`` problem of ``result`` (module docstring), or ``None``: the
     coordinates that run away, the log density looking unbounded or flat along them.
-    ``extremes``: :func:`~hamiltonia.diagnostics.estimators.extremes` of the draws, when
+    ``extremes``: :func:`~hamiltonia.diagnostics.estimator_kernels.extremes` of the draws, when
     already computed."""
     if result.n_draws == 0:
         return None
     z, names, edges = _coordinates(result)
     if z is not result.draws or extremes is None:
-        from hamiltonia.diagnostics.estimators import extremes as extremes_of
+        from hamiltonia.diagnostics.estimator_kernels import extremes as extremes_of
 
         # One pass over the draws: nothing is far in a healthy run, and the check then
         # costs no more.
@@ -299,7 +299,7 @@ def diagnose(result, summary=None) -> list[Problem]:
     ``r_hat``, ``ess_bulk`` and ``ess_tail`` and one row per parameter, as
     ``result.summary()``) when given, else computed alone, without the rest of the table,
     each value exact or a bound on the right side of its threshold that decides the check as
-    the exact value would (:func:`~hamiltonia.diagnostics.estimators.screened_convergence`):
+    the exact value would (:func:`~hamiltonia.diagnostics.screening.screened_convergence`):
     the values a problem reports are exact."""
     problems: list[Problem] = []
     chains, n = result.n_chains, result.n_draws
@@ -307,10 +307,10 @@ def diagnose(result, summary=None) -> list[Problem]:
     if n == 0:
         return problems
 
-    from hamiltonia.diagnostics import estimators
+    from hamiltonia.diagnostics import estimator_kernels
 
     # One pass over the draws for the frozen chains, the fixed values and the runaways.
-    least, most, has_nan = estimators.extremes(result.draws)
+    least, most, has_nan = estimator_kernels.extremes(result.draws)
     improper = runaways(result, (least, most, has_nan))
     if improper is not None:
         problems.append(improper)
@@ -426,7 +426,7 @@ def diagnose(result, summary=None) -> list[Problem]:
     # so the energy moves slowly whatever the model.
     fresh = not result.attrs.get("momentum_memory", 0.0) > 0.0
     if fresh and "energy" in stats and np.any(np.asarray(stats.get("n_grad", 1)) > 0):
-        bfmi = e_bfmi(stats["energy"], compiled=estimators._compiled_road(result.draws))
+        bfmi = e_bfmi(stats["energy"], compiled=estimator_kernels._compiled_road(result.draws))
         low = np.flatnonzero(bfmi < E_BFMI_MIN)
         if low.size:
             problems.append(
@@ -506,7 +506,8 @@ def _convergence(result) -> dict:
     own = getattr(result, "_convergence", None)
     if own is not None:
         return own(decide=(R_HAT_MAX, ESS_PER_CHAIN_MIN))
-    from hamiltonia.diagnostics.estimators import kish_factor, screened_convergence
+    from hamiltonia.diagnostics.screening import screened_convergence
+    from hamiltonia.diagnostics.weights import kish_factor
 
     factor = kish_factor(result.log_weights)
     table, _ = screened_convergence(

@@ -3,7 +3,7 @@
 The research's tables (Mongwe 2022, thesis, §3.4; the PS2HMC, SMHMC and antithetic papers)
 report figures that hamiltonia's own diagnostics compute differently, for good reasons: the
 thesis's multivariate ESS is per chain and averaged over the chains (hamiltonia's
-:func:`~hamiltonia.diagnostics.estimators.multivariate_ess` pools the chains, about ``m``
+:func:`~hamiltonia.diagnostics.multivariate.multivariate_ess` pools the chains, about ``m``
 times larger for ``m`` chains), its acceptance rate is the fraction of proposals accepted
 (hamiltonia's ``acceptance_rate`` statistic is the mean acceptance probability), and the
 antithetic ESS is eq. 8.1 with the largest correlation over the parameters. A reproduction
@@ -32,7 +32,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from hamiltonia.diagnostics.estimators import kish_ess, pair_correlation, pairs_of
+from hamiltonia.diagnostics.pairs import pair_correlation, pairs_of
+from hamiltonia.diagnostics.weights import kish_ess
 
 __all__ = [
     "BATCH_RULES",
@@ -89,7 +90,7 @@ def _is_singular(n: int, p: int, b: int, n_offsets: int) -> bool:
 
 def _batch_covariance(chain: np.ndarray, theta: np.ndarray, b: int, n_offsets: int):
     """:math:`\\hat\\Sigma` of the module's docstring for batch size ``b``. A second form of
-    the batch means of :func:`~hamiltonia.diagnostics.estimators.multivariate_ess`, kept for
+    the batch means of :func:`~hamiltonia.diagnostics.multivariate.multivariate_ess`, kept for
     the author's offsets (each centred on the whole chain's mean); with one offset the two
     agree (``tests/diagnostics/test_publication.py``)."""
     n, p = chain.shape
@@ -178,7 +179,7 @@ ETA_REDUCTIONS = ("max", "mean")
 def antithetic_eta(draws, reduction: str = "max") -> float:
     """The research's :math:`\\eta` of antithetic pairs: the Spearman rank correlation
     between the paired chains, per parameter and averaged over the pairs
-    (:func:`~hamiltonia.diagnostics.estimators.pair_correlation`), reduced over the
+    (:func:`~hamiltonia.diagnostics.pairs.pair_correlation`), reduced over the
     parameters by ``reduction``.
 
     ``"max"`` is what the thesis states (§8.3: the largest over the dimensions, which makes

@@ -7,8 +7,8 @@ import warnings
 
 import numpy as np
 
-from hamiltonia.diagnostics import estimators
-from hamiltonia.diagnostics.estimators import weighted_mean
+from hamiltonia.diagnostics import univariate, weights
+from hamiltonia.diagnostics.weights import weighted_mean
 
 __all__ = [
     "DEFAULT_QUANTILES",
@@ -84,7 +84,7 @@ def summary_table(draws, names, log_weights=None, quantiles=DEFAULT_QUANTILES):
     With importance weights :math:`w_i` the mean is the self-normalised estimate, a ratio
     of two means, whose error to first order (the delta method, Owen 2013, *Monte Carlo
     theory, methods and examples*, §9.2) is the error of the plain mean of the linearised
-    values :math:`\\psi_i` (:func:`hamiltonia.diagnostics.estimators.linearised_values`):
+    values :math:`\\psi_i` (:func:`hamiltonia.diagnostics.weights.linearised_values`):
 
     .. math::
 
@@ -107,7 +107,7 @@ def summary_table(draws, names, log_weights=None, quantiles=DEFAULT_QUANTILES):
 
     ``ess_bulk`` and ``ess_tail`` stay the rank-normalised ESS of the unweighted draws
     times Kish's factor :math:`\\text{ESS}_\\text{IMP}/N`
-    (:func:`~hamiltonia.diagnostics.estimators.kish_ess`), the diagnostics of the chains'
+    (:func:`~hamiltonia.diagnostics.weights.kish_ess`), the diagnostics of the chains'
     mixing that :meth:`hamiltonia.Result.diagnose` reads; with weights, ``mcse`` is not
     derived from them.
     """
@@ -125,21 +125,21 @@ def _summary_table(draws, names, log_weights, quantiles):
     mean = weighted_mean(draws, log_weights)
     n_eff = draws.shape[0] * draws.shape[1]
     if log_weights is not None:
-        n_eff = estimators.kish_ess(log_weights)
+        n_eff = weights.kish_ess(log_weights)
     # Without Bessel's correction, as arviz_stats.summary's sd.
     sd = np.sqrt(np.maximum(weighted_mean((draws - mean) ** 2, log_weights), 0.0))
     qs = weighted_quantiles(draws, log_weights, (0.5, *quantiles))
     # One sort of each parameter's draws serves R-hat and both ESS.
-    rank = estimators.convergence(draws)
+    rank = univariate.convergence(draws)
     ess_bulk, ess_tail = rank["ess_bulk"], rank["ess_tail"]
     if log_weights is None:
-        mcse = estimators.mcse(draws, "mean")
+        mcse = univariate.mcse(draws, "mean")
     else:
         factor = n_eff / log_weights.size
         ess_bulk, ess_tail = ess_bulk * factor, ess_tail * factor
         # The delta method (Notes of summary_table): the Kish factor alone ignores how the
         # weights move with f and understates the error when they are uneven.
-        mcse = estimators.mcse(estimators.linearised_values(draws, log_weights), "mean")
+        mcse = univariate.mcse(weights.linearised_values(draws, log_weights), "mean")
     columns = {"mean": mean, "sd": sd, "median": qs[0]}
     columns.update({quantile_label(q): qs[k + 1] for k, q in enumerate(quantiles)})
     columns.update(

@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hamiltonia.diagnostics.estimators import pair_correlation, pairs_of
+from hamiltonia.diagnostics.pairs import pair_correlation, pairs_of
 from hamiltonia.reducers.base import (
     ReducerWrapper,
     VarianceReducer,

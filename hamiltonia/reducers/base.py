@@ -12,7 +12,7 @@ import numpy as np
 
 # linearised_values lives with the estimators (the weighted summary's MCSE uses it too); it
 # stays importable from here, where the reducers' tables use it.
-from hamiltonia.diagnostics.estimators import linearised_values, weighted_mean
+from hamiltonia.diagnostics.weights import linearised_values, weighted_mean
 
 __all__ = [
     "ImportanceWeights",

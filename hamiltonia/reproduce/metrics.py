@@ -48,7 +48,7 @@ from __future__ import annotations
 import numpy as np
 
 from hamiltonia.diagnostics import publication
-from hamiltonia.diagnostics.estimators import kish_factor
+from hamiltonia.diagnostics.weights import kish_factor
 
 __all__ = ["HIGHER_IS_BETTER", "LABELS", "VERSION", "cell_metrics", "feature_ranking"]
 
@@ -206,7 +206,7 @@ def cell_metrics(result, concurrency: int = 1, ess: str = "auto", metrics=DEFAUL
     if "rank" in metrics:
         figures["rank"] = single(feature_ranking(result))
     if "mean_ess" in metrics:
-        from hamiltonia.diagnostics.estimators import ess as ess_of
+        from hamiltonia.diagnostics.univariate import ess as ess_of
 
         figures["mean_ess"] = single(float(np.nanmean(ess_of(result.draws, method="identity"))))
     for name, reduction in (("eta", "max"), ("eta_mean", "mean")):

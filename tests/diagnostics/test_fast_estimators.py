@@ -11,7 +11,9 @@ from arviz_base import rcParams
 from arviz_stats.base import array_stats
 
 from hamiltonia import diagnostics as dg
+from hamiltonia.diagnostics import estimator_kernels as kernels
 from hamiltonia.diagnostics import estimators as est
+from hamiltonia.diagnostics import rank_estimators, screening, univariate
 from tests.fresh_process import printed_by
 
 PROB = rcParams["stats.ci_prob"]
@@ -20,26 +22,26 @@ PROB = rcParams["stats.ci_prob"]
 @pytest.fixture(autouse=True)
 def compiled_road(monkeypatch):
     """Every size takes the compiled road here (by default only large runs do, see
-    estimators.COMPILED_MIN_SIZE), so that it is what is compared with ArviZ."""
-    monkeypatch.setattr(est, "COMPILED_MIN_SIZE", 0)
+    estimator_kernels.COMPILED_MIN_SIZE), so that it is what is compared with ArviZ."""
+    monkeypatch.setattr(kernels, "COMPILED_MIN_SIZE", 0)
 
 
 def test_a_small_run_takes_numpy_road_and_a_large_one_the_compiled(monkeypatch):
     monkeypatch.undo()
     x = np.random.default_rng(1).normal(size=(4, 1000, 3))
-    assert not est._compiled_road(x)
-    assert est._compiled_road(np.empty((4, 1_000_000, 1)))
+    assert not kernels._compiled_road(x)
+    assert kernels._compiled_road(np.empty((4, 1_000_000, 1)))
     # Either road gives the same numbers, and the same extremes.
     small = est.convergence(x)
-    monkeypatch.setattr(est, "COMPILED_MIN_SIZE", 0)
+    monkeypatch.setattr(kernels, "COMPILED_MIN_SIZE", 0)
     forced = est.convergence(x)
     for name in small:
         np.testing.assert_allclose(forced[name], small[name], rtol=1e-10)
-    monkeypatch.setattr(est, "COMPILED_MIN_SIZE", 10**12)
+    monkeypatch.setattr(kernels, "COMPILED_MIN_SIZE", 10**12)
     x[0, 5, 1] = np.nan
     x[1, :, 2] = np.nan
     plain = est.extremes(x)
-    monkeypatch.setattr(est, "COMPILED_MIN_SIZE", 0)
+    monkeypatch.setattr(kernels, "COMPILED_MIN_SIZE", 0)
     for a, b in zip(plain, est.extremes(x), strict=True):
         np.testing.assert_array_equal(a, b)
 
@@ -128,7 +130,7 @@ KINDS = ["normal", "ar", "antithetic", "ties", "cauchy", "shifted", "constant",
 def test_the_rank_diagnostics_are_arviz_s(monkeypatch, road, kind, chains, n):
     """On the compiled road and on NumPy's (what runs too small for the kernels take)."""
     if road == "numpy":
-        monkeypatch.setattr(est, "COMPILED_MIN_SIZE", 10**12)
+        monkeypatch.setattr(kernels, "COMPILED_MIN_SIZE", 10**12)
     x = _draws(kind, chains, n, seed=chains * n)
     _assert_same(_ours(x), _arviz(x))
 
@@ -137,7 +139,7 @@ def test_the_rank_diagnostics_are_arviz_s(monkeypatch, road, kind, chains, n):
 @pytest.mark.parametrize("direct_from", [0, 10**12])
 def test_both_roads_of_the_autocovariances_are_arviz_s(monkeypatch, kind, direct_from):
     """Direct lag sums for every sequence (0), or the FFT for every one (10^12)."""
-    monkeypatch.setattr(est, "_DIRECT_MIN", direct_from)
+    monkeypatch.setattr(rank_estimators, "_DIRECT_MIN", direct_from)
     x = _draws(kind, 4, 3000, seed=5)
     _assert_same(_ours(x), _arviz(x))
 
@@ -146,7 +148,7 @@ def test_several_parameters_and_threads_give_the_same_numbers(monkeypatch):
     rng = np.random.default_rng(3)
     draws = np.stack([_ar1(rng, phi, 4, 4000) for phi in (0.0, 0.5, 0.9, -0.5)], axis=-1)
     single = {k: np.asarray(v) for k, v in _ours(draws).items()}
-    monkeypatch.setattr(est, "_THREADED_SIZE", 1)
+    monkeypatch.setattr(univariate, "_THREADED_SIZE", 1)
     threaded = _ours(draws)
     for name, values in single.items():
         np.testing.assert_array_equal(threaded[name], values, err_msg=name)
@@ -171,11 +173,11 @@ def test_one_quantity_gives_a_number_not_an_array():
 def test_the_tail_probability_is_arviz_s_without_importing_it(monkeypatch, tmp_path):
     from arviz_base.rcparams import defaultParams, get_arviz_rcfile
 
-    assert est._ARVIZ_CI_PROB == defaultParams["stats.ci_prob"][0]
+    assert univariate._ARVIZ_CI_PROB == defaultParams["stats.ci_prob"][0]
     monkeypatch.chdir(tmp_path)
-    assert {str(p) for p in est._arvizrc_candidates()} >= {str(tmp_path / "arvizrc")}
+    assert {str(p) for p in univariate._arvizrc_candidates()} >= {str(tmp_path / "arvizrc")}
     found = get_arviz_rcfile()
-    assert (found is None) == (not any(p.is_file() for p in est._arvizrc_candidates()))
+    assert (found is None) == (not any(p.is_file() for p in univariate._arvizrc_candidates()))
     # A changed rcParams is followed (arviz_base is imported here).
     with monkeypatch.context() as m:
         m.setitem(rcParams, "stats.ci_prob", 0.8)
@@ -188,7 +190,7 @@ def test_the_sort_kernel_sorts(kind):
     values = _draws(kind, 1, 50_000, seed=8).ravel().copy()
     if kind == "normal":
         values[:3] = [1e300, -1e300, 5e-324]  # a range wider than a double can divide
-    order, out = est._kernels().sort(values)
+    order, out = kernels._kernels().sort(values)
     np.testing.assert_array_equal(out, np.sort(values))
     np.testing.assert_array_equal(values[order], out)
     assert np.array_equal(np.sort(order), np.arange(values.size))
@@ -209,7 +211,7 @@ def test_a_quantile_from_its_order_statistics_is_numpy_s():
         a = rng.normal(size=size)
         ordered = np.sort(a)
         for p in (0.0, 0.055, 0.11, 0.25, 0.5, 0.89, 0.945, 1.0, PROB, 1 - PROB):
-            assert est._quantile_of(lambda i, s=ordered: s[i], size, p) == np.quantile(a, p)
+            assert screening._quantile_of(lambda i, s=ordered: s[i], size, p) == np.quantile(a, p)
 
 
 # ------------------------------------------------------------------ the checks' screen
@@ -221,7 +223,7 @@ SCREEN_KINDS = ["normal", "ar", "antithetic", "ties", "cauchy", "shifted", "froz
 def test_the_screen_decides_as_the_exact_values(monkeypatch, kind, chains, n):
     """Each value the screen gives is exact, or a bound on the right side of both the exact
     value and the threshold: the checks decide alike."""
-    monkeypatch.setattr(est, "_SCREEN_MIN", 1000)  # the screen at test sizes
+    monkeypatch.setattr(screening, "_SCREEN_MIN", 1000)  # the screen at test sizes
     x = _draws(kind, chains, n, seed=n + chains)[..., None]
     exact = est.convergence(x)
     for r_hat_max, ess_min in [(1.01, 100.0 * chains), (1.001, 0.3 * chains * n), (1.5, 50.0)]:
@@ -243,8 +245,8 @@ def test_the_screen_decides_as_the_exact_values(monkeypatch, kind, chains, n):
 def test_a_healthy_long_run_is_decided_without_a_sort(monkeypatch):
     x = np.random.default_rng(11).normal(size=(4, 40_000, 2))
     calls = []
-    sort = est._kernels().sort
-    monkeypatch.setattr(est._kernels(), "sort", lambda *a: calls.append(1) or sort(*a))
+    sort = kernels._kernels().sort
+    monkeypatch.setattr(kernels._kernels(), "sort", lambda *a: calls.append(1) or sort(*a))
     values, is_exact = est.screened_convergence(x, 1.01, 400.0)
     assert calls == [] and not is_exact["r_hat"].any() and not is_exact["ess_bulk"].any()
     assert np.all(values["r_hat"] <= 1.01) and np.all(values["ess_bulk"] >= 400.0)
@@ -260,14 +262,14 @@ def test_a_small_run_s_checks_import_neither_arviz_stats_nor_compile_kernels():
     script = (
         "import sys, warnings\n"
         "import hamiltonia as hm\n"
-        "from hamiltonia.diagnostics import estimators\n"
+        "from hamiltonia.diagnostics import estimator_kernels\n"
         "with warnings.catch_warnings():\n"
         "    warnings.simplefilter('ignore')\n"
         "    r = hm.sample('gaussian-d10', 'hmc', chains=4, warmup=100, draws=400, seed=0,\n"
         "                  progress=False, compiled=False)\n"
         "r.diagnose()\n"
         "print(sorted(m for m in ('arviz_stats', 'xarray') if m in sys.modules),\n"
-        "      estimators._KERNELS is None)\n"
+        "      estimator_kernels._KERNELS is None)\n"
     )
     assert printed_by(script) == ["[]", "True"]
 
@@ -283,25 +285,26 @@ def test_the_folded_scores_lie_within_their_value_bucket_s_bounds(kind):
         x = np.random.default_rng(13).exponential(size=(4, 6000)) ** 3
     else:
         x = _draws(kind, 4, 6000, seed=14)
-    split = est._split(x)
+    split = rank_estimators._split(x)
     low, high = float(split.min()), float(split.max())
     for buckets in (7, 256, 32_768):
         scale = buckets / (high - low)
         keys = np.empty(split.shape, np.int32)
-        counts = est._kernels().buckets(split, low, scale, buckets, keys).sum(axis=0)
+        counts = kernels._kernels().buckets(split, low, scale, buckets, keys).sum(axis=0)
         median = float(np.median(split))
-        middle, half = est._folded_bucket_scores(counts, low, scale, high, median, split.size)
-        exact = est._rank_scores(np.abs(split - median))
+        middle, half = screening._folded_bucket_scores(counts, low, scale, high, median, split.size)
+        exact = rank_estimators._rank_scores(np.abs(split - median))
         assert np.all(np.abs(exact - middle[keys]) <= half[keys]), buckets
 
 
 def test_the_scores_at_a_few_positions_are_the_table_s_to_the_bit():
     size = 12_345
     positions = np.array([0, 1, 77, size // 2, size - 2, size - 1])
-    est._TABLES.pop(size, None)
-    alone = est._scores_at(positions, size)
-    np.testing.assert_array_equal(alone, est._score_table(size)[positions])
-    np.testing.assert_array_equal(est._scores_at(positions, size), alone)  # from the table
+    rank_estimators._TABLES.pop(size, None)
+    alone = rank_estimators._scores_at(positions, size)
+    np.testing.assert_array_equal(alone, rank_estimators._score_table(size)[positions])
+    # From the table.
+    np.testing.assert_array_equal(rank_estimators._scores_at(positions, size), alone)
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -318,7 +321,7 @@ def test_the_nearer_counts_are_those_of_a_direct_count(seed):
     counts = rng.integers(0, 5, size=b)
     cumulative = np.concatenate(([0], np.cumsum(counts)))
     for strict in (True, False):
-        got = est._kernels().nearer(v, q, cumulative, strict)
+        got = kernels._kernels().nearer(v, q, cumulative, strict)
         want = [counts[(v < t) if strict else (v <= t)].sum() for t in q]
         np.testing.assert_array_equal(got, want)
 
@@ -333,8 +336,8 @@ def test_the_split_kernel_splits_as_arviz_and_flags_what_is_not_finite(n):
     for d in range(5):
         x = draws[:, :, d]
         out = np.empty((6, n // 2))
-        low, high, ok = est._kernels().split(draws, d, out)
-        split = est._split(x)
+        low, high, ok = kernels._kernels().split(draws, d, out)
+        split = rank_estimators._split(x)
         np.testing.assert_array_equal(out, split)
         assert ok == np.isfinite(x).all()
         if ok:
