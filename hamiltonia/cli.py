@@ -1,6 +1,7 @@
 """The ``hamiltonia`` command line.
 
-``hamiltonia list`` lists the registered samplers and targets; ``hamiltonia sample TARGET
+``hamiltonia list`` lists the registered samplers and targets (``--parts``: the samplers and
+the parts by role, with their options); ``hamiltonia sample TARGET
 --sampler NAME ...`` runs chains, prints a summary table and writes the run to a netCDF file.
 
 Exit codes: 0 for a run that finished (its problems, such as divergences or a high
@@ -125,7 +126,13 @@ EXIT_INTERRUPTED = 130
 def _build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="hamiltonia", description="Hamiltonian Monte Carlo research framework")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
-    sub.add_parser("list", help="list registered samplers and targets")
+    lp = sub.add_parser("list", help="list registered samplers and targets")
+    lp.add_argument(
+        "--parts",
+        action="store_true",
+        help="list the samplers and the parts they compose, by role, each with its options "
+        "(default: the samplers and the targets)",
+    )
     sub.add_parser("datasets", help="list the data sets: mirrored, cached or missing")
     sp = sub.add_parser("sample", help="run chains on a target and print a summary")
     sp.add_argument("target", help="registered target name (see 'hamiltonia list')")
@@ -431,15 +438,73 @@ def _cmd_compile(args, out) -> int:
     return 0
 
 
-def _cmd_list(out) -> int:
+def _registries(parts: bool) -> list:
+    """``(title, registry)`` of ``hamiltonia list``: the samplers and the targets, or with
+    ``--parts`` the samplers and the part registries by role."""
     from hamiltonia import samplers, targets
 
-    for title, registry in (("samplers", samplers.registry), ("targets", targets.registry)):
+    if not parts:
+        return [("samplers", samplers.registry), ("targets", targets.registry)]
+    from hamiltonia import (
+        hamiltonians,
+        integrators,
+        reducers,
+        refresh,
+        structures,
+        trajectories,
+        tuners,
+    )
+
+    roles = (hamiltonians, integrators, structures, refresh, trajectories, tuners, reducers)
+    titles = ("hamiltonians", "integrators", "structures", "refreshes", "trajectories",
+              "tuners", "reducers")  # fmt: skip
+    return [("samplers", samplers.registry)] + [
+        (title, module.registry) for title, module in zip(titles, roles, strict=True)
+    ]
+
+
+def _options(registry, name: str) -> tuple[str, ...] | None:
+    """The options of the factory of ``name``; ``None`` where its signature cannot be read."""
+    try:
+        names = tuple(registry.options(name))
+        if registry.accepts_any(name):
+            names += ("any keyword",)
+    except (TypeError, ValueError):
+        return None
+    return names
+
+
+def _options_texts(registry, names) -> dict[str, str]:
+    """Name to `` Options: a, b.``: the factory's keyword options. Recipes with the options
+    of another (the presets of hmc and of nuts) name it, the shortest name of those with the
+    same options, rather than repeat the list."""
+    options = {name: _options(registry, name) for name in names}
+    first: dict[tuple, str] = {}
+    for name in sorted(names, key=lambda n: (len(n), n)):
+        if options[name]:
+            first.setdefault(options[name], name)
+    texts = {}
+    for name, own in options.items():
+        if own is None:
+            texts[name] = ""
+        elif own and first[own] != name:
+            texts[name] = f" Options: those of {first[own]}."
+        else:
+            texts[name] = f" Options: {', '.join(own) or 'none'}."
+    return texts
+
+
+def _cmd_list(out, parts: bool = False) -> int:
+    for title, registry in _registries(parts):
         print(f"{title}:", file=out)
         described = registry.describe()  # the first sentences, as plain text
         width = max((len(n) for n in described), default=0)
         indent = " " * (width + 4)
+        options = _options_texts(registry, described) if parts else {}
         for name, text in described.items():
+            if parts:
+                # A first sentence cut before a display (``...:``) ends here.
+                text = (text[:-1] + "." if text.endswith(":") else text) + options[name]
             line = textwrap.fill(f"  {name:<{width}}  {text}", LIST_WIDTH,
                                  subsequent_indent=indent, break_on_hyphens=False,
                                  break_long_words=False)  # fmt: skip
@@ -686,7 +751,7 @@ def _print_report(result, target, output, out) -> int:
             file=out,
         )
     if result.log_weights is not None:
-        from hamiltonia.diagnostics.estimators import kish_ess
+        from hamiltonia.diagnostics.weights import kish_ess
 
         n = result.log_weights.size
         kish = kish_ess(result.log_weights)
@@ -803,7 +868,7 @@ def main(argv=None) -> int:
     try:
         args = parser.parse_args(argv)
         if args.command == "list":
-            return _cmd_list(sys.stdout)
+            return _cmd_list(sys.stdout, parts=args.parts)
         if args.command == "datasets":
             return _cmd_datasets(sys.stdout)
         if args.command == "sample":

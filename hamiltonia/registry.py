@@ -8,6 +8,8 @@ third-party plugin takes.
 - ``hamiltonia.targets``: ``factory(**params) -> Target`` (:func:`hamiltonia.targets.get`);
 - ``hamiltonia.samplers``: ``recipe(target, **options) -> Sampler``
   (:func:`hamiltonia.samplers.get`);
+- ``hamiltonia.hamiltonians``: ``factory(target, **options) -> Hamiltonian``
+  (:func:`hamiltonia.hamiltonians.get`);
 - ``hamiltonia.integrators``: ``factory(structure=None, **options) -> Integrator``
   (:func:`hamiltonia.integrators.get`);
 - ``hamiltonia.refreshes``: ``factory(**options) -> MomentumRefresh``
@@ -38,12 +40,15 @@ builds the integrator registered as ``NAME`` (with the magnetic structure, when 
 one, as ``structure=``), and ``field=NAME`` the Poisson structure registered as ``NAME``
 (with those of ``dim``, ``g`` and ``seed`` its factory accepts). So once ``my-integrator`` is
 installed, ``hamiltonia sample banana --sampler hmc -O integrator=my-integrator`` uses it.
-The refresh, trajectory policy, tuners and reducers that the other options select are built
-through the registries of their kinds too, by the built-in names.
+``hamiltonian=NAME`` builds the Hamiltonian registered as ``NAME`` for the target (given the
+recipe's ``metric`` and ``mass_volatility`` where its factory takes them), and
+``tuners=NAME`` (or a list of names) adds the tuners registered under those names to the
+recipe's own. The refresh, trajectory policy, tuners and reducers that the other options
+select are built through the registries of their kinds too, by the built-in names.
 
 A lookup of a name no package registers raises :class:`UnknownNameError` (a ``KeyError``)
-with the closest registered names and the list of all; a recipe's ``integrator`` or
-``field`` option names the same in a ``ValueError``.
+with the closest registered names and the list of all; a recipe's ``integrator``,
+``field``, ``hamiltonian`` or ``tuners`` option names the same in a ``ValueError``.
 """
 
 from __future__ import annotations
@@ -284,7 +289,7 @@ class Registry:
 
 def lookups(registry: Registry, plural: str, example: str, factory: str = "factory(**options)"):
     """``names, describe, options, get, register``: the functions a part package offers over
-    its ``registry`` (written once for the six part kinds). ``plural`` names the parts in
+    its ``registry`` (written once for the part kinds). ``plural`` names the parts in
     the docstrings, ``example`` shows options of ``get``, ``factory`` the factory's call."""
     kind = registry.kind
     made = registry.returns.__name__ if registry.returns is not None else "a part"

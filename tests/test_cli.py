@@ -20,6 +20,50 @@ def test_list(capsys):
     assert "samplers:" in out and "targets:" in out
 
 
+PART_ROLES = ("samplers", "hamiltonians", "integrators", "structures", "refreshes",
+              "trajectories", "tuners", "reducers")  # fmt: skip
+
+
+def test_list_parts(capsys, monkeypatch):
+    """``hamiltonia list --parts``: every registered part by role, with its options, a part
+    registered in the process (as a plugin's) among them; no targets."""
+
+    def heavy(target, mass: float = 4.0):
+        """A Euclidean Hamiltonian of a heavier mass (a test plugin's)."""
+
+    monkeypatch.setattr(hm.hamiltonians.registry, "_extra", dict(hm.hamiltonians.registry._extra))
+    hm.hamiltonians.register("zz-heavy", heavy)
+    assert main(["list", "--parts"]) == 0
+    out = capsys.readouterr().out
+    titles = [line[:-1] for line in out.splitlines() if not line.startswith(" ")]
+    assert titles == list(PART_ROLES)
+    assert max(len(line) for line in out.splitlines()) <= 100
+    for raw in (":math:", "``", "\\", ":class:", "`"):
+        assert raw not in out, raw
+    entries = _listing(out)
+    assert "banana" not in entries  # targets are not parts
+    for name in ("hmc", "nuts", "euclidean", "random-mass", "leapfrog", "research", "partial",
+                 "no-u-turn", "dual-averaging", "windowed-metric", "antithetic"):  # fmt: skip
+        assert name in entries, name
+        assert " Options: " in entries[name], name
+    assert entries["zz-heavy"] == (
+        "A Euclidean Hamiltonian of a heavier mass (a test plugin's). Options: mass."
+    )
+    assert entries["random-mass"].endswith("Options: mass_volatility, metric.")
+    assert entries["dual-averaging"].endswith(
+        "Options: target_accept, gamma, t0, kappa, initial_step_size, find_initial, pool_chains."
+    )
+    assert entries["full"].endswith("Options: none.")
+    assert entries["partial"].endswith(". Options: rho.")  # the sentence cut at ':' ends
+    assert "hamiltonian, tuners." in entries["hmc"]
+    assert entries["s2hmc"].endswith("Options: those of hmc.")
+    assert entries["as2hmc"].endswith("Options: those of nuts.")
+    # Without --parts, the samplers and the targets as before.
+    assert main(["list"]) == 0
+    plain = capsys.readouterr().out
+    assert "targets:" in plain and "hamiltonians:" not in plain and "Options:" not in plain
+
+
 def _listing(out: str) -> dict[str, str]:
     """``hamiltonia list``'s entries, name to description (its wrapped lines joined)."""
     entries: dict[str, str] = {}

@@ -11,7 +11,15 @@ import numpy as np
 import pytest
 
 import hamiltonia as hm
-from hamiltonia import integrators, reducers, refresh, structures, trajectories, tuners
+from hamiltonia import (
+    hamiltonians,
+    integrators,
+    reducers,
+    refresh,
+    structures,
+    trajectories,
+    tuners,
+)
 from hamiltonia.registry import PluginWarning, UnknownNameError
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -30,6 +38,7 @@ BUILTIN_SAMPLERS = ["hmc", "mala", "rwmh"]
 
 #: The part registries, their built-ins, and options that build each built-in.
 BUILTIN_PARTS = {
+    hamiltonians: {"euclidean": {"metric": [1.0, 2.0]}, "random-mass": {"mass_volatility": 0.2}},
     integrators: {
         "leapfrog": {},
         "two-stage": {},
@@ -53,6 +62,11 @@ BUILTIN_PARTS = {
     reducers: {"importance-weights": {}, "antithetic": {}, "control-variates": {"order": 2}},
 }
 PART_MODULES = list(BUILTIN_PARTS)
+
+
+def _part_args(module) -> tuple:
+    """What a part's factory takes by position: a Hamiltonian is built for a target."""
+    return (hm.targets.get("banana"),) if module is hamiltonians else ()
 
 
 def _refresh_all():
@@ -409,7 +423,7 @@ def test_builtin_parts_are_listed_from_own_entry_points(module):
     ids=lambda v: v if isinstance(v, str) else v.__name__.split(".")[-1],
 )
 def test_builtin_parts_build_with_their_options(module, name):
-    part = module.get(name, **BUILTIN_PARTS[module][name])
+    part = module.get(name, *_part_args(module), **BUILTIN_PARTS[module][name])
     assert isinstance(part, module.registry.returns)
     assert set(BUILTIN_PARTS[module][name]) <= set(module.options(name))
 
@@ -423,6 +437,14 @@ def test_parts_build_as_the_classes_do():
     assert reducers.get("control-variates", order=2).order == 2
     assert tuners.get("windowed-metric", kind="dense").kind == "dense"
     assert integrators.options("processed-leapfrog") == ["tolerance", "max_iterations", "structure"]
+    banana = hm.targets.get("banana")
+    assert hamiltonians.options("random-mass") == ["mass_volatility", "metric"]
+    assert hamiltonians.get("random-mass", banana).mass_volatility == (
+        banana.research_mass_volatility
+    )
+    euclidean = hamiltonians.get("euclidean", banana, metric=[1.0, 2.0])
+    assert type(euclidean) is hm.EuclideanHamiltonian and euclidean.target is banana
+    np.testing.assert_array_equal(euclidean.metric.inverse_mass, [1.0, 2.0])
 
 
 @pytest.mark.parametrize(
@@ -434,11 +456,12 @@ def test_parts_build_as_the_classes_do():
         (structures, "reserch", "research"),
         (tuners, "dual-averagin", "dual-averaging"),
         (reducers, "antithetik", "antithetic"),
+        (hamiltonians, "euclidian", "euclidean"),
     ],
 )
 def test_unknown_part_name_suggests_close_match(module, typo, meant):
     with pytest.raises(UnknownNameError, match=f"did you mean '{meant}'") as info:
-        module.get(typo)
+        module.get(typo, *_part_args(module))
     assert f"unknown {module.registry.kind} {typo!r}" in str(info.value)
     assert ", ".join(module.names()) in str(info.value)  # the registered names are listed
 
@@ -612,9 +635,68 @@ def test_part_plugin_found_through_its_entry_point(tmp_path, on_sys_path):
         sys.modules.pop("my_parts", None)
 
 
+def test_a_hamiltonian_registered_in_process_is_usable_by_name(cleanup_runtime):
+    def heavy(target, metric=None, mass: float = 4.0):
+        """A Euclidean Hamiltonian of a heavier mass (a test plugin's)."""
+        base = hm.EuclideanHamiltonian(target, metric)
+        return hm.EuclideanHamiltonian(target, base.metric.inverse_mass / mass
+                                       if hasattr(base.metric, "inverse_mass")
+                                       else np.full(target.dim, 1.0 / mass))  # fmt: skip
+
+    cleanup_runtime.append((hamiltonians.registry, "my-heavy"))
+    hamiltonians.register("my-heavy", heavy)
+    assert "my-heavy" in hamiltonians.names()
+    assert hamiltonians.registry.source("my-heavy") == "<runtime>"
+    described = hamiltonians.describe()["my-heavy"]
+    assert described == "A Euclidean Hamiltonian of a heavier mass (a test plugin's)."
+    assert hamiltonians.options("my-heavy") == ["metric", "mass"]
+    target = hm.targets.get("banana")
+    sampler = hm.samplers.build("hmc", target, hamiltonian="my-heavy")
+    np.testing.assert_array_equal(sampler.hamiltonian.metric.inverse_mass, [0.25, 0.25])
+    # nuts's adapted diagonal metric reaches the factory as a DiagonalMetric.
+    sampler = hm.samplers.build("nuts", target, hamiltonian="my-heavy")
+    assert type(sampler.hamiltonian.metric).__name__ == "DiagonalMetric"
+    result = hm.sample("banana", "hmc", hamiltonian="my-heavy", n_steps=3, **RUN)
+    assert np.all(np.isfinite(result.draws))
+    with pytest.raises(ValueError, match="already registered"):
+        hamiltonians.register("euclidean", heavy)
+    with pytest.raises(TypeError, match="returned FullRefresh, not a hamiltonia Hamiltonian"):
+        cleanup_runtime.append((hamiltonians.registry, "not-a-hamiltonian"))
+        hamiltonians.register("not-a-hamiltonian", lambda target: hm.FullRefresh())
+        hamiltonians.get("not-a-hamiltonian", target)
+
+
+def test_hamiltonian_plugin_found_through_its_entry_point(tmp_path, on_sys_path):
+    module_dir = tmp_path / "my_energy"
+    module_dir.mkdir()
+    (module_dir / "__init__.py").write_text(
+        "import numpy as np\n"
+        "import hamiltonia as hm\n\n\n"
+        "def light(target):\n"
+        '    """A Euclidean Hamiltonian of mass 1/4, from a plugin."""\n'
+        "    return hm.EuclideanHamiltonian(target, np.full(target.dim, 4.0))\n"
+    )
+    _fake_distribution(
+        tmp_path, "my_energy", "my-energy", "[hamiltonia.hamiltonians]\nlight = my_energy:light\n"
+    )
+    _refresh_all()
+    try:
+        assert hamiltonians.registry.source("light") == "my-energy"
+        assert (
+            hamiltonians.describe()["light"]
+            == "A Euclidean Hamiltonian of mass 1/4, from a plugin."
+        )
+        run = hm.sample("banana", "hmc", hamiltonian="light", n_steps=3, step_size=0.1, **RUN)
+        by_metric = hm.sample("banana", "hmc", metric=[4.0, 4.0], n_steps=3, step_size=0.1, **RUN)
+        np.testing.assert_array_equal(run.draws, by_metric.draws)
+    finally:
+        sys.modules.pop("my_energy", None)
+
+
 def test_parts_registered_in_process_do_not_leak():
     assert not {"my-int", "plain", "not-an-integrator", "hop"} & set(integrators.names())
     assert "corner" not in structures.names()
+    assert not {"my-heavy", "not-a-hamiltonian", "light"} & set(hamiltonians.names())
 
 
 def test_describe_gives_the_whole_first_sentence_as_plain_text():

@@ -13,14 +13,36 @@ Each recipe is a short composition of the public helpers of
 :mod:`hamiltonia.samplers.composition`, which a plugin's recipe uses too. They build the
 parts through their registries (:mod:`hamiltonia.registry`), the path a plugin's part takes:
 ``integrator=NAME`` from ``hamiltonia.integrators``, ``field=NAME`` from
-``hamiltonia.structures``, and the refresh, trajectory policy, tuners and reducers the
-options choose from the groups of their kinds.
+``hamiltonia.structures``, ``hamiltonian=NAME`` from ``hamiltonia.hamiltonians``,
+``tuners=NAME`` from ``hamiltonia.tuners``, and the refresh, trajectory policy, tuners and
+reducers the options choose from the groups of their kinds.
+
+Hamiltonian and tuners: every Hamiltonian recipe takes ``hamiltonian=`` (a registered name
+or a :class:`~hamiltonia.hamiltonians.Hamiltonian` class, built for the target with the
+recipe's ``metric`` and ``mass_volatility`` where the factory takes them, or a Hamiltonian
+built for the target) in place of the one ``metric`` and ``mass_volatility`` build, except
+with a ``shadow``, which is built over the recipe's own. Every recipe takes ``tuners=`` (a
+registered tuner's name, a comma-separated string or a list of names, Tuner classes or
+instances): each is added to the recipe's own warm-up tuners, or replaces the one of its
+class there (``tuners="dual-averaging"`` with a fixed ``step_size`` adapts it, as
+``adapt_step_size=True`` does; a :class:`~hamiltonia.tuners.DualAveraging` instance
+replaces the recipe's dual averaging with its own settings). ``adapt_step_size=False`` turns
+the step size's adaptation off, and then refuses a dual averaging in ``tuners``.
 """
 
 from __future__ import annotations
 
+import contextvars
 import inspect
 
+import numpy as np
+
+from hamiltonia import hamiltonians as _hamiltonians
+from hamiltonia import tuners as _tuners
+from hamiltonia.hamiltonians import Hamiltonian
+from hamiltonia.hamiltonians.metrics import DenseMetric, DiagonalMetric, make_metric
+from hamiltonia.hamiltonians.random_mass import check_mass_volatility
+from hamiltonia.registry import UnknownNameError
 from hamiltonia.samplers import composition as make
 
 # Kept importable from here, where they were first defined.
@@ -29,6 +51,7 @@ from hamiltonia.samplers.composition import MAX_STEPS as MAX_STEPS
 from hamiltonia.samplers.hamiltonian import HamiltonianSampler
 from hamiltonia.samplers.random_walk import RandomWalkMetropolis
 from hamiltonia.trajectories.no_u_turn import DEFAULT_MAX_TREE_DEPTH
+from hamiltonia.tuners import DualAveraging, Tuner, WindowedMetric
 
 __all__ = [
     "a_hmc",
@@ -53,14 +76,277 @@ __all__ = [
     "split_hmc",
 ]
 
+#: The name of the recipe being built, for the messages of the options it refuses: a preset
+#: (``s2hmc``), :func:`mala` and :func:`split_hmc` run the body of :func:`hmc` or :func:`nuts`.
+_RECIPE: contextvars.ContextVar[str | None] = contextvars.ContextVar("recipe", default=None)
+
+
+def _recipe(default: str) -> str:
+    """The name of the recipe the user called (the outermost one being built)."""
+    return _RECIPE.get() or default
+
+
+def _as_recipe(name: str, build, *args, **options):
+    """``build(*args, **options)``, with ``name`` as the recipe the messages name (unless an
+    outer recipe already is)."""
+    token = _RECIPE.set(_RECIPE.get() or name)
+    try:
+        return build(*args, **options)
+    finally:
+        _RECIPE.reset(token)
+
+
+def _shown(value) -> str:
+    """A user's part in a message: a name as given, a class or an instance by its class."""
+    if isinstance(value, str):
+        return repr(value)
+    if isinstance(value, type):
+        return value.__name__
+    return type(value).__name__
+
+
+def _is_identity(metric) -> bool:
+    return metric is None or (isinstance(metric, str) and metric == "identity")
+
+
+def _factory_takes(factory, option: str) -> bool:
+    """Whether ``factory`` takes the keyword ``option`` (or any keyword)."""
+    parameters = inspect.signature(factory).parameters.values()
+    return any(
+        p.kind is p.VAR_KEYWORD
+        or (p.name == option and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
+        for p in parameters
+    )
+
+
+def _missing(factory, given: dict, skip: int = 0) -> list[str]:
+    """The parameters of ``factory`` without a default that ``given`` does not hold (after
+    the first ``skip``, which the caller passes by position)."""
+    parameters = list(inspect.signature(factory).parameters.values())[skip:]
+    return [
+        p.name
+        for p in parameters
+        if p.default is p.empty
+        and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+        and p.name not in given
+    ]
+
+
+def _built_hamiltonian(recipe, hamiltonian, target, **options):
+    """:func:`~hamiltonia.hamiltonians.make_hamiltonian`, its ``ValueError`` naming the
+    recipe."""
+    try:
+        return _hamiltonians.make_hamiltonian(hamiltonian, target, **options)
+    except ValueError as err:
+        raise ValueError(f"{recipe}: {err}") from None
+
+
+def _chosen_hamiltonian(recipe, target, hamiltonian, metric, mass_volatility, shadow):
+    """The Hamiltonian of ``hamiltonian=`` (not ``None``): a registered name or a Hamiltonian
+    class, built for ``target`` with ``metric`` (as a Metric; an adapted ``"diagonal"`` or
+    ``"dense"`` as the identity of that kind) and ``mass_volatility`` where its factory
+    takes them, or a Hamiltonian built for ``target``. ``ValueError`` names ``hamiltonian``
+    and the recipe where the other options ask for what the Hamiltonian cannot take."""
+    shown = _shown(hamiltonian)
+    if shadow is not None:
+        raise ValueError(
+            f"{recipe}: hamiltonian={shown} cannot be combined with shadow={shadow!r}: the "
+            "shadow is built over the recipe's own Euclidean Hamiltonian, with the integrator "
+            "and the importance weights that go with it; choose the Hamiltonian in a recipe "
+            "without a shadow (hmc, nuts, mhmc, ...)"
+        )
+    beta = None if mass_volatility is None else check_mass_volatility(mass_volatility)
+    random_mass = beta is None or beta > 0  # mass_volatility asks for a random mass
+    adapted = isinstance(metric, str) and metric in make.ADAPTED_METRICS
+    if isinstance(hamiltonian, Hamiltonian):
+        if random_mass:
+            raise ValueError(
+                f"{recipe}: hamiltonian={shown} and mass_volatility={mass_volatility!r} both "
+                "choose the Hamiltonian: give a random mass inside the Hamiltonian "
+                "(RandomMassHamiltonian), or mass_volatility=0"
+            )
+        if adapted:
+            kind = DiagonalMetric if metric == "diagonal" else DenseMetric
+            if not isinstance(getattr(hamiltonian, "metric", None), kind):
+                raise ValueError(
+                    f"{recipe}: metric={metric!r} adapts the Hamiltonian's {kind.__name__} in "
+                    f"warm-up, and the given hamiltonian={shown} has "
+                    f"{type(getattr(hamiltonian, 'metric', None)).__name__}: build it with a "
+                    f"{kind.__name__}, or give metric='identity' to keep its own"
+                )
+        elif not _is_identity(metric):
+            raise ValueError(
+                f"{recipe}: give the metric inside the Hamiltonian or as metric=, not both "
+                f"(hamiltonian={shown})"
+            )
+        return _built_hamiltonian(recipe, hamiltonian, target)
+    if isinstance(hamiltonian, str):
+        try:
+            factory = _hamiltonians.registry.factory(hamiltonian)
+        except UnknownNameError:
+            factory = None  # make_hamiltonian names the registered ones
+    elif isinstance(hamiltonian, type) and issubclass(hamiltonian, Hamiltonian):
+        factory = hamiltonian
+    else:
+        factory = None
+    if factory is None:
+        return _built_hamiltonian(recipe, hamiltonian, target)  # refused, naming the names
+    given = {}
+    if _factory_takes(factory, "metric"):
+        if adapted:
+            dim = target.dim
+            given["metric"] = (
+                DiagonalMetric(np.ones(dim)) if metric == "diagonal" else DenseMetric(np.eye(dim))
+            )
+        else:
+            given["metric"] = make_metric(metric, target.dim)
+    elif not _is_identity(metric):
+        raise ValueError(
+            f"{recipe}: hamiltonian={shown} takes no metric, so metric={metric!r:.40} cannot be "
+            "given with it: give metric='identity'"
+        )
+    if random_mass:
+        if not _factory_takes(factory, "mass_volatility"):
+            raise ValueError(
+                f"{recipe}: hamiltonian={shown} takes no mass_volatility, so "
+                f"mass_volatility={mass_volatility!r} cannot be given with it: give "
+                "mass_volatility=0 (or hamiltonian='random-mass')"
+            )
+        given["mass_volatility"] = target.research_mass_volatility if beta is None else beta
+    required = _missing(factory, given, skip=1)
+    if required:
+        how = (
+            f"hamiltonia.hamiltonians.get({hamiltonian!r}, target, ...)"
+            if isinstance(hamiltonian, str)
+            else f"{hamiltonian.__name__}(target, ...)"
+        )
+        hint = (
+            " (mass_volatility reaches it only when it asks for a random mass: None or above 0)"
+            if "mass_volatility" in required
+            else ""
+        )
+        raise ValueError(
+            f"{recipe}: hamiltonian={shown} needs {', '.join(required)}, which the recipe does "
+            f"not give{hint}: build it, {how}, and give the Hamiltonian"
+        )
+    return _built_hamiltonian(recipe, hamiltonian, target, **given)
+
+
+def _tuner_entries(recipe: str, tuners) -> list:
+    """The entries of a ``tuners`` option: a name, a comma-separated string of names, a Tuner
+    class or instance, or a list of those."""
+    if isinstance(tuners, str):
+        return [name.strip() for name in tuners.split(",")]
+    if isinstance(tuners, Tuner | type):
+        return [tuners]
+    if isinstance(tuners, list | tuple):
+        return list(tuners)
+    raise ValueError(
+        f"{recipe}: tuners must be a registered tuner's name, a list of names, or Tuner "
+        f"classes or instances, got {tuners!r:.80}"
+    )
+
+
+def _one_tuner(recipe: str, entry, given: dict):
+    """The tuner of one entry of ``tuners``: an instance as it is, a registered name or a
+    Tuner class built with those of the recipe's options in ``given`` its factory takes."""
+    if isinstance(entry, Tuner):
+        return entry
+    if isinstance(entry, str):
+        try:
+            factory = _tuners.registry.factory(entry)
+        except UnknownNameError as err:
+            raise ValueError(f"{recipe}: tuners: {err}") from None
+    elif isinstance(entry, type) and issubclass(entry, Tuner):
+        factory = entry
+    else:
+        raise ValueError(
+            f"{recipe}: each of tuners must be a registered tuner's name, a Tuner class or a "
+            f"Tuner, got {entry!r:.80} (registered: {', '.join(_tuners.names())})"
+        )
+    options = {k: v for k, v in given.items() if _factory_takes(factory, k)}
+    required = _missing(factory, options)
+    if required:
+        raise ValueError(
+            f"{recipe}: tuners: {_shown(entry)} needs {', '.join(required)}, which the recipe "
+            "does not give: build the tuner (hamiltonia.tuners.get) and give it in tuners"
+        )
+    if isinstance(entry, str):
+        return _tuners.get(entry, **options)
+    return entry(**options)
+
+
+def _tuner_list(recipe, tuners, metric_tuners, step_size, adapt_step_size, target_accept,
+                metric="identity", adapt_windows=None, adapt_metric="pooled") -> list:  # fmt: skip
+    """The recipe's own warm-up tuners (the step size's, as the options ask, then
+    ``metric_tuners``) with those of the ``tuners`` option: each replaces the one of its
+    class among them, or is added after them. A named tuner (or a Tuner class) gets those of
+    ``target_accept``, ``initial_step_size`` (``step_size``) and, for an adapted metric,
+    ``kind``, the windows and ``per_chain`` that its factory takes. ``metric=None``: the
+    sampler has no Hamiltonian, whose metric a tuner could adapt. ``ValueError`` names
+    ``tuners`` and the recipe for a tuner the other options turn off."""
+    own = make.step_size_tuners(
+        step_size, adapt_step_size=adapt_step_size, target_accept=target_accept
+    ) + list(metric_tuners)
+    if tuners is None:
+        return own
+    given = {"target_accept": target_accept, "initial_step_size": step_size}
+    adapted = isinstance(metric, str) and metric in make.ADAPTED_METRICS
+    if adapted:
+        given["kind"] = metric
+        windows = ("initial_buffer", "window", "terminal_buffer")
+        given.update(zip(windows, (int(v) for v in adapt_windows), strict=True))
+        if adapt_metric == "per-chain":
+            given["per_chain"] = True
+    chosen = list(own)
+    seen: set[type] = set()
+    for entry in _tuner_entries(recipe, tuners):
+        tuner = _one_tuner(recipe, entry, given)
+        kind = type(tuner)
+        shown = _shown(entry)
+        if kind in seen:
+            raise ValueError(f"{recipe}: tuners holds two tuners of one class, {kind.__name__}")
+        seen.add(kind)
+        if isinstance(tuner, DualAveraging) and adapt_step_size is not None:
+            if not adapt_step_size:
+                raise ValueError(
+                    f"{recipe}: tuners={shown} adapts the step size, which "
+                    "adapt_step_size=False turns off"
+                )
+        if isinstance(tuner, WindowedMetric):
+            if metric is None:
+                raise ValueError(
+                    f"{recipe}: tuners={shown} adapts a Hamiltonian's metric, and {recipe} has "
+                    "no Hamiltonian"
+                )
+            if not adapted or tuner.kind != metric:
+                raise ValueError(
+                    f"{recipe}: tuners={shown} adapts a {tuner.kind!r} metric: give "
+                    f"metric={tuner.kind!r} (the recipe then adapts it on its windows), not "
+                    f"metric={metric!r:.40}"
+                )
+        same = next((i for i, t in enumerate(chosen) if type(t) is kind), None)
+        if same is None:
+            chosen.append(tuner)
+        else:
+            chosen[same] = tuner
+    return chosen
+
 
 def _dynamics(target, metric, adapt_windows, adapt_metric, mass_volatility, field, g,
-              field_seed, shadow, integrator, **shadow_options):  # fmt: skip
+              field_seed, shadow, integrator, hamiltonian=None, recipe="hmc",
+              **shadow_options):  # fmt: skip
     """What :func:`hmc` and :func:`nuts` build alike: the metric's warm-up tuners (pooled or
     per chain, :func:`~hamiltonia.samplers.composition.metric_tuners`), the Hamiltonian
-    (shadowed if ``shadow`` asks) and the integrator over the field's structure."""
+    (``hamiltonian``'s, or the one of ``metric`` and ``mass_volatility``; shadowed if
+    ``shadow`` asks) and the integrator over the field's structure."""
     adapt_metric = make.metric_tuners(metric, adapt_windows, adapt_metric)
-    hamiltonian = make.hamiltonian(target, metric=metric, mass_volatility=mass_volatility)
+    if hamiltonian is None:
+        hamiltonian = make.hamiltonian(target, metric=metric, mass_volatility=mass_volatility)
+    else:
+        hamiltonian = _chosen_hamiltonian(
+            recipe, target, hamiltonian, metric, mass_volatility, shadow
+        )
     structure = make.structure(target, field, g=g, field_seed=field_seed)
     hamiltonian, integrator = make.with_shadow(
         hamiltonian, shadow, integrator=integrator, structure=structure, **shadow_options
@@ -108,6 +394,8 @@ def hmc(
     control_variates: int | bool = False,
     refresh: str | None = None,
     trajectory: str | None = None,
+    hamiltonian=None,
+    tuners=None,
 ) -> HamiltonianSampler:
     """Hamiltonian Monte Carlo with a static number of leapfrog steps.
 
@@ -216,10 +504,36 @@ def hmc(
         A registered trajectory policy by name (:func:`hamiltonia.trajectories.names`, a
         plugin's length policy among them), given ``n_steps`` and the jitters where it
         takes them; default: the Metropolis transition over ``n_steps``.
+    hamiltonian : str, Hamiltonian class or Hamiltonian, optional
+        The Hamiltonian to sample, in place of the one ``metric`` and ``mass_volatility``
+        build: a name registered in ``hamiltonia.hamiltonians`` (``"euclidean"``,
+        ``"random-mass"``, a plugin's: :func:`hamiltonia.hamiltonians.names`) or a
+        :class:`~hamiltonia.hamiltonians.Hamiltonian` class, built for the target with
+        ``metric`` (as a :class:`~hamiltonia.hamiltonians.Metric`; ``"diagonal"`` and
+        ``"dense"`` as the identity of that kind, adapted in warm-up) and with
+        ``mass_volatility`` when it asks for a random mass (``None`` or above 0), where its
+        factory takes them (an option it does not take must stay at its default); or a
+        Hamiltonian built for the target, whose metric an adapted ``metric`` must match.
+        Refused with a ``shadow``, which is built over the recipe's own Hamiltonian (default
+        ``None``: ``"euclidean"``, or ``"random-mass"`` when ``mass_volatility`` asks).
+    tuners : str, list, Tuner class or Tuner, optional
+        Warm-up tuners added to the recipe's own (the dual averaging of the step size, the
+        windowed metric): names registered in ``hamiltonia.tuners``
+        (:func:`hamiltonia.tuners.names`, a plugin's among them; one name, a list, or
+        comma-separated on the command line) or Tuner classes, built with those of
+        ``target_accept``, ``initial_step_size`` (``step_size``) and, for an adapted
+        ``metric``, ``kind``, the windows and ``per_chain`` that the factory takes; or Tuner
+        instances. A tuner of a class the recipe already has replaces the recipe's:
+        ``tuners="dual-averaging"`` with a fixed ``step_size`` adapts it (as
+        ``adapt_step_size=True``), a :class:`~hamiltonia.tuners.DualAveraging` instance
+        replaces the recipe's with its own settings. Refused where another option turns the
+        tuner off: a dual averaging with ``adapt_step_size=False``, a windowed metric of
+        another kind than an adapted ``metric``. Default ``None``: the recipe's own.
     """
+    recipe = _recipe("hmc")
     metric_tuners, hamiltonian, integrator = _dynamics(
         target, metric, adapt_windows, adapt_metric, mass_volatility, field, g, field_seed,
-        shadow, integrator, fixed_point_tolerance=fixed_point_tolerance,
+        shadow, integrator, hamiltonian, recipe, fixed_point_tolerance=fixed_point_tolerance,
         fixed_point_max_iterations=fixed_point_max_iterations,
         hessian=hessian, shadow_sign=shadow_sign,
     )  # fmt: skip
@@ -230,10 +544,17 @@ def hmc(
         refresh=make.momentum_refresh(rho, hamiltonian)
         if refresh is None
         else make.named_refresh(refresh, rho),
-        tuners=make.step_size_tuners(
-            step_size, adapt_step_size=adapt_step_size, target_accept=target_accept
-        )
-        + metric_tuners,
+        tuners=_tuner_list(
+            recipe,
+            tuners,
+            metric_tuners,
+            step_size,
+            adapt_step_size,
+            target_accept,
+            metric,
+            adapt_windows,
+            adapt_metric,
+        ),
         reducer=make.reducer(hamiltonian, antithetic=antithetic, control_variates=control_variates),
         step_size=step_size,
         name="hmc",
@@ -261,6 +582,8 @@ def nuts(
     fixed_point_max_iterations: int = 100,
     antithetic: bool = False,
     control_variates: int | bool = False,
+    hamiltonian=None,
+    tuners=None,
 ) -> HamiltonianSampler:
     """The no-U-turn sampler (multinomial NUTS, generalised criterion), as in Stan and NumPyro.
 
@@ -303,6 +626,11 @@ def nuts(
         numbers too, so on a symmetric target the secondary's tree mirrors the primary's.
     control_variates : {False, 1, 2}
         Keep the draws' gradients for zero-variance control variates, as in :func:`hmc`.
+    hamiltonian, tuners
+        A registered Hamiltonian in place of the one ``metric`` and ``mass_volatility``
+        build, and warm-up tuners added to (or replacing those of their class among) the
+        recipe's own, as in :func:`hmc` (the default ``metric="diagonal"`` is adapted: give
+        ``metric="identity"`` with a Hamiltonian that takes no metric).
 
     References
     ----------
@@ -310,19 +638,27 @@ def nuts(
     Conceptual Introduction to Hamiltonian Monte Carlo*, arXiv:1701.02434;
     Mongwe (2022), thesis, §2.8.
     """
+    recipe = _recipe("nuts")
     metric_tuners, hamiltonian, integrator = _dynamics(
         target, metric, adapt_windows, adapt_metric, mass_volatility, field, g, field_seed,
-        shadow, integrator, fixed_point_tolerance=fixed_point_tolerance,
+        shadow, integrator, hamiltonian, recipe, fixed_point_tolerance=fixed_point_tolerance,
         fixed_point_max_iterations=fixed_point_max_iterations,
     )  # fmt: skip
     return make.compose(
         hamiltonian,
         integrator=integrator,
         trajectory=make.no_u_turn(max_tree_depth, criterion),
-        tuners=make.step_size_tuners(
-            step_size, adapt_step_size=adapt_step_size, target_accept=target_accept
-        )
-        + metric_tuners,
+        tuners=_tuner_list(
+            recipe,
+            tuners,
+            metric_tuners,
+            step_size,
+            adapt_step_size,
+            target_accept,
+            metric,
+            adapt_windows,
+            adapt_metric,
+        ),
         reducer=make.reducer(hamiltonian, antithetic=antithetic, control_variates=control_variates),
         step_size=step_size,
         name="nuts",
@@ -341,6 +677,8 @@ def mala(
     control_variates: int | bool = False,
     adapt_windows=(75, 25, 50),
     adapt_metric: str = "pooled",
+    hamiltonian=None,
+    tuners=None,
 ) -> HamiltonianSampler:
     """Metropolis-adjusted Langevin algorithm: HMC with one leapfrog step.
 
@@ -350,16 +688,18 @@ def mala(
     Metropolis test on :math:`H` equals the MALA ratio
     :math:`\\pi(x')q(x|x')/(\\pi(x)q(x'|x))` (Mongwe 2022, thesis, §2.3). Default target
     acceptance 0.6, the thesis's value for MALA (ch. 9). ``integrator``, ``rho``,
-    ``control_variates`` and, for an adapted ``metric``, ``adapt_windows`` and
-    ``adapt_metric`` are those of :func:`hmc` (with ``rho > 0`` it is Horowitz's generalised
-    HMC with one step, a discretised underdamped Langevin diffusion).
+    ``control_variates``, ``hamiltonian``, ``tuners`` and, for an adapted ``metric``,
+    ``adapt_windows`` and ``adapt_metric`` are those of :func:`hmc` (with ``rho > 0`` it is
+    Horowitz's generalised HMC with one step, a discretised underdamped Langevin diffusion).
 
     References
     ----------
     Roberts and Tweedie (1996), *Exponential convergence of Langevin distributions and their
     discrete approximations*.
     """
-    sampler = hmc(
+    sampler = _as_recipe(
+        "mala",
+        hmc,
         target,
         n_steps=1,
         step_size=step_size,
@@ -371,6 +711,8 @@ def mala(
         control_variates=control_variates,
         adapt_windows=adapt_windows,
         adapt_metric=adapt_metric,
+        hamiltonian=hamiltonian,
+        tuners=tuners,
     )
     sampler.name = "mala"
     return sampler
@@ -382,18 +724,21 @@ def rwmh(
     step_size: float | None = None,
     target_accept: float = 0.25,
     adapt_step_size: bool | None = None,
+    tuners=None,
 ) -> RandomWalkMetropolis:
     """Random-walk Metropolis with Gaussian proposals of standard deviation step_size.
 
     The proposal is :math:`x^* \\sim \\mathcal N(x, \\varepsilon^2 I)`: ``step_size`` is the
     proposal **standard deviation**. Dual averaging targets acceptance 0.25 by default
-    (Roberts and Rosenthal's optimal scaling; the thesis's value, ch. 9).
+    (Roberts and Rosenthal's optimal scaling; the thesis's value, ch. 9). ``tuners`` adds
+    warm-up tuners as in :func:`hmc` (none that adapts a metric: the random walk has no
+    Hamiltonian, and so no ``hamiltonian`` option either).
     """
     sampler = RandomWalkMetropolis(
         target,
         step_size=step_size,
-        tuners=make.step_size_tuners(
-            step_size, adapt_step_size=adapt_step_size, target_accept=target_accept
+        tuners=_tuner_list(
+            _recipe("rwmh"), tuners, [], step_size, adapt_step_size, target_accept, metric=None
         ),
     )
     return sampler
@@ -424,7 +769,8 @@ def split_hmc(target, *, scheme: str = "symmetric", n_splits: int = 2, n_steps: 
     **options
         Every option of :func:`hmc`: the step size and its adaptation, ``metric``, ``rho``
         and ``refresh``, ``trajectory`` (``"no-u-turn"`` for NUTS over the split), the
-        jitters, ``antithetic`` and ``control_variates``. A ``field`` or a ``shadow`` is
+        jitters, ``antithetic``, ``control_variates``, ``hamiltonian`` (by name or class: it
+        is built for the split target) and ``tuners``. A ``field`` or a ``shadow`` is
         refused: the split integrators integrate the canonical flow of :math:`H`.
 
     References
@@ -444,7 +790,9 @@ def split_hmc(target, *, scheme: str = "symmetric", n_splits: int = 2, n_steps: 
                 f"{name}={options[name]!r} is not available with it"
             )
     split = split_target(target, n_splits)
-    sampler = hmc(
+    sampler = _as_recipe(
+        "split-hmc",
+        hmc,
         split,
         integrator=make_split_integrator(scheme, split.n_splits),
         n_steps=n_steps,
@@ -477,7 +825,7 @@ def _preset(name: str, doc: str, base=None, **defaults):
     base = hmc if base is None else base
 
     def recipe(target, **options):
-        sampler = base(target, **{**defaults, **options})
+        sampler = _as_recipe(name, base, target, **{**defaults, **options})
         sampler.name = name
         return sampler
 
