@@ -61,7 +61,8 @@ from hamiltonia.trajectories.metropolis import (
     StaticLength,
     TrajectoryPolicy,
 )
-from hamiltonia.tuners.adaptation import DualAveraging, Tuner
+from hamiltonia.tuners.adaptation import DualAveraging
+from hamiltonia.tuners.base import Tuner
 
 __all__ = [
     "CanonicalStructure",

@@ -424,7 +424,7 @@ def _remove_task_folder(path: Path) -> None:
     stops: a reproduction never resumes a cell's run (it runs the cell again), and ``runs/``
     holds only run files (:data:`hamiltonia.reproduce.folders.RUNS`). Only a task folder of
     hamiltonia's is removed; anything else there is left as it is."""
-    from hamiltonia.runner.executors import remove_task_folder
+    from hamiltonia.runner.task_folders import remove_task_folder
 
     tasks = Path(f"{path}.tasks")
     if os.path.lexists(tasks):

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from hamiltonia.results import owned
 from hamiltonia.results.errors import ForeignPathError
-from hamiltonia.runner.executors import TASKS
+from hamiltonia.runner.task_folders import TASKS
 
 __all__ = [
     "CELLS",

@@ -35,18 +35,24 @@ Executors:
   ``dask worker``, or dask-jobqueue on SLURM); a ready ``distributed.Client`` is used as
   it is. Dask reschedules the tasks of a worker that dies (up to its
   ``distributed.scheduler.allowed-failures``).
+
+Where they live
+---------------
+This module holds the executors and the choice of one (:func:`make_executor`); it
+re-exports the names of two modules of one job each:
+
+* :mod:`hamiltonia.runner.task_worker`: the worker side of the tasks, :class:`ChainTask`
+  and :func:`run_chain_task` (what runs on a worker), their checkpoints, progress and stop;
+* :mod:`hamiltonia.runner.task_folders`: the run's task folder, ``TASKS``,
+  ``task_folder``, ``check_task_folder``, ``remove_task_folder`` and
+  ``remove_orphaned_task_folders``.
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import os
-import pickle
-import re
 import signal
-import socket
-import stat
-import tempfile
 import threading
 import time
 import uuid
@@ -54,13 +60,36 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor
 from concurrent.futures import wait as futures_wait
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
 from hamiltonia.results import owned
-from hamiltonia.results.errors import ForeignPathError
+
+# Besides __all__, the names marked F401 are re-exported: they were defined here before the
+# worker side of the tasks and their folders moved to modules of their own (issue 48).
+from hamiltonia.runner.task_folders import (
+    STOP_FILE,
+    TASKS,
+    TEMP_PREFIX,  # noqa: F401
+    _host,  # noqa: F401
+    check_task_folder,  # noqa: F401
+    remove_orphaned_task_folders,  # noqa: F401
+    remove_task_folder,  # noqa: F401
+    task_folder,  # noqa: F401
+)
+from hamiltonia.runner.task_worker import (
+    POLL_SECONDS,
+    STOPPED,
+    TASK_LOCK_SECONDS,  # noqa: F401
+    ChainTask,
+    TaskStopped,  # noqa: F401
+    _checkpointed,  # noqa: F401
+    _dumps,
+    _pack_cause,  # noqa: F401
+    _run_pickled,
+    _task_progress,
+    _unpack_cause,
+    run_chain_task,
+)
 
 __all__ = [
     "ChainTask",
@@ -72,352 +101,16 @@ __all__ = [
     "run_chain_task",
 ]
 
-#: Seconds between looks at the tasks' checkpoints for the progress bar.
-POLL_SECONDS = 1.0
-
 #: Seconds between a pool worker's looks at whether the process that started it is alive.
 PARENT_POLL_SECONDS = 0.2
-
-#: Seconds a task waits for the lock of its checkpoint: a task started again after its
-#: calling process died may find a worker of the dead run still holding it, until that
-#: worker notices its parent is gone (within ``PARENT_POLL_SECONDS``).
-TASK_LOCK_SECONDS = 30.0
-
 
 #: Seconds a pool's tasks have, after Ctrl-C, to checkpoint the draws they made and stop;
 #: a worker still running then is ended (its task keeps its last checkpoint).
 STOP_SECONDS = 20.0
 
-#: The file whose presence in a run's task folder asks its tasks to stop (Ctrl-C).
-STOP_FILE = "stop"
-
-#: The key of the answer of a task that stopped when asked (its draws are in its checkpoint).
-STOPPED = "stopped"
-
 
 class WorkerLostError(RuntimeError):
     """Workers kept dying: the tasks could not finish within the retries allowed."""
-
-
-class TaskStopped(Exception):
-    """A task stopped because the run was interrupted (the calling process asked it to),
-    after checkpointing the draws it had made."""
-
-
-@dataclass
-class ChainTask:
-    """The sampling iterations of some chains, from their state after warm-up.
-
-    Attributes
-    ----------
-    index : int
-        The task's number (its checkpoint is ``task-<index>.nc`` in ``folder``).
-    chains : tuple of int
-        The chains it runs, in the run's numbering.
-    target, sampler
-        The run's target and its sampler after warm-up (metric and step size frozen).
-    state : dict
-        :func:`hamiltonia.runner.resume_state.chain_state` of these chains.
-    draws, thin : int
-        Kept draws per chain, and iterations per kept draw.
-    compiled : bool
-        Run on the compiled path (as the calling process decided) or the NumPy path.
-    folder : str or None
-        Where the task checkpoints; ``None``: no checkpoints.
-    checkpoint_seconds : float
-        Seconds between checkpoints.
-    reject_on : tuple of exception classes
-        As in :func:`hamiltonia.sample`.
-    backend : str
-        The array backend of the run.
-    warmup : int
-        The run's warm-up iterations, for a task that warms its chains up (per-chain
-        adaptation: ``sampler`` holds its tuners, their state that of every chain of the
-        run); 0 for a task that samples from the state after warm-up.
-    warm_from : int
-        The warm-up iterations ``state`` has made (a run resumed in warm-up).
-    save_warmup : bool
-        Record the warm-up iterations, and return the kept ones.
-    warm_first : int
-        The warm-up iteration the first recorded one is (the start of the unfinished thinning
-        group of a run resumed in warm-up).
-    warm_tail : dict, optional
-        The statistics of that group's iterations made before, by name, one row per chain of
-        the task.
-    previous : dict, optional
-        The kept draws its chains made before ``state`` (a run resumed in sampling):
-        ``draws``, ``stats``, ``log_weights`` and ``gradients``, one row per chain of the
-        task; the task goes on from there.
-    """
-
-    index: int
-    chains: tuple
-    target: object
-    sampler: object
-    state: dict
-    draws: int
-    thin: int
-    compiled: bool
-    folder: str | None
-    checkpoint_seconds: float
-    reject_on: tuple = ()
-    backend: str = "numpy"
-    warmup: int = 0
-    warm_from: int = 0
-    save_warmup: bool = False
-    warm_first: int = 0
-    warm_tail: dict | None = None
-    previous: dict | None = None
-
-    @property
-    def warm_span(self) -> int:
-        """The warm-up iterations the task makes (0 for one that samples only)."""
-        return self.warmup - self.warm_from if self.warmup else 0
-
-    @property
-    def iterations(self) -> int:
-        """The iterations the task makes: its warm-up and its ``draws * thin``."""
-        return self.warm_span + self.draws * self.thin
-
-    @property
-    def checkpoint_path(self) -> Path | None:
-        """The run file the task checkpoints to, or ``None``."""
-        return None if self.folder is None else Path(self.folder) / f"task-{self.index:06d}.nc"
-
-
-def _dumps(value) -> bytes:
-    """Pickle with cloudpickle where installed (a user's model may be a closure)."""
-    try:
-        import cloudpickle
-    except ImportError:
-        return pickle.dumps(value)
-    return cloudpickle.dumps(value)
-
-
-def _checkpointed(task: ChainTask):
-    """The task's last checkpoint (draws so far and chain state), or ``None``."""
-    from hamiltonia.results.runfile import RunFileError, has_checkpoints, read_partial
-
-    path = task.checkpoint_path
-    if path is None or not has_checkpoints(path):
-        return None
-    try:
-        return read_partial(path)
-    except RunFileError:
-        return None  # unreadable: start the task afresh (its draws come out the same)
-
-
-def run_chain_task(task: ChainTask) -> dict:
-    """Run one task (on a worker), with the run's array backend and ``reject_on``."""
-    from hamiltonia import backend
-    from hamiltonia.state import ModelError, rejecting
-
-    with backend.using(task.backend), rejecting(task.reject_on):
-        try:
-            return _run_chain_task(task)
-        except ModelError as err:  # name the run's chain, not the task's row
-            raise err.renumbered(task.chains) from err.__cause__
-
-
-def _run_chain_task(task: ChainTask) -> dict:
-    """Run one task (on a worker): its chains' warm-up where it makes it and their sampling
-    iterations, checkpointed, continuing from its last checkpoint where one exists. Returns
-    the draws, statistics, log weights and gradients of its chains, the draw it continued
-    from (0: from warm-up's end), the number of checkpoints it wrote, and, for a task that
-    warmed up, its kept warm-up draws (``warmup``), its chains' adapted metrics
-    (``chain_metrics``) and the seconds its warm-up took."""
-    from tqdm.auto import tqdm
-
-    from hamiltonia.results import Result
-    from hamiltonia.results.runfile import RunFile
-    from hamiltonia.runner import loop, resume_state
-    from hamiltonia.runner.recording import WarmupDraws
-
-    smp, target = task.sampler, task.target
-    rngs = [np.random.Generator(np.random.PCG64()) for _ in task.chains]
-    part = _checkpointed(task)
-    # A checkpoint is written from the first draw on: a task continued from one is past its
-    # warm-up.
-    warming = task.warm_span > 0 and part is None
-    if not warming:
-        smp.tuners = []  # warm-up is over: the parts are frozen
-    info = task.state if part is None else part.manifest["chain_state"]
-    state = resume_state.restore(smp, info, rngs)
-    if warming:
-        for tuner in smp.tuners:  # their state holds every chain of the run
-            tuner.take_chains(task.chains, rngs)
-    run_file = None
-    if task.checkpoint_path is not None:
-        folder = task.checkpoint_path.parent
-        if _temp_folder_of_this_host(folder):
-            # Made by the calling process, and removed by it when the run failed: a task
-            # that starts after that (it was queued) stops, rather than make the folder
-            # again where nothing would remove it.
-            if not folder.is_dir():
-                raise RuntimeError(f"the run's task folder {folder} is gone: the run ended")
-        else:  # output.tasks, or on a worker of another machine the calling one's folder
-            _task_folder_here(folder)
-        run_file = RunFile.open(
-            task.checkpoint_path, overwrite=part is None, continuing=part is not None,
-            lock_timeout=TASK_LOCK_SECONDS,
-        )  # fmt: skip
-    names = list(target.reported_names)
-    saved = {"at": 0.0, "count": 0, "shown": 0.0, "polled": 0.0}
-    warm_rec = None
-    if warming and task.save_warmup:
-        warm_rec = loop.Recorder(len(task.chains), task.warmup - task.warm_first, len(names),
-                                 smp.stats(), first=task.warm_first)  # fmt: skip
-        if task.warm_tail is not None:
-            warm_rec.prefill_statistics(task.warm_tail)
-    warm = {"kept": None}  # the kept warm-up draws, once warm-up is over
-    if part is not None and task.save_warmup and part.warmup_draws is not None:
-        warm["kept"] = (part.warmup_draws, part.warmup_stats)
-
-    def tell(iterations: int) -> None:
-        now = time.perf_counter()
-        if task.checkpoint_path is not None and now - saved["shown"] >= POLL_SECONDS:
-            # A few bytes for the calling process's progress bar, between checkpoints.
-            _tell_progress(task, iterations)
-            saved["shown"] = now
-
-    stop = None if task.checkpoint_path is None else task.checkpoint_path.parent / STOP_FILE
-
-    def stopping() -> bool:
-        """Whether the calling process asked the tasks to stop (looked at once a poll)."""
-        now = time.perf_counter()
-        if stop is None or now - saved["polled"] < POLL_SECONDS:
-            return False
-        saved["polled"] = now
-        return stop.exists()
-
-    def warmed(current, done: int) -> None:
-        tell(done - task.warm_from)
-        if stopping():
-            raise TaskStopped(f"task {task.index} stopped in warm-up")
-
-    def checkpoint(current):
-        tell(task.warm_span + rec.n_done * task.thin)
-        now = time.perf_counter()
-        halt = stopping()
-        if run_file is None or (now - saved["at"] < task.checkpoint_seconds and not halt):
-            return
-        if warm_rec is not None and warm["kept"] is None:  # warm-up is over: kept for good
-            warm["kept"] = WarmupDraws(task.thin, warm_rec).kept()
-        q, stats, weights, grads = rec.truncated()
-        meta = {"names": names, "chain_state": resume_state.chain_state(current, rngs, smp)}
-        run_file.append(q, stats, weights, meta, grads, warmup=warm["kept"])
-        saved["at"] = time.perf_counter()
-        saved["count"] += 1
-        if halt:
-            raise TaskStopped(f"task {task.index} stopped after {rec.n_done} draws")
-
-    rec = loop.Recorder(
-        len(task.chains), task.draws, len(names), smp.stats(), checkpoint,
-        smp.reducer.records_gradients, target.dim,
-    )  # fmt: skip
-    start = 0
-    if part is not None:
-        rec.prefill(
-            Result(draws=part.draws, stats=part.stats, names=tuple(names),
-                   log_weights=part.log_weights, gradients=part.gradients)
-        )  # fmt: skip
-        start = part.draws.shape[1]
-    elif task.previous is not None:  # a run resumed in sampling: on from its draws
-        rec.prefill(Result(names=tuple(names), **task.previous))
-        start = task.previous["draws"].shape[1]
-    plan = loop.choose_plan(smp, task.compiled)
-    began = time.perf_counter()
-    try:
-        _, t1 = loop.run_chains(plan, smp, target, state, rngs, task.warmup if warming else 0,
-                                task.draws, rec, tqdm(disable=True), start, task.thin,
-                                warm_rec, task.warm_from, warmed)  # fmt: skip
-    except TaskStopped:
-        # Asked to stop (Ctrl-C in the calling process), its draws checkpointed: an answer,
-        # not an error (a Dask worker would log an error's traceback).
-        return {STOPPED: True}
-    finally:
-        if run_file is not None:
-            run_file.release()
-    if warm_rec is not None and warm["kept"] is None:
-        warm["kept"] = WarmupDraws(task.thin, warm_rec).kept()
-    q, stats, weights, grads = rec.truncated()
-    out = {"draws": q, "stats": stats, "log_weights": weights, "gradients": grads,
-           "continued_from": start if part is not None else 0,
-           "checkpoints": saved["count"]}  # fmt: skip
-    if task.warm_span:
-        out.update(warmup=warm["kept"], chain_metrics=getattr(smp, "chain_metrics", None),
-                   warmup_seconds=t1 - began if warming else 0.0)  # fmt: skip
-    return out
-
-
-def _run_pickled(payload: bytes) -> dict:
-    """Run a pickled task on a pool worker; a model's exception travels with its cause."""
-    from hamiltonia.state import ModelError
-
-    try:
-        return run_chain_task(pickle.loads(payload))
-    except ModelError as err:
-        _pack_cause(err)
-        raise
-
-
-def _pack_cause(err) -> None:
-    """Let the model's exception (``err.__cause__``) cross to the calling process with
-    ``err``.
-
-    Pickling an exception drops its ``__cause__``, and ``concurrent.futures`` puts the
-    worker's traceback text (the whole chain, the model's exception included) in its place;
-    so the cause goes as pickled bytes in an attribute of ``err`` (with cloudpickle where
-    installed: a user's exception class may be defined in a script or a function). A cause
-    that cannot be pickled is left out: the caller then sees the worker's traceback only.
-    """
-    if err.__cause__ is None:
-        return
-    try:
-        err._remote_cause = _dumps(err.__cause__)
-    except Exception:  # an exception holding an unpicklable object: its text is what we have
-        pass
-
-
-def _unpack_cause(err) -> None:
-    """Make the model's own exception, packed on the worker by :func:`_pack_cause`, the
-    ``__cause__`` of ``err`` again, with the worker's traceback text (what
-    ``concurrent.futures`` made the cause) as its own cause."""
-    packed = err.__dict__.pop("_remote_cause", None)
-    if packed is None:
-        return
-    try:
-        cause = pickle.loads(packed)
-    except Exception:  # e.g. a class whose __init__ cannot be called with its args alone
-        return
-    if isinstance(cause, BaseException):
-        cause.__cause__ = err.__cause__
-        err.__cause__ = cause
-
-
-def _progress_path(task: ChainTask) -> Path:
-    return task.checkpoint_path.with_suffix(".progress")
-
-
-def _tell_progress(task: ChainTask, iterations: int) -> None:
-    """Replace the task's progress file (not flushed to disk: it is only for the eye)."""
-    path = _progress_path(task)
-    tmp = path.with_suffix(".progress-tmp")
-    # Made anew each time (never opened through a link put there), then renamed.
-    tmp.unlink(missing_ok=True)
-    owned.touch_new_file(tmp, str(iterations).encode())
-    os.replace(tmp, path)
-
-
-def _task_progress(task: ChainTask) -> int:
-    """Iterations per chain the task has made, as it last told (about once a second; 0 before
-    that, or where the workers share no folder with this process)."""
-    if task.checkpoint_path is None:
-        return 0
-    try:
-        return int(_progress_path(task).read_text())
-    except (OSError, ValueError):
-        return 0
 
 
 class Executor:
@@ -557,9 +250,10 @@ def _unstopped(answer: dict) -> dict:
 
 
 def _request_stop(tasks) -> list[Path]:
-    """Ask the tasks to checkpoint their draws and stop: a :data:`STOP_FILE` in each task
-    folder that exists here (a worker of another machine sees it where the folder is
-    shared). Returns the files, for :func:`_withdraw_stop`."""
+    """Ask the tasks to checkpoint their draws and stop: a
+    :data:`~hamiltonia.runner.task_folders.STOP_FILE` in each task folder that exists here (a
+    worker of another machine sees it where the folder is shared). Returns the files, for
+    :func:`_withdraw_stop`."""
     folders = {t.checkpoint_path.parent for t in tasks if t.checkpoint_path is not None}
     # The folder is in use (the tasks' files come and go): its marker, not its entries.
     flags = [folder / STOP_FILE for folder in folders if owned.is_marked(folder, TASKS)]
@@ -748,139 +442,3 @@ def make_executor(executor, scheduler=None, workers=None) -> Executor | None:
         f"executor must be one of {', '.join(EXECUTORS)}, an Executor or a "
         f"distributed.Client, got {executor!r}"
     )
-
-
-#: The start of the name of a run's temporary task folder, followed by the owner's
-#: process id and host (dashes taken out) and ``mkdtemp``'s random suffix.
-TEMP_PREFIX = "hamiltonia-tasks-"
-
-
-def _host() -> str:
-    return re.sub(r"[^A-Za-z0-9.]", "_", socket.gethostname()) or "_"
-
-
-def _temp_task_folder() -> str:
-    """A new temporary task folder named after this process and host, so that a later run
-    can tell it was left by a process that died (:func:`remove_orphaned_task_folders`), and
-    marked as hamiltonia's (made exclusively by ``mkdtemp``)."""
-    folder = tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-{_host()}-")
-    owned.mark_new_folder(folder, TASKS)
-    return folder
-
-
-def _temp_folder_pattern() -> re.Pattern:
-    """The names of this host's temporary task folders; the group ``pid`` is the owner's."""
-    return re.compile(rf"{re.escape(TEMP_PREFIX)}(?P<pid>\d+)-{re.escape(_host())}-[A-Za-z0-9_]+")
-
-
-def _temp_folder_of_this_host(folder: Path) -> bool:
-    return _temp_folder_pattern().fullmatch(folder.name) is not None
-
-
-def remove_orphaned_task_folders(parent=None) -> list:
-    """Remove the temporary task folders of runs whose process died before it could
-    remove them (killed, or lost with its machine).
-
-    Only folders of this host and user whose owner process is not alive are removed, and
-    only those hamiltonia marked as its own and that hold nothing else (a temporary folder
-    shared by several machines holds other hosts' running runs too, whose process ids mean
-    nothing here). Folders of earlier versions, without an owner in their name or without
-    the marker, are left alone.
-
-    Parameters
-    ----------
-    parent : path-like, optional
-        Where to look; default ``tempfile.gettempdir()``, where runs make them.
-
-    Returns
-    -------
-    list of Path
-        The folders removed.
-    """
-    from hamiltonia.results.runfile import left_by_dead_processes
-
-    parent = Path(tempfile.gettempdir() if parent is None else parent)
-    removed = []
-    for folder, _ in left_by_dead_processes(parent, _temp_folder_pattern()):
-        try:
-            info = folder.lstat()
-        except OSError:
-            continue
-        if not stat.S_ISDIR(info.st_mode):  # a link or a file of that name: not ours
-            continue
-        if hasattr(os, "getuid") and info.st_uid != os.getuid():
-            continue  # another user's: not ours to judge
-        try:
-            owned.remove_folder(folder, TASKS)
-        except OSError:  # not hamiltonia's, or in use: left as it is
-            continue
-        removed.append(folder)
-    return removed
-
-
-#: A run's task folder (``output.tasks``, or a temporary one): the tasks' checkpoint folders,
-#: locks, progress files and temporaries, and the stop request. Anything else in it is not
-#: the run's: such a folder is refused, and nothing in it is ever removed.
-TASKS = owned.FolderKind(
-    "tasks",
-    "the checkpoints of a run's tasks",
-    rf"task-\d{{6}}\.(nc\.lock|nc|progress|progress-tmp)|{owned.TEMPORARY}|{STOP_FILE}",
-    subfolders=((r"task-\d{6}\.nc\.partial", owned.CHECKPOINTS),),
-)
-
-
-def check_task_folder(output) -> bool:
-    """Whether the run of ``output`` has a task folder ``output.tasks`` (``False`` where none
-    is there); refused before any work where that name holds anything hamiltonia did not
-    make (:class:`~hamiltonia.results.errors.ForeignPathError`): a file, a link, a folder
-    without hamiltonia's marker, or one that holds files that are not the tasks'."""
-    return owned.owned_folder(Path(f"{output}.tasks"), TASKS)
-
-
-def remove_task_folder(folder) -> bool:
-    """Remove a run's task folder, entry by entry, once nothing can resume from it; one that
-    holds anything hamiltonia did not make (or is gone, or in use) is left as it is.
-    Returns whether it was removed."""
-    try:
-        owned.remove_folder(Path(folder), TASKS)
-    except OSError:
-        return False
-    return True
-
-
-def _task_folder_here(folder: Path) -> None:
-    """The task folder ``folder`` as this worker sees it: hamiltonia's, made here where
-    missing (another task of the run may be making it at the same moment: its marker follows
-    its ``mkdir`` within moments), refused where it holds anything else."""
-    for _ in range(100):
-        try:
-            if owned.owned_folder(folder, TASKS):
-                return
-            folder.parent.mkdir(parents=True, exist_ok=True)
-            owned.claim_folder(folder, TASKS)
-            return
-        except ForeignPathError:
-            time.sleep(0.01)
-    owned.owned_folder(folder, TASKS)
-
-
-def task_folder(output, fresh: bool = True) -> str:
-    """Where the tasks checkpoint: ``output.tasks`` beside the output (kept if the run
-    stops; emptied for a ``fresh`` run, kept for a resumed one), or a new temporary folder
-    for a run without output (removed by the run however it ends; the folders of runs whose
-    process died are removed here, by the next run)."""
-    remove_orphaned_task_folders()
-    if output is None:
-        return _temp_task_folder()
-    folder = Path(f"{output}.tasks")
-    present = check_task_folder(output)
-    if present and fresh:
-        # Checkpoints of an earlier run that stopped belong to other chain states.
-        owned.remove_folder(folder, TASKS)
-        present = False
-    if not present:
-        owned.claim_folder(folder, TASKS)
-    # A stop request left by a calling process that died while its tasks stopped: the tasks
-    # of this run would stop at once.
-    (folder / STOP_FILE).unlink(missing_ok=True)
-    return str(folder)

@@ -485,7 +485,7 @@ def _sample(target, sampler, *, chains, warmup, draws, seed, initial, progress, 
     run_file = None
     if output is not None:
         if executor is not None:
-            from hamiltonia.runner.executors import check_task_folder
+            from hamiltonia.runner.task_folders import check_task_folder
 
             # Whether this run empties the folder or continues its tasks, nothing in it may
             # be another's.
@@ -659,7 +659,7 @@ def _run(target, smp, path, rngs, seq, requested, options, run_file, *, chains, 
         output.write_final(result)
     if tasks_folder is not None:
         # Only now: until the run's own file is written, the tasks' draws live there.
-        from hamiltonia.runner.executors import remove_task_folder
+        from hamiltonia.runner.task_folders import remove_task_folder
 
         remove_task_folder(tasks_folder)
     # After the file is safe: a user who turns warnings into errors still has the run.

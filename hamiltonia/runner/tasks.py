@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from hamiltonia import backend as array_backend
-from hamiltonia.runner import executors, resume_state
+from hamiltonia.runner import resume_state, task_folders, task_worker
 from hamiltonia.runner.recording import joined
 from hamiltonia.state import _REJECT_ON
 
@@ -62,7 +62,7 @@ def sample_on(executor, smp, target, state, rngs, rec, bar, compiled, thin, run_
     units = smp.reducer.pairing(chains) or [[c] for c in range(chains)]
     info = resume_state.chain_state(state, rngs, smp)
     output = None if run_file is None else run_file.path
-    folder = executors.task_folder(output, fresh)
+    folder = task_folders.task_folder(output, fresh)
     try:
         return _sample_in_folder(executor, smp, target, rec, bar, compiled, thin,
                                  checkpoint_seconds, warmup, units, info, folder,
@@ -70,7 +70,7 @@ def sample_on(executor, smp, target, state, rngs, rec, bar, compiled, thin, run_
     except BaseException:
         if output is None:
             # No run file names this temporary folder: nothing can resume from it.
-            executors.remove_task_folder(folder)
+            task_folders.remove_task_folder(folder)
         raise
 
 
@@ -121,7 +121,7 @@ def _sample_in_folder(executor, smp, target, rec, bar, compiled, thin, checkpoin
         state = resume_state.select_chains(info, unit)
         # A metric per chain: the task's sampler holds its own chains'.
         state["sampler_state"] = smp.select_extra_state(info.get("sampler_state", {}), unit)
-        tasks.append(executors.ChainTask(index=k, chains=tuple(unit), state=state, **common,
+        tasks.append(task_worker.ChainTask(index=k, chains=tuple(unit), state=state, **common,
                                          previous=_previous(made, unit),
                                          **_warm_options(warming, warmup, unit)))  # fmt: skip
     # The iterations the bar shows already (the warm-up made here) less those of the draws
@@ -176,7 +176,7 @@ def _made_so_far(tasks, results=None) -> tuple | None:
     answers = []
     for k, task in enumerate(tasks):
         done = None if results is None else results[k]
-        part = None if done is not None else executors._checkpointed(task)
+        part = None if done is not None else task_worker._checkpointed(task)
         if done is not None:
             answers.append(done)
         elif part is not None:

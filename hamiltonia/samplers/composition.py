@@ -7,39 +7,46 @@ through its registry (:mod:`hamiltonia.registry`, the path a plugin's part takes
 options, and names the option and its valid range when one is wrong. :func:`compose` puts
 the parts together; :ref:`composing-a-sampler` builds a plugin's sampler with them.
 
-The step size: with ``step_size=None`` it is found by the initial-step-size heuristic and
-adapted by dual averaging during warm-up, then frozen; a number fixes it (no adaptation),
-unless ``adapt_step_size=True``, in which case it is the starting point of the adaptation.
+Where they live
+---------------
+This module re-exports the warm-up tuners of the options
+(:mod:`hamiltonia.samplers.warmup_tuners`: :func:`step_size_tuners`, :func:`metric_tuners`,
+:func:`tuners`, :data:`ADAPTED_METRICS`) and the sampler of a metric per chain that
+:func:`compose` builds (:mod:`hamiltonia.samplers.per_chain`: :class:`PerChainMetricSampler`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import inspect
 import math
 
 import numpy as np
 
-from hamiltonia import backend as _backend
 from hamiltonia import integrators as _integrators
 from hamiltonia import reducers as _reducers
 from hamiltonia import refresh as _refresh
 from hamiltonia import structures as _structures
 from hamiltonia import trajectories as _trajectories
-from hamiltonia import tuners as _tuners
 from hamiltonia._validation import check_flag, check_int
 from hamiltonia.hamiltonians.euclidean import EuclideanHamiltonian
-from hamiltonia.hamiltonians.metrics import DenseMetric, DiagonalMetric, Metric
+from hamiltonia.hamiltonians.metrics import DenseMetric, DiagonalMetric
 from hamiltonia.hamiltonians.random_mass import RandomMassHamiltonian, check_mass_volatility
 from hamiltonia.hamiltonians.shadow import LeapfrogShadowHamiltonian, SeparableShadowHamiltonian
 from hamiltonia.integrators import Integrator, make_integrator
 from hamiltonia.registry import UnknownNameError
 from hamiltonia.samplers.hamiltonian import HamiltonianSampler
-from hamiltonia.state import ChainState, ModelError, PhaseState
+from hamiltonia.samplers.per_chain import PerChainMetricSampler
+from hamiltonia.samplers.warmup_tuners import (
+    ADAPTED_METRICS,
+    METRIC_POOLING,
+    _check_metric,
+    metric_tuners,
+    step_size_tuners,
+    tuners,
+)
 from hamiltonia.structures.base import CanonicalStructure
 from hamiltonia.structures.magnetic import MagneticStructure, check_field
 from hamiltonia.trajectories.no_u_turn import DEFAULT_MAX_TREE_DEPTH
-from hamiltonia.tuners.adaptation import METRIC_POOLING
 
 __all__ = [
     "ADAPTED_METRICS",
@@ -62,32 +69,9 @@ __all__ = [
     "with_shadow",
 ]
 
-#: The ``metric`` options adapted during warm-up.
-ADAPTED_METRICS = ("diagonal", "dense")
-
 #: Most leapfrog steps per trajectory a recipe accepts: far beyond any useful trajectory
 #: (NUTS at its default depth 10 takes at most 1023), a guard against a typo that would hang.
 MAX_STEPS = 1_000_000
-
-_STAN_WINDOWS = (75, 25, 50)
-
-
-def _check_adapt_metric(adapt_metric) -> bool:
-    """Whether ``adapt_metric`` asks for a metric per chain, or ``ValueError`` naming it."""
-    if not isinstance(adapt_metric, str) or adapt_metric not in METRIC_POOLING:
-        raise ValueError(
-            "adapt_metric must be 'pooled' (one metric from every chain's warm-up draws) or "
-            f"'per-chain' (each chain's own, from its own draws), got {adapt_metric!r:.80}"
-        )
-    return adapt_metric == "per-chain"
-
-
-def _check_metric(metric) -> None:
-    if isinstance(metric, str) and metric not in ("identity", *ADAPTED_METRICS):
-        raise ValueError(
-            "metric must be 'identity', 'diagonal' or 'dense' (adapted in warm-up), an "
-            f"inverse-mass array or a Metric, got {metric!r}"
-        )
 
 
 def hamiltonian(target, *, metric="identity", mass_volatility: float | None = 0.0):
@@ -498,144 +482,6 @@ def named_trajectory(name: str, n_steps: int, *, n_steps_jitter=0.0, step_size_j
     return _named(_trajectories, "trajectory", name, given, defaults)
 
 
-def step_size_tuners(
-    step_size: float | None = None,
-    *,
-    adapt_step_size: bool | None = None,
-    target_accept: float = 0.8,
-) -> list:
-    """Dual averaging of the step size, when asked: ``[DualAveraging]`` or ``[]``.
-
-    It drives the acceptance statistic :math:`\\alpha_t` towards :math:`\\delta`:
-    :math:`\\log\\varepsilon_{t+1} = \\mu - \\tfrac{\\sqrt t}{\\gamma}\\bar H_t`,
-    :math:`\\bar H_t = (1 - \\tfrac{1}{t + t_0})\\bar H_{t-1}
-    + \\tfrac{1}{t + t_0}(\\delta - \\alpha_t)`, then freezes the averaged step size
-    (:class:`~hamiltonia.tuners.DualAveraging`).
-
-    Parameters
-    ----------
-    step_size : float > 0, optional
-        Fixed, or the start of the adaptation (default: the initial-step-size heuristic).
-    adapt_step_size : bool, optional
-        Adapt (default: only when ``step_size`` is not given).
-    target_accept : float in (0, 1)
-        :math:`\\delta` (default 0.8).
-
-    Returns
-    -------
-    list of Tuner
-        ``ValueError`` names ``adapt_step_size`` or ``target_accept``.
-
-    References
-    ----------
-    Nesterov (2009), *Primal-dual subgradient methods*; Hoffman and Gelman (2014), §3.2.
-    """
-    adapt_step_size = check_flag(adapt_step_size, "adapt_step_size", allow_none=True)
-    adapt = step_size is None if adapt_step_size is None else adapt_step_size
-    if not adapt:
-        if step_size is None:
-            raise ValueError("step_size must be given when adapt_step_size=False")
-        return []
-    return [_tuners.get("dual-averaging", target_accept=target_accept, initial_step_size=step_size)]
-
-
-def _windows(adapt_windows) -> dict:
-    """Stan's warm-up windows ``(initial buffer, first window, terminal buffer)``."""
-    if (
-        not isinstance(adapt_windows, tuple | list)
-        or len(adapt_windows) != 3
-        or any(isinstance(v, bool) or not isinstance(v, int | np.integer) for v in adapt_windows)
-    ):
-        raise ValueError(
-            "adapt_windows must be three integers (initial buffer, first window, terminal "
-            f"buffer), such as Stan's (75, 25, 50); got {adapt_windows!r:.80}"
-        )
-    first, window, last = (int(v) for v in adapt_windows)
-    if first < 0 or window < 1 or last < 0:
-        raise ValueError(
-            f"adapt_windows must be (>= 0, >= 1, >= 0) iterations, got {tuple(adapt_windows)}"
-        )
-    return {"initial_buffer": first, "window": window, "terminal_buffer": last}
-
-
-def metric_tuners(metric="identity", adapt_windows=_STAN_WINDOWS,
-                  adapt_metric: str = "pooled") -> list:  # fmt: skip
-    """Stan's windowed adaptation of a ``"diagonal"`` or ``"dense"`` metric, or ``[]``.
-
-    Each window sets :math:`M^{-1} = \\tfrac{n}{n + 5}\\hat\\Sigma + 10^{-3}\\tfrac{5}{n + 5}I`
-    from its :math:`n` draws' covariance (its diagonal for ``"diagonal"``), pooled over
-    chains or per chain (:class:`~hamiltonia.tuners.adaptation.WindowedMetric`). Give
-    :func:`hamiltonian` the same ``metric``; :func:`compose` builds the
-    :class:`PerChainMetricSampler` that a metric per chain needs.
-
-    Parameters
-    ----------
-    metric : str, array or Metric
-        As in :func:`hamiltonian`.
-    adapt_windows : (int >= 0, int >= 1, int >= 0)
-        Iterations of the initial buffer (step size only), the first metric window (each next
-        one twice as long) and the terminal buffer (default ``(75, 25, 50)``, Stan's);
-        checked only for an adapted metric.
-    adapt_metric : {"pooled", "per-chain"}
-        ``"pooled"`` (default): one metric from every chain's draws of a window.
-        ``"per-chain"`` (Stan's and NumPyro's choice): each chain (each antithetic pair) its
-        own, from its own draws, so that a chain's draws do not depend on the number of
-        chains (:doc:`/adaptation`). Checked whatever the metric; a fixed metric is not
-        adapted either way.
-
-    Returns
-    -------
-    list of Tuner
-        ``ValueError`` names ``metric``, ``adapt_windows`` or ``adapt_metric`` and what they
-        accept.
-
-    References
-    ----------
-    Stan Development Team, *Stan Reference Manual*, "Automatic parameter tuning".
-    """
-    _check_metric(metric)
-    per_chain = _check_adapt_metric(adapt_metric)
-    if isinstance(metric, str) and metric in ADAPTED_METRICS:
-        options = _windows(adapt_windows)
-        if per_chain:  # only then: a tuner of the registry that knows no per_chain still builds
-            options["per_chain"] = True
-        return [_tuners.get("windowed-metric", kind=metric, **options)]
-    return []
-
-
-def tuners(
-    step_size: float | None = None,
-    *,
-    adapt_step_size: bool | None = None,
-    target_accept: float = 0.8,
-    metric="identity",
-    adapt_windows=_STAN_WINDOWS,
-    adapt_metric: str = "pooled",
-) -> list:
-    """The warm-up tuners of the options: :func:`step_size_tuners` + :func:`metric_tuners`.
-
-    Parameters
-    ----------
-    step_size, adapt_step_size, target_accept
-        As in :func:`step_size_tuners`.
-    metric, adapt_windows, adapt_metric
-        As in :func:`metric_tuners` (checked first, as the recipes check them).
-
-    Returns
-    -------
-    list of Tuner
-
-    References
-    ----------
-    Hoffman and Gelman (2014), §3.2; the Stan Reference Manual.
-    """
-    adapt_metric = metric_tuners(metric, adapt_windows, adapt_metric)
-    adapt_step = step_size_tuners(
-        step_size, adapt_step_size=adapt_step_size, target_accept=target_accept
-    )
-    return adapt_step + adapt_metric
-
-
 def reducer(hamiltonian, *, antithetic: bool = False, control_variates: int | bool = False):
     """The variance reducer of the options, or ``None`` (the sampler's default).
 
@@ -749,237 +595,3 @@ def compose(
     if name is not None:
         sampler.name = name
     return sampler
-
-
-def _joined(values: list, order: np.ndarray):
-    """The per-chain arrays of the groups, ``values`` (chains on the first axis), joined and
-    put back in chain order (``order``: the chain of each joined row)."""
-    if all(isinstance(v, np.ndarray) or np.isscalar(v) for v in values):
-        xp = np
-    else:
-        xp = _backend.xp()
-    joined = xp.concatenate([xp.asarray(v) for v in values], axis=0)
-    if np.array_equal(order, np.arange(order.size)):
-        return joined
-    return joined[xp.asarray(np.argsort(order))]
-
-
-def _joined_phases(phases: list[PhaseState], order: np.ndarray) -> PhaseState:
-    """The groups' phase states as one, in chain order."""
-
-    def field(name):
-        values = [getattr(phase, name) for phase in phases]
-        return None if values[0] is None else _joined(values, order)
-
-    names = dict.fromkeys(name for phase in phases for name in phase.aux)
-    aux = {}
-    for name in names:
-        # A variable a group has not set yet is zero there (the parts' convention).
-        reference = next(phase.aux[name] for phase in phases if name in phase.aux)
-        aux[name] = _joined(
-            [
-                phase.aux[name]
-                if name in phase.aux
-                else _backend.xp().zeros((phase.q.shape[0], *reference.shape[1:]))
-                for phase in phases
-            ],
-            order,
-        )
-    return PhaseState(field("q"), field("p"), field("log_prob"), field("grad"), aux)
-
-
-def _per_chain(value, n: int):
-    """A statistic of a group's step as one value per chain of the group."""
-    return np.broadcast_to(value, (n,)) if np.ndim(value) == 0 else value
-
-
-class PerChainMetricSampler(HamiltonianSampler):
-    """A :class:`~hamiltonia.samplers.HamiltonianSampler` whose chains each move with a metric
-    of their own: the sampler of per-chain metric adaptation (``adapt_metric="per-chain"``,
-    :class:`~hamiltonia.tuners.adaptation.WindowedMetric` with ``per_chain=True``).
-
-    The chains move in groups (:meth:`chain_groups`): each chain, or each antithetic pair
-    (whose two chains share their random numbers, and so their metric), as a run of its own
-    with its metric installed (:meth:`parts_of`), so that chain :math:`c`'s draws do not
-    depend on how many chains run beside it. On the NumPy path one group is stepped at a
-    time (the vectorisation over chains is given up: :doc:`/adaptation` measures its cost);
-    on the compiled path each chain runs in its own kernel call anyway, with its own
-    metric's parameters (:meth:`hamiltonia.compiled.plan.CompiledPlan.run`).
-
-    Until warm-up installs them (:meth:`set_chain_metrics`), every chain moves with the
-    Hamiltonian's own metric, which stays the one the sampler was built with: the adapted
-    metrics are :attr:`chain_metrics`, and a checkpoint saves them with the sampler's state
-    (:meth:`extra_state`).
-
-    Parameters are those of :class:`~hamiltonia.samplers.HamiltonianSampler`.
-    """
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self._chain_metrics: list | None = None
-        # Inside parts_of: the sampler moves the chains it is given as one group.
-        self._in_group = False
-
-    @property
-    def chain_metrics(self) -> list | None:
-        """Each chain's metric (an antithetic pair's two chains share theirs), or ``None``
-        while every chain moves with the Hamiltonian's own."""
-        return None if self._chain_metrics is None else list(self._chain_metrics)
-
-    def set_chain_metrics(self, metrics) -> None:
-        """Install one metric per chain (a list of
-        :class:`~hamiltonia.hamiltonians.Metric`), or ``None``: every chain with the
-        Hamiltonian's own."""
-        if metrics is None:
-            self._chain_metrics = None
-            return
-        metrics = list(metrics)
-        if not metrics or not all(isinstance(m, Metric) for m in metrics):
-            raise TypeError("chain metrics must be a non-empty list of Metric, one per chain")
-        self._chain_metrics = metrics
-
-    def _grouping(self, chains: int) -> list[list[int]]:
-        # An antithetic pair is one group: its chains share their random numbers.
-        return [list(g) for g in self.reducer.pairing(chains)] or [[c] for c in range(chains)]
-
-    def chain_groups(self, chains):
-        """Each chain, or each antithetic pair, in order; ``None`` inside :meth:`parts_of`
-        (the chains given then are one group). ``ValueError`` where the sampler holds the
-        metrics of another number of chains."""
-        if self._in_group:
-            return None
-        held = self._chain_metrics
-        if held is not None and len(held) != chains:
-            raise ValueError(
-                f"the sampler holds the adapted metrics of {len(held)} chains, not {chains}: "
-                "a run with another number of chains adapts them anew (warm-up)"
-            )
-        return self._grouping(chains)
-
-    @contextlib.contextmanager
-    def parts_of(self, group):
-        """Install the metric of the chains ``group`` (one of :meth:`chain_groups`) for the
-        duration; the sampler then moves the chains it is given as that one group."""
-        metric = self.hamiltonian.metric
-        if self._chain_metrics is not None:
-            self.hamiltonian.metric = self._chain_metrics[group[0]]
-        was, self._in_group = self._in_group, True
-        try:
-            yield
-        finally:
-            self.hamiltonian.metric = metric
-            self._in_group = was
-
-    def _by_group(self, chain: ChainState, rngs, move):
-        """``move(sub_chain, sub_rngs, rows)`` for each group (its chains ``rows``) with its
-        parts installed: what ``move`` returned, by group, and the chain of each row of
-        their joined results; a model's error names the run's chain."""
-        n = len(rngs)
-        groups = self.chain_groups(n)
-        step = np.broadcast_to(np.asarray(chain.step_size, dtype=float), (n,))
-        results = []
-        for group in groups:
-            rows = np.asarray(group)
-            with self.parts_of(group):
-                sub = ChainState(chain.phase.take(rows), np.array(step[rows]))
-                try:
-                    results.append(move(sub, [rngs[c] for c in group], rows))
-                except ModelError as err:
-                    raise err.renumbered(group) from err.__cause__
-        return results, np.concatenate([np.asarray(g) for g in groups])
-
-    def init(self, positions):
-        q = np.asarray(_backend.to_numpy(positions), dtype=float)
-        groups = self._grouping(q.shape[0])
-        if self._in_group or len(groups) == 1:
-            return super().init(positions)
-        # One group at a time: a chain's log density and gradient are then computed as in a
-        # run of its own (a target's matrix product may round differently with more rows).
-        phases = [super(PerChainMetricSampler, self).init(q[g]).phase for g in groups]
-        order = np.concatenate([np.asarray(g) for g in groups])
-        return ChainState(_joined_phases(phases, order), self._initial_step_sizes(q.shape[0]))
-
-    def step(self, chain, rngs):
-        if self.chain_groups(len(rngs)) is None:
-            return super().step(chain, rngs)
-        parent = super()
-
-        def move(sub, sub_rngs, rows):
-            sub, info = parent.step(sub, sub_rngs)
-            return sub.phase, {k: _per_chain(v, len(rows)) for k, v in info.items()}
-
-        results, order = self._by_group(chain, rngs, move)
-        chain.phase = _joined_phases([phase for phase, _ in results], order)
-        infos = [info for _, info in results]
-        return chain, {k: _joined([info[k] for info in infos], order) for k in infos[0]}
-
-    def probe_acceptance(self, chain, step_size, rngs):
-        if self.chain_groups(len(rngs)) is None:
-            return super().probe_acceptance(chain, step_size, rngs)
-        eps = np.broadcast_to(np.asarray(step_size, dtype=float), (len(rngs),))
-        parent = super()
-
-        def move(sub, sub_rngs, rows):
-            return parent.probe_acceptance(sub, np.array(eps[rows]), sub_rngs)
-
-        results, order = self._by_group(chain, rngs, move)
-        return _joined(results, order)
-
-    def log_weight(self, chain):
-        n = np.shape(chain.phase.log_prob)[0]
-        if self.chain_groups(n) is None:
-            return super().log_weight(chain)
-        parent = super()
-        results, order = self._by_group(
-            chain, [None] * n, lambda sub, _rngs, _rows: parent.log_weight(sub)
-        )
-        return None if results[0] is None else _joined(results, order)
-
-    def extra_state(self):
-        """The sampler's state, and each chain's metric once adapted: ``chain_metrics``, the
-        metrics' class and inverse mass matrices, one per chain."""
-        state = super().extra_state()
-        if self._chain_metrics is not None:
-            state["chain_metrics"] = {
-                "kind": type(self._chain_metrics[0]).__name__,
-                "inverse_mass": [np.asarray(m.inverse_mass).tolist() for m in self._chain_metrics],
-            }
-        return state
-
-    def restore_extra_state(self, state):
-        """Put back an :meth:`extra_state` read from a file, checked: ``ValueError`` naming
-        ``chain_metrics`` and what is wrong with it."""
-        super().restore_extra_state(state)
-        saved = state.get("chain_metrics") if isinstance(state, dict) else None
-        if saved is None:
-            self.set_chain_metrics(None)
-            return
-        kinds = {"DiagonalMetric": DiagonalMetric, "DenseMetric": DenseMetric}
-        kind = saved.get("kind") if isinstance(saved, dict) else None
-        matrices = saved.get("inverse_mass") if isinstance(saved, dict) else None
-        if kind not in kinds or not isinstance(matrices, list) or not matrices:
-            raise ValueError(
-                "sampler_state.chain_metrics must hold the kind (DiagonalMetric or DenseMetric) "
-                "and a non-empty list of inverse mass matrices, one per chain"
-            )
-        dim = self.target.dim
-        shape = (dim,) if kind == "DiagonalMetric" else (dim, dim)
-        metrics = []
-        for c, matrix in enumerate(matrices):
-            try:
-                values = np.asarray(matrix, dtype=np.float64)
-                if values.shape != shape:
-                    raise ValueError(f"shape {values.shape}, expected {shape}")
-                metrics.append(kinds[kind](values))
-            except (TypeError, ValueError) as err:
-                raise ValueError(
-                    f"sampler_state.chain_metrics: the metric of chain {c} is invalid: {err}"
-                ) from None
-        self.set_chain_metrics(metrics)
-
-    def select_extra_state(self, state, chains):
-        saved = state.get("chain_metrics")
-        if saved is None:
-            return state
-        matrices = [saved["inverse_mass"][c] for c in chains]
-        return {**state, "chain_metrics": {**saved, "inverse_mass": matrices}}

@@ -15,13 +15,12 @@ from __future__ import annotations
 from hamiltonia.registry import Registry, lookups
 from hamiltonia.tuners.adaptation import (
     DualAveraging,
-    Tuner,
     WindowedMetric,
     dual_averaging_step,
-    estimate_metric,
     find_initial_step_size,
-    metric_windows,
 )
+from hamiltonia.tuners.base import Tuner
+from hamiltonia.tuners.metric_estimate import estimate_metric, metric_windows
 
 __all__ = [
     "DualAveraging",
