@@ -7,18 +7,33 @@ target.
 
 Every method takes positions of shape ``(..., dim)``: leading axes are batch axes (chains),
 so that many chains can share one call.
+
+The functions that turn a user's log density into the functions of a target
+(:meth:`Target.from_logp`, :meth:`Target.from_jax`) are in
+:mod:`hamiltonia.targets.logp_backends`, their warnings in
+:mod:`hamiltonia.targets.logp_warnings`; this module re-exports them.
 """
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from hamiltonia._validation import MAX_TARGET_DIM, check_int, check_positions
-from hamiltonia._warnings import warn_at_user
+from hamiltonia._validation import check_positions
+from hamiltonia.targets.logp_backends import (
+    AUTOGRAD_NUMPY_BACKENDS,  # noqa: F401 (moved to logp_backends)
+    _jax_x64,  # noqa: F401 (pickles of jax_functions' closures name it here)
+    accepts_batches,
+    autograd_functions,
+    check_dim,
+    check_one_number,
+    jax_functions,
+    numba_functions,
+    numba_or_autograd,
+)
+from hamiltonia.targets.logp_warnings import CompileWarning, RowByRowWarning
 
 __all__ = [
     "SETTINGS",
@@ -401,275 +416,6 @@ def with_setting(target: Target, setting: str) -> Target:
     if setting != "default":
         target.description = f"{target.description} [setting: {setting}]"
     return target
-
-
-def check_dim(dim) -> int:
-    """``dim`` as an int in ``[1, MAX_TARGET_DIM]``, or ``ValueError`` naming it and the
-    range: checked before the default names (one per coordinate) are built, so a size of
-    ``1e9`` from a file or a command line fails at once instead of hanging."""
-    return check_int(dim, "dim", minimum=1, maximum=MAX_TARGET_DIM)
-
-
-class RowByRowWarning(UserWarning):
-    """A log density that does not accept a batch of positions is evaluated one chain at a
-    time (slower); the message gives the cost measured and the way out."""
-
-
-def accepts_batches(f: Callable, dim: int) -> tuple[bool, str]:
-    """Whether ``f`` maps a batch ``(n, dim)`` to the ``(n,)`` values it gives row by row,
-    checked on three random points; and, if not, why. A function that raises on the single
-    points cannot be judged and is taken row by row (the run will show its error)."""
-    x = np.random.default_rng(20261123).normal(scale=0.5, size=(3, dim))
-    with np.errstate(all="ignore"):
-        try:
-            rows = np.array([float(np.asarray(f(row))) for row in x])
-        except Exception:
-            return False, "it could not be evaluated at test points"
-        try:
-            batch = np.asarray(f(x), dtype=float)
-        except Exception as err:
-            return False, f"on a batch it raised {type(err).__name__}: {err}"
-    if batch.shape != (3,):
-        return False, f"on a batch of 3 points it returned shape {batch.shape}, not (3,)"
-    if not np.allclose(batch, rows, rtol=1e-9, atol=1e-12, equal_nan=True):
-        return False, "on a batch it returned values other than row by row"
-    return True, ""
-
-
-def autograd_functions(f: Callable, dim: int, vectorized: bool | None, label: str = "logp"):
-    """``(log_prob, log_prob_and_grad, hvp, vectorized)`` of a log density ``f`` written with
-    ``autograd.numpy``: the gradient by reverse mode, the Hessian-vector product by forward
-    over reverse; batched when ``f`` accepts batches (``vectorized=None`` finds out, and
-    announces the row-by-row fallback with its cost)."""
-    import time
-
-    import autograd
-
-    dim = check_dim(dim)
-    if vectorized is None:
-        vectorized, reason = accepts_batches(f, dim)
-        if not vectorized and reason != "it could not be evaluated at test points":
-            value_and_grad = autograd.value_and_grad(f)
-            x = np.zeros(dim)
-            began, n = time.perf_counter(), 0
-            while n < 3 or (time.perf_counter() - began < 0.05 and n < 1000):
-                value_and_grad(x)
-                n += 1
-            cost = (time.perf_counter() - began) / n
-            warn_at_user(
-                f"{label} is evaluated one chain at a time, {cost * 1e3:.3g} ms per gradient "
-                f"here, because {reason}. Write it for a batch of positions (leading axes for "
-                "the chains) to have one call serve all chains, or compile it as it is with "
-                "backend='numba'; vectorized=False silences this",
-                RowByRowWarning,
-            )
-    elif vectorized:
-        # Declared, but checked: a density that sums over the batch (one number for all
-        # chains) would give every chain the others' log density, a wrong posterior with
-        # no error.
-        ok, reason = accepts_batches(f, dim)
-        if not ok and reason != "it could not be evaluated at test points":
-            raise ValueError(
-                f"vectorized=True, but {label} does not evaluate a batch of positions point "
-                f"by point: {reason}. Return one value per position (shape (n,) for n "
-                "positions), or pass vectorized=None to have it evaluated one chain at a time"
-            )
-    vectorized = bool(vectorized)
-    if vectorized:
-        make_vjp = autograd.make_vjp(f)
-
-        def lp_grad(x):
-            # One reverse pass gives every row's gradient, because rows do not interact.
-            vjp, lp = make_vjp(x)
-            return lp, vjp(np.ones_like(lp))
-
-        hess_vec = autograd.make_hvp(lambda x: np.sum(f(x)))
-    else:
-        lp_grad = autograd.value_and_grad(f)
-        hess_vec = autograd.make_hvp(f)
-
-    def hvp(x, v):
-        return hess_vec(x)[0](v)
-
-    return f, lp_grad, hvp, vectorized
-
-
-def numba_functions(f: Callable, dim: int, label: str = "logp"):
-    """``(log_prob, log_prob_and_grad, hvp, kernel)`` of a log density ``f`` of one point
-    written with ``autograd.numpy``, compiled by numba with a gradient generated from
-    autograd's trace (:func:`hamiltonia.modelling.user_target.compile_log_density`): the
-    NumPy path calls the compiled function on each chain, the compiled path calls ``kernel``
-    inside the chain kernel. The Hessian-vector product (for the shadow samplers) comes from
-    autograd.
-
-    Raises
-    ------
-    hamiltonia.modelling.trace.TraceError
-        (a ``ValueError``) when ``f`` uses a function without a compiled derivative, or
-        its computation depends on the parameters' values.
-    """
-    from hamiltonia.modelling.user_target import compile_log_density
-
-    dim = check_dim(dim)
-    kernel = compile_log_density(f, dim, label)
-    _, _, hvp, _ = autograd_functions(f, dim, accepts_batches(f, dim)[0], label)
-
-    def log_prob(x):
-        return kernel.rows(x)[0]
-
-    return log_prob, kernel.rows, hvp, kernel
-
-
-def check_one_number(f: Callable, dim: int, label: str = "logp") -> None:
-    """Refuse a log density ``f`` of one point ``(dim,)`` that returns anything but one
-    number there, checked at the origin and at a random point (the first at which ``f``
-    evaluates; one that raises at both is left to the backends, whose errors show it).
-
-    Raises
-    ------
-    TypeError
-        When ``f`` returns ``None``, a string or a container.
-    ValueError
-        When ``f`` returns an array of another shape than ``()`` (shape ``(1,)``
-        included: the log density is one number, not an array of one).
-    """
-    points = (np.zeros(dim), np.random.default_rng(20261123).normal(scale=0.5, size=dim))
-    for x in points:
-        try:
-            with np.errstate(all="ignore"):
-                value = f(x)
-        except Exception:
-            continue
-        if value is None or isinstance(value, str | bytes | dict | list | tuple):
-            raise TypeError(
-                f"{label} returned {type(value).__name__}; it must return the log density "
-                "at the point, one number"
-            )
-        shape = tuple(np.shape(value))
-        if shape != ():
-            raise ValueError(
-                f"{label} must return one number, the log density at a point of shape "
-                f"({dim},); it returned shape {shape} (did a sum miss its axis, or is a term "
-                "not summed?)"
-            )
-        return
-
-
-class CompileWarning(UserWarning):
-    """A log density that numba cannot compile runs with autograd on the NumPy path
-    (slower); the message says why, and ``backend="autograd"`` silences it."""
-
-
-#: How a log density written with ``autograd.numpy`` is differentiated: ``None`` (the
-#: default) compiles it with numba where it can and falls back to autograd with a
-#: :class:`CompileWarning`.
-AUTOGRAD_NUMPY_BACKENDS = (None, "numba", "autograd")
-
-
-def numba_or_autograd(f: Callable, dim: int, vectorized: bool | None, label: str,
-                      backend: str | None):  # fmt: skip
-    """``(log_prob, log_prob_and_grad, hvp, vectorized, kernel, backend)`` of a log density
-    ``f`` written with ``autograd.numpy``: compiled by numba (:func:`numba_functions`) for
-    ``backend="numba"``, differentiated by autograd (:func:`autograd_functions`, ``kernel``
-    ``None``) for ``"autograd"``, and for ``None`` compiled where it can be, else autograd
-    with a :class:`CompileWarning` that gives numba's reason. The returned ``backend`` is
-    the one used.
-
-    Only a refusal to compile (:class:`~hamiltonia.modelling.trace.TraceError`) falls back:
-    an exception of ``f`` itself is the user's bug and propagates.
-    """
-    from hamiltonia.modelling.trace import TraceError
-
-    if backend not in AUTOGRAD_NUMPY_BACKENDS:
-        raise ValueError(f"backend must be one of {AUTOGRAD_NUMPY_BACKENDS}, got {backend!r}")
-    dim = check_dim(dim)
-    # Before either backend: numba's recording would refuse a wrong shape as a compile
-    # failure (and fall back to autograd, which fails later, while sampling).
-    check_one_number(f, dim, label)
-    if backend == "autograd":
-        log_prob, lp_grad, hvp, vectorized = autograd_functions(f, dim, vectorized, label)
-        return log_prob, lp_grad, hvp, vectorized, None, "autograd"
-    try:
-        log_prob, lp_grad, hvp, kernel = numba_functions(f, dim, label)
-    except TraceError as err:
-        if backend == "numba":
-            raise
-        reason = str(err)
-    else:
-        return log_prob, lp_grad, hvp, True, kernel, "numba"
-    # One warning for the fallback: autograd's own (row by row) joins it.
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", RowByRowWarning)
-        log_prob, lp_grad, hvp, vectorized = autograd_functions(f, dim, vectorized, label)
-    also = [str(w.message) for w in caught if issubclass(w.category, RowByRowWarning)]
-    for w in caught:
-        if not issubclass(w.category, RowByRowWarning):
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-    warn_at_user(
-        f"{label} runs with autograd on the NumPy path (often 10-100x slower per gradient) "
-        f"because numba cannot compile it: {reason}."
-        # Its way out (compile with numba) is no way out here.
-        + (f" Also, {also[0].split('. Write it for a batch')[0]}." if also else "")
-        + " backend='autograd' silences this",
-        CompileWarning,
-    )
-    return log_prob, lp_grad, hvp, vectorized, None, "autograd"
-
-
-_JAX_X64 = False
-
-
-def _jax_x64() -> None:
-    """Switch JAX to 64-bit floats in this process, once (the samplers' accept tests need
-    them)."""
-    global _JAX_X64
-    if not _JAX_X64:
-        import jax
-
-        jax.config.update("jax_enable_x64", True)
-        _JAX_X64 = True
-
-
-def jax_functions(f: Callable, dim: int):
-    """``(log_prob, log_prob_and_grad, hvp)`` of a log density ``f`` of one point written
-    with ``jax.numpy``: vectorised over the chains with ``jax.vmap`` and compiled with
-    ``jax.jit``; the gradient by reverse mode, the Hessian-vector product by forward over
-    reverse (``jax.jvp`` of ``jax.grad``). JAX is switched to 64-bit floats
-    (``jax_enable_x64``), as the samplers' accept tests need them. Each returns NumPy
-    arrays."""
-    try:
-        import jax
-    except ImportError:
-        raise ImportError("Target.from_jax needs JAX: pip install 'hamiltonia[jax]'") from None
-    _jax_x64()
-    dim = check_dim(dim)
-    batched_lp = jax.jit(jax.vmap(f))
-    batched_lp_grad = jax.jit(jax.vmap(jax.value_and_grad(f)))
-    batched_hvp = jax.jit(jax.vmap(lambda x, v: jax.jvp(jax.grad(f), (x,), (v,))[1]))
-
-    def rows(x):
-        # Also in a worker process that unpickled these functions: JAX there starts in
-        # 32-bit floats, and the chains would drift from the in-process run's.
-        _jax_x64()
-        x = np.asarray(x, dtype=np.float64)
-        return x, x.reshape(-1, dim)
-
-    def log_prob(x):
-        x, flat = rows(x)
-        return np.asarray(batched_lp(flat)).reshape(x.shape[:-1])
-
-    def log_prob_and_grad(x):
-        x, flat = rows(x)
-        lp, grad = batched_lp_grad(flat)
-        return np.asarray(lp).reshape(x.shape[:-1]), np.asarray(grad).reshape(x.shape)
-
-    def hvp(x, v):
-        _jax_x64()
-        x, v = np.broadcast_arrays(np.asarray(x, dtype=np.float64), np.asarray(v, dtype=np.float64))
-        out = batched_hvp(x.reshape(-1, dim), v.reshape(-1, dim))
-        return np.asarray(out).reshape(x.shape)
-
-    return log_prob, log_prob_and_grad, hvp
 
 
 class FunctionTarget(Target):

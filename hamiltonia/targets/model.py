@@ -46,12 +46,8 @@ from hamiltonia.modelling.parameters import (
     check_names,
     element_names,
 )
-from hamiltonia.targets.base import (
-    FunctionTarget,
-    Target,
-    jax_functions,
-    numba_or_autograd,
-)
+from hamiltonia.targets.base import FunctionTarget, Target
+from hamiltonia.targets.logp_backends import jax_functions, numba_or_autograd
 
 __all__ = ["Model"]
 

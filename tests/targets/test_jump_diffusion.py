@@ -253,7 +253,7 @@ def test_predictive_log_density(model):
 
 
 def test_predictive_log_density_in_blocks(model, monkeypatch):
-    import hamiltonia.targets.jump_diffusion as jd
+    import hamiltonia.targets.jump_diffusion_model as jd
 
     target, _ = model
     draws = _points(target, 7, seed=12)
