@@ -3,12 +3,7 @@ gives every name it gave before, the same objects as their new homes'."""
 
 from __future__ import annotations
 
-import importlib
-from pathlib import Path
-
-import pytest
-
-from hamiltonia.diagnostics import estimators
+from tests.moved import assert_re_exported
 
 #: Each name ``estimators`` exported before the split, by its new home.
 HOMES = {
@@ -30,22 +25,6 @@ PUBLIC = [
 ]  # fmt: skip
 
 
-def test_the_public_names_are_unchanged():
-    assert estimators.__all__ == PUBLIC
-    assert {n for names in HOMES.values() for n in names if not n.startswith("_")} >= set(PUBLIC)
-
-
-@pytest.mark.parametrize("module", sorted(HOMES))
-def test_every_name_is_re_exported_from_its_home(module):
-    home = importlib.import_module(f"hamiltonia.diagnostics.{module}")
-    for name in HOMES[module]:
-        assert getattr(estimators, name) is getattr(home, name), name
-        if not name.startswith("_"):
-            assert name in home.__all__, name
-
-
-@pytest.mark.parametrize("module", sorted(HOMES))
-def test_each_module_is_a_small_room(module):
-    home = importlib.import_module(f"hamiltonia.diagnostics.{module}")
-    assert home.__doc__ and len(home.__doc__.strip()) > 100
-    assert len(Path(home.__file__).read_text().splitlines()) <= 600
+def test_every_name_is_where_it_was():
+    homes = {f"hamiltonia.diagnostics.{module}": names for module, names in HOMES.items()}
+    assert_re_exported("hamiltonia.diagnostics.estimators", homes, PUBLIC)

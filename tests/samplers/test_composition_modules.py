@@ -4,12 +4,7 @@ new homes'."""
 
 from __future__ import annotations
 
-import importlib
-from pathlib import Path
-
-import pytest
-
-from hamiltonia.samplers import composition
+from tests.moved import assert_re_exported
 
 #: Each name ``composition`` exported before the split that moved, by its new home.
 HOMES = {
@@ -27,20 +22,6 @@ PUBLIC = [
 ]  # fmt: skip
 
 
-def test_the_public_names_are_unchanged():
-    assert composition.__all__ == PUBLIC
-
-
-@pytest.mark.parametrize("module", sorted(HOMES))
-def test_every_name_is_re_exported_from_its_home(module):
-    home = importlib.import_module(f"hamiltonia.samplers.{module}")
-    for name in HOMES[module]:
-        assert getattr(composition, name) is getattr(home, name), name
-        assert name in home.__all__, name
-
-
-@pytest.mark.parametrize("module", ["composition", *sorted(HOMES)])
-def test_each_module_is_a_small_room(module):
-    home = importlib.import_module(f"hamiltonia.samplers.{module}")
-    assert home.__doc__ and len(home.__doc__.strip()) > 100
-    assert len(Path(home.__file__).read_text().splitlines()) <= 600
+def test_every_name_is_where_it_was():
+    homes = {f"hamiltonia.samplers.{module}": names for module, names in HOMES.items()}
+    assert_re_exported("hamiltonia.samplers.composition", homes, PUBLIC)

@@ -5,12 +5,8 @@ them by their module path (docs/compiled.rst), and its text keys the kernel cach
 
 from __future__ import annotations
 
-import importlib
-from pathlib import Path
-
-import pytest
-
 from hamiltonia.tuners import adaptation
+from tests.moved import assert_re_exported
 
 #: Each name ``adaptation`` had before the split that moved, by its new home.
 HOMES = {
@@ -27,25 +23,11 @@ PUBLIC = [
 ]  # fmt: skip
 
 
-def test_the_public_names_are_unchanged():
-    assert adaptation.__all__ == PUBLIC
-
-
-@pytest.mark.parametrize("module", sorted(HOMES))
-def test_every_name_is_re_exported_from_its_home(module):
-    home = importlib.import_module(f"hamiltonia.tuners.{module}")
-    for name in HOMES[module]:
-        assert getattr(adaptation, name) is getattr(home, name), name
-        assert name in home.__all__, name
+def test_every_name_is_where_it_was():
+    homes = {f"hamiltonia.tuners.{module}": names for module, names in HOMES.items()}
+    assert_re_exported("hamiltonia.tuners.adaptation", homes, PUBLIC)
 
 
 def test_the_kernels_keep_their_module_path():
     for kernel in (adaptation.dual_averaging_step, adaptation.dual_averaging_kernel):
         assert kernel.__module__ == "hamiltonia.tuners.adaptation"
-
-
-@pytest.mark.parametrize("module", ["adaptation", *sorted(HOMES)])
-def test_each_module_is_a_small_room(module):
-    home = importlib.import_module(f"hamiltonia.tuners.{module}")
-    assert home.__doc__ and len(home.__doc__.strip()) > 100
-    assert len(Path(home.__file__).read_text().splitlines()) <= 600
