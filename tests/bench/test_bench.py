@@ -173,7 +173,7 @@ def test_baseline_refuses_a_folder_without_the_package(tmp_path, capsys):
 
 
 def test_nuts_goals_compare_with_numpyro_side_by_side():
-    from hamiltonia.bench.core import nuts_goals
+    from hamiltonia.bench.report import nuts_goals
 
     def rec(target, library, variant, per_grad, per_s):
         return {"target": target, "sampler": "nuts", "library": library, "variant": variant,
