@@ -19,8 +19,6 @@ NOT_YET_SPLIT = {
     "bench/device.py": 608,
     "reproduce/execute.py": 608,
     "results/runfile.py": 660,
-    "runner/run.py": 787,
-    "samplers/recipes.py": 1040,
     "structures/magnetic.py": 621,
 }
 

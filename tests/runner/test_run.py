@@ -402,7 +402,8 @@ def test_an_interrupted_overwrite_is_resumed_and_the_old_run_kept_till_then(tmp_
 def test_a_refresh_that_keeps_momentum_starts_from_a_drawn_one(sampler, keeps):
     """Where a refresh keeps momentum, the chains start from p ~ N(0, M) (its stationary
     marginal), not from p = 0; a full refresh draws its own (the start is left as is)."""
-    from hamiltonia.runner.run import _initial_state, make_rngs
+    from hamiltonia.runner.initial_points import _initial_state
+    from hamiltonia.runner.run import make_rngs
     from hamiltonia.testing import Z_THRESHOLD
 
     target = hm.targets.get("gaussian", dim=3)
