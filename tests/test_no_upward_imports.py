@@ -27,24 +27,12 @@ exempt: the namespace imports it.
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
-import hamiltonia
+from tests.test_layout import PACKAGE, _modules
 
-PACKAGE = Path(hamiltonia.__file__).parent
 #: The package's clients (module docstring): a module or package directly under
 #: ``hamiltonia`` by name.
 CLIENTS = ("cli", "__main__", "testing", "bench", "reproduce")
-
-
-def _modules() -> dict[str, Path]:
-    found = {}
-    for path in sorted(PACKAGE.rglob("*.py")):
-        parts = ["hamiltonia", *path.relative_to(PACKAGE).with_suffix("").parts]
-        if parts[-1] == "__init__":
-            parts = parts[:-1]
-        found[".".join(parts)] = path
-    return found
 
 
 def _is_submodule(name: str) -> bool:

@@ -97,7 +97,7 @@ def check_files(folder, names: Iterable[str]) -> None:
             continue
         if stat.S_ISREG(mode) or stat.S_ISLNK(mode):
             continue
-        what = "a folder" if stat.S_ISDIR(mode) else "a special file (a pipe, a socket or a device)"
+        what = owned.describe_mode(mode)
         raise ForeignPathError(
             f"{path} is {what}; the reproduction writes a file of its own at that name and "
             "never replaces anything else there, --overwrite or not: move it away or choose "

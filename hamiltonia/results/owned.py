@@ -42,6 +42,7 @@ __all__ = [
     "FolderKind",
     "adopt_legacy",
     "claim_folder",
+    "describe_mode",
     "is_marked",
     "is_owned",
     "lock_owner",
@@ -116,7 +117,8 @@ def _lstat(path: Path) -> os.stat_result | None:
         return None
 
 
-def _describe(mode: int) -> str:
+def describe_mode(mode: int) -> str:
+    """What a file of ``mode`` (from ``lstat``) is, for messages: a link, a folder, a file."""
     if stat.S_ISLNK(mode):
         return "a symbolic link"
     if stat.S_ISDIR(mode):
@@ -182,7 +184,9 @@ def owned_folder(path, kind: FolderKind, *, legacy=None) -> bool:
     if info is None:
         return False
     if not stat.S_ISDIR(info.st_mode):
-        raise _foreign(path, kind, f"is {_describe(info.st_mode)}, not a folder hamiltonia made")
+        raise _foreign(
+            path, kind, f"is {describe_mode(info.st_mode)}, not a folder hamiltonia made"
+        )
     if not _has_marker(path, kind) and not (legacy is not None and legacy(path)):
         names = sorted(entry.name for entry in _entries(path))
         held = (
@@ -204,7 +208,9 @@ def owned_folder(path, kind: FolderKind, *, legacy=None) -> bool:
             owned_folder(entry.path, child)
             continue
         raise _foreign(
-            path, kind, f"holds {entry.name!r} ({_describe(mode)}), which hamiltonia did not make"
+            path,
+            kind,
+            f"holds {entry.name!r} ({describe_mode(mode)}), which hamiltonia did not make",
         )
     return True
 
@@ -241,7 +247,7 @@ def claim_folder(path, kind: FolderKind) -> Path:
         os.mkdir(path)
     except FileExistsError:
         info = _lstat(path)
-        why = "is taken" if info is None else f"is {_describe(info.st_mode)}"
+        why = "is taken" if info is None else f"is {describe_mode(info.st_mode)}"
         raise _foreign(path, kind, why) from None
     try:
         _write_marker(path, kind)
@@ -270,7 +276,7 @@ def touch_new_file(path, data: bytes = b"") -> None:
         info = _lstat(path)
         if info is not None and stat.S_ISREG(info.st_mode):
             return
-        kind = "something" if info is None else _describe(info.st_mode)
+        kind = "something" if info is None else describe_mode(info.st_mode)
         raise ForeignPathError(f"{path} is {kind}; hamiltonia does not write there", path) from None
     try:
         os.write(fd, data)
@@ -350,7 +356,7 @@ def open_lock_file(path, *, create: bool = True) -> int:
     path = Path(path)
     info = _lstat(path)
     if info is not None and not stat.S_ISREG(info.st_mode):
-        raise _foreign_lock(path, f"is {_describe(info.st_mode)}, not a lock file")
+        raise _foreign_lock(path, f"is {describe_mode(info.st_mode)}, not a lock file")
     flags = os.O_RDWR | _NOFOLLOW | _NONBLOCK | _CLOEXEC | (os.O_CREAT if create else 0)
     try:
         fd = os.open(path, flags, 0o666)
@@ -361,7 +367,7 @@ def open_lock_file(path, *, create: bool = True) -> int:
     try:
         opened = os.fstat(fd)
         if not stat.S_ISREG(opened.st_mode):
-            raise _foreign_lock(path, f"is {_describe(opened.st_mode)}, not a lock file")
+            raise _foreign_lock(path, f"is {describe_mode(opened.st_mode)}, not a lock file")
         if opened.st_nlink > 1:
             raise _foreign_lock(path, f"is a file with {opened.st_nlink} links (a hard link)")
         content = os.pread(fd, _LOCK_MAX + 1, 0)

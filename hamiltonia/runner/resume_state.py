@@ -120,15 +120,12 @@ def warmup_state(smp, done: int, n_warmup: int, tail=None) -> dict | None:
     return {"done": int(done), "of": int(n_warmup), "tuners": tuners, "tail": tail}
 
 
-def _json_values(value):
-    """``value`` with NumPy arrays and scalars as lists and numbers, at any depth."""
-    if isinstance(value, dict):
-        return {k: _json_values(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_json_values(v) for v in value]
+def _numpy_plain(value):
+    """A NumPy array or scalar as plain lists and numbers, for ``json.dumps``; anything else
+    JSON cannot hold is a ``TypeError``."""
     if isinstance(value, np.ndarray | np.generic):
         return value.tolist()
-    return value
+    raise TypeError(f"{type(value).__name__} is not plain data")
 
 
 def adapted_state(smp) -> list[dict]:
@@ -147,12 +144,13 @@ def adapted_state(smp) -> list[dict]:
             raise TypeError(
                 f"{kind}.adapted_state() must return a mapping by name, got {state!r:.80}"
             )
-        state = _json_values(state)
-        if not _json_ready(state):
+        try:
+            state = json.loads(json.dumps(state, default=_numpy_plain))
+        except (TypeError, ValueError):
             raise TypeError(
                 f"{kind}.adapted_state() holds values a resume state cannot hold (plain "
                 f"numbers, strings, lists and mappings): {state!r:.200}"
-            )
+            ) from None
         out.append({"kind": kind, "state": state})
     return out
 
