@@ -337,6 +337,13 @@ def main(argv=None) -> int:
     parser.add_argument("--one", nargs=2, metavar=("MODEL", "IMPLEMENTATION"),
                         help=argparse.SUPPRESS)  # fmt: skip
     args = parser.parse_args(argv)
+    if args.rst:
+        from hamiltonia.results.runfile import RunFileError, checked_file_path
+
+        try:  # before the runs: never a folder, a device or a pipe
+            checked_file_path(args.rst, "--rst")
+        except RunFileError as err:
+            parser.error(str(err))
     if args.one:
         print(_MARK + json.dumps(run_implementation(*args.one, args.seed)), flush=True)
         return 0
