@@ -18,6 +18,10 @@ folder's last run only, and names each one it skips with the reason. ``overwrite
 the folder's reproduction: its ``runs/`` and ``cells/`` are removed (only the files the
 reproduction wrote: :mod:`hamiltonia.reproduce.folders`) before any cell runs, so no cell of
 the earlier run survives beside today's.
+
+A cell's figures and its record (written, and read back where it matches) are in
+:mod:`hamiltonia.reproduce.cell_records`; this module re-exports :class:`CellOutcome` and
+:func:`cell_name`.
 """
 
 from __future__ import annotations
@@ -32,8 +36,17 @@ from pathlib import Path
 import numpy as np
 
 from hamiltonia.reproduce import folders, provenance
+from hamiltonia.reproduce.cell_records import (
+    CellOutcome,
+    _cell_record,
+    _computed,
+    _concurrency,
+    _definition,
+    _read_cell,
+    cell_name,
+)
 from hamiltonia.reproduce.experiment import Experiment, Protocol
-from hamiltonia.reproduce.metrics import DEFAULT_METRICS, VERSION, cell_metrics
+from hamiltonia.reproduce.metrics import cell_metrics
 from hamiltonia.results import owned
 from hamiltonia.results.errors import ForeignPathError
 
@@ -48,20 +61,6 @@ __all__ = [
     "run_experiment",
     "stop_if_interrupted",
 ]
-
-
-@dataclasses.dataclass
-class CellOutcome:
-    """The figures of one cell, with what it took."""
-
-    target: str
-    sampler: str
-    metrics: dict
-    seconds: float  # wall-clock seconds of the whole cell: set-up, checks and writing too
-    run_file: str
-    compiled: bool
-    n_divergent: int
-    warnings: list = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass
@@ -94,23 +93,11 @@ class Reproduction:
         }
 
 
-def cell_name(target: str, sampler: str) -> str:
-    """A file-name-safe name of a cell."""
-    safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in f"{target}__{sampler}")
-    return safe
-
-
 class CellSkippedWarning(UserWarning):
     """A cell record of a reproduction's folder that :func:`load_reproduction` did not take:
     it was made by other code, for another definition of the cell or with other settings
     than the folder's last run, its checksum does not verify, or it does not parse. The
     message names the file and the reason; rerun the reproduction to compute it again."""
-
-
-def _definition(experiment, scale: str, protocol: Protocol, index: int, target, sampler):
-    return provenance.cell_definition(
-        experiment, scale, protocol, target, sampler, index, _computed(experiment)
-    )
 
 
 def _record(experiment, scale: str, protocol: Protocol) -> dict:
@@ -431,37 +418,9 @@ def _remove_task_folder(path: Path) -> None:
         remove_task_folder(tasks)
 
 
-def _cell_record(outcome: CellOutcome, definition: dict, settings: dict, concurrency: int):
-    """The record ``cells/NAME.json`` of a finished cell: its figures with their checksum,
-    and what made them (:mod:`hamiltonia.reproduce.provenance`)."""
-    cell = json.loads(json.dumps(dataclasses.asdict(outcome)))
-    return {
-        "format": provenance.CELL_FORMAT,
-        "code": provenance.code_version(),
-        "fingerprint": provenance.fingerprint(definition),
-        "definition": definition,
-        "settings": settings,
-        "metrics_version": VERSION,
-        # How many chains ran at once: t needs it again when the figures are computed anew
-        # (the run file does not say how many workers there were).
-        "concurrency": concurrency,
-        "cell": cell,
-        "checksum": provenance.checksum(cell),
-    }
-
-
 #: The figures a finished cell's log line shows, where computed: (metric, label, format, unit).
 _LOGGED = (("acceptance", "AR", ".1f", "%"), ("ess", "ESS", ".0f", ""),
            ("mean_ess", "mean ESS", ".2f", ""), ("t", "t", ".2f", "s"))  # fmt: skip
-
-
-def _concurrency(result, chains: int, executor, workers) -> int:
-    """How many chains ran at once: one per worker process with a pool, one per core on
-    the compiled path (its threads), all together in one thread on the NumPy path."""
-    cores = os.cpu_count() or 1
-    if executor in ("processes", "dask"):
-        return min(chains, workers or (cores if executor == "processes" else 2))
-    return min(chains, cores) if result.attrs.get("compiled") else 1
 
 
 def _headlines(caught) -> list[str]:
@@ -474,89 +433,6 @@ def _headlines(caught) -> list[str]:
         if not text.startswith("running on the NumPy path") and "divergent transitions" not in text:
             lines.add(text)
     return sorted(lines)
-
-
-def _parse_cell(path: Path):
-    """The parsed record ``path``, or ``None`` where there is none; ``(None, why)`` where it
-    cannot be read."""
-    try:
-        data = owned.read_regular_file(path)
-    except (FileNotFoundError, NotADirectoryError):
-        return None, None
-    except ForeignPathError:
-        return None, "is not a regular file (a symbolic link, say): it is not read"
-    except OSError as err:
-        return None, f"cannot be read ({err.strerror})"
-    try:
-        return json.loads(data), None
-    except ValueError as err:
-        return None, f"does not parse as a cell record ({err}): the file is truncated or damaged"
-
-
-def _read_cell(path: Path, experiment, scale, protocol, settings, expected=None):
-    """The cell recorded in ``path`` where it matches the cell as ``experiment`` defines it
-    now at ``scale`` and ``protocol``, run with ``settings`` (``None``: any settings) by this
-    code: ``(outcome, None)``; ``(None, why)`` where it does not; ``(None, None)`` where there
-    is no record. ``expected`` is the ``(target, sampler)`` the file is named for."""
-    payload, why = _parse_cell(path)
-    if payload is None:
-        return None, why
-    cell = payload.get("cell") if isinstance(payload, dict) else None
-    if not isinstance(cell, dict):
-        return None, "is not a cell record (it holds no cell)"
-    key = (cell.get("target"), cell.get("sampler"))
-    where = {(t.label, s.label): (i, t, s) for i, (t, s) in enumerate(experiment.cells())}
-    if key not in where:
-        return None, f"is not a cell of {experiment.name!r} as it is defined now"
-    if (expected is not None and key != expected) or path.name != f"{cell_name(*key)}.json":
-        return None, f"holds the cell {key[0]} / {key[1]}, not the one its name says"
-    index, tspec, sspec = where[key]
-    definition = _definition(experiment, scale, protocol, index, tspec, sspec)
-    why = provenance.mismatch(payload, definition, settings)
-    if why is not None:
-        return None, why
-    try:
-        return _outcome(payload, experiment), None
-    except (TypeError, ValueError, KeyError, OSError) as err:
-        return None, f"cannot be read back ({err})"
-
-
-def _computed(experiment: Experiment) -> tuple[str, ...]:
-    """The figures computed for the experiment's cells: the usual ones and what it asks for;
-    an experiment that shows no ESS does not get the mESS computed (a network's chain has
-    fewer draws than parameters)."""
-    asked = set(experiment.metrics)
-    usual = set(DEFAULT_METRICS)
-    if not asked & {"ess", "ess_per_t"}:
-        usual -= {"ess", "ess_per_t"}
-    return tuple(sorted(usual | asked))
-
-
-def _outcome(payload: dict, experiment: Experiment) -> CellOutcome:
-    """A written cell; one written under other definitions of the figures has them computed
-    again from its run file."""
-    cell = CellOutcome(**payload["cell"])
-    if payload.get("metrics_version") != VERSION and Path(cell.run_file).is_file():
-        from hamiltonia.results import load
-
-        spec = experiment.sampler(cell.sampler)
-        result = load(cell.run_file)
-        concurrency = payload.get("concurrency") or _recorded_concurrency(cell, result, spec.ess)
-        cell.metrics = cell_metrics(result, concurrency, spec.ess, _computed(experiment))
-    return cell
-
-
-def _recorded_concurrency(cell: CellOutcome, result, ess: str) -> int:
-    """The concurrency a cell written before it was recorded was timed with, read back from
-    its ``t`` (``t`` = sampling seconds x concurrency / chains, twice that for a pair), so
-    that computing its figures anew keeps its time; where it has no ``t``, the concurrency
-    the run's own path gives."""
-    t = cell.metrics.get("t", {}).get("value")
-    seconds = result.sampling_seconds
-    if t is None or not seconds or not np.isfinite(t):
-        return _concurrency(result, result.n_chains, result.attrs.get("executor"), None)
-    per_unit = 2 if ess.startswith("antithetic") else 1
-    return max(1, round(t * result.n_chains / (seconds * per_unit)))
 
 
 def load_reproduction(folder, *, log=None) -> Reproduction:

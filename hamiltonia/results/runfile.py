@@ -32,34 +32,46 @@ anything at those names that it did not make (:mod:`hamiltonia.results.owned`). 
 files that a killed writer left in the folder are removed by the next run of the same
 output. :func:`hamiltonia.load` and :func:`hamiltonia.resume` read an unfinished run from
 its folder.
+
+The checkpoint folder's name and its manifest (layout, seal, checked reading) are in
+:mod:`hamiltonia.results.runfile_manifest`, the reading of an unfinished run back in
+:mod:`hamiltonia.results.runfile_reading`; this module re-exports them.
 """
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
-import math
 import os
 import re
 import stat
 import tempfile
 import warnings
-import zipfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import NamedTuple
 
 import numpy as np
 
 from hamiltonia.results import owned
 from hamiltonia.results.errors import (
     CheckpointWarning,
-    ForeignPathError,
+    ForeignPathError,  # noqa: F401 (named from this module)
     OutputWriteError,
     RunFileError,
 )
 from hamiltonia.results.lock import OutputLock, pid_alive
+from hamiltonia.results.runfile_manifest import (
+    _MANIFEST,
+    FORMAT,
+    _digest,
+    _legacy_checkpoints,
+    _read_manifest,
+    checkpoint_folder,
+    has_checkpoints,
+    partial_dir,
+    seal_manifest,
+)
+from hamiltonia.results.runfile_reading import PartialRun, read_partial
 
 # The errors are hamiltonia.results.errors' (imported here for the code that names them
 # from this module).
@@ -73,19 +85,6 @@ __all__ = [
     "partial_dir",
     "read_partial",
 ]
-
-#: Version of the manifest layout: 2 records the SHA-256 of each block and of the manifest
-#: itself; version 1 (no checksums) is still read.
-FORMAT = 2
-_READABLE_FORMATS = (1, 2)
-_MANIFEST = "manifest.json"
-_WARMUP = "warmup.npz"  # the kept warm-up draws, in format 1
-#: The kept warm-up draws in format 2, named by their number per chain: a warm-up
-#: checkpoint writes a new file, never over the one the current manifest names.
-_WARMUP_NAME = re.compile(r"warmup-\d{12}\.npz")
-_BLOCK_NAME = re.compile(r"block-\d{12}\.npz")
-#: The field of the manifest that holds its own checksum.
-_SEAL = "sha256"
 
 
 _FILE_KINDS = {
@@ -141,39 +140,6 @@ def checked_file_path(path, label: str = "output") -> Path:
     if not os.access(folder, os.W_OK | os.X_OK):
         raise RunFileError(f"{label} folder {folder} is not writable")
     return path
-
-
-def partial_dir(path) -> Path:
-    """The folder of the unfinished run that will be written to ``path``."""
-    path = Path(path)
-    return path.with_name(path.name + ".partial")
-
-
-def has_checkpoints(path) -> bool:
-    """Whether an unfinished run for ``path`` has checkpoints to read: its folder is one
-    hamiltonia made (never a link, never a user's folder of that name) and holds a manifest
-    (a folder without one is a run stopped before its first checkpoint)."""
-    try:
-        return checkpoint_folder(path) and (partial_dir(path) / _MANIFEST).is_file()
-    except OSError:
-        return False
-
-
-def _legacy_checkpoints(folder: Path) -> bool:
-    """A checkpoint folder of an earlier version (made without a marker): one whose
-    manifest hamiltonia wrote (its seal holds). Its other entries are checked by name."""
-    try:
-        _read_manifest(folder)
-    except (RunFileError, ForeignPathError):
-        return False
-    return True
-
-
-def checkpoint_folder(path) -> bool:
-    """Whether the unfinished run of ``path`` has a checkpoint folder that hamiltonia made
-    (``False`` where none is there); :class:`~hamiltonia.results.errors.ForeignPathError`
-    where the name ``path.partial`` holds anything else."""
-    return owned.owned_folder(partial_dir(path), owned.CHECKPOINTS, legacy=_legacy_checkpoints)
 
 
 def _fsync_dir(folder: Path) -> None:
@@ -284,22 +250,6 @@ def remove_stale_temporaries(folder: Path, name: str | None = None) -> list[Path
             continue
         removed.append(entry)
     return removed
-
-
-def _digest(data) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def _manifest_digest(manifest: dict) -> str:
-    """The SHA-256 of a manifest without its own checksum field (keys sorted, so the
-    digest does not depend on the order a reader keeps them in)."""
-    body = {k: v for k, v in manifest.items() if k != _SEAL}
-    return _digest(json.dumps(body, sort_keys=True).encode())
-
-
-def seal_manifest(manifest: dict) -> dict:
-    """``manifest`` with its checksum recorded (what :meth:`RunFile.append` writes)."""
-    return {**manifest, _SEAL: _manifest_digest(manifest)}
 
 
 def _npz_bytes(arrays: dict) -> bytes:
@@ -492,169 +442,3 @@ class RunFile:
             if not (self.folder / _MANIFEST).exists():
                 self._remove_checkpoints()
         self.release()
-
-
-def _read_manifest(folder: Path) -> dict:
-    try:
-        manifest = json.loads(owned.read_regular_file(folder / _MANIFEST))
-    except FileNotFoundError:
-        raise RunFileError(
-            f"{folder} holds no manifest: the run stopped before its first checkpoint"
-        ) from None
-    except (OSError, ValueError) as err:
-        raise RunFileError(f"{folder / _MANIFEST} cannot be read: {err}") from None
-    if not isinstance(manifest, dict) or manifest.get("format") not in _READABLE_FORMATS:
-        raise RunFileError(f"{folder / _MANIFEST} is not a hamiltonia run manifest")
-    if manifest["format"] >= 2 and manifest.get(_SEAL) != _manifest_digest(manifest):
-        raise RunFileError(
-            f"{folder / _MANIFEST} was changed after the run wrote it (its SHA-256 does not "
-            "match): a hand-edited or damaged manifest would resume a different run. Restore "
-            "the original, or start the run again"
-        )
-    if not isinstance(manifest.get("blocks"), list):
-        raise RunFileError(f"{folder / _MANIFEST} lists no blocks")
-    return manifest
-
-
-class PartialRun(NamedTuple):
-    """What an unfinished run's folder holds (``None`` where the run keeps none)."""
-
-    manifest: dict
-    draws: np.ndarray
-    stats: dict
-    log_weights: np.ndarray | None
-    gradients: np.ndarray | None
-    warmup_draws: np.ndarray | None
-    warmup_stats: dict | None
-
-
-def _checked_bytes(path: Path, digest: str | None) -> bytes:
-    """The bytes of ``path``, checked against the SHA-256 the manifest recorded."""
-    data = owned.read_regular_file(path)
-    if digest is not None and _digest(data) != digest:
-        raise ValueError(
-            f"{path.name} was changed after the run wrote it (its SHA-256 does not match the "
-            "manifest's)"
-        )
-    return data
-
-
-_NPY_HEADERS = {
-    (1, 0): np.lib.format.read_array_header_1_0,
-    (2, 0): np.lib.format.read_array_header_2_0,
-}
-
-
-def _load_npz(data: bytes, label: str) -> dict[str, np.ndarray]:
-    """The arrays of an ``.npz`` file's bytes. Each array's declared shape is checked
-    against the bytes stored for it before anything is allocated: a crafted header cannot
-    make the reader ask for terabytes."""
-    arrays = {}
-    with zipfile.ZipFile(io.BytesIO(data)) as archive:
-        for info in archive.infolist():
-            if not info.filename.endswith(".npy"):
-                raise ValueError(f"{label} holds {info.filename!r}, not an array")
-            with archive.open(info) as member:
-                version = np.lib.format.read_magic(member)
-                read_header = _NPY_HEADERS.get(version)
-                if read_header is None:
-                    raise ValueError(f"{label}: array format {version} is not supported")
-                shape, _, dtype = read_header(member)
-                if dtype.hasobject:
-                    raise ValueError(f"{label}: {info.filename} holds Python objects")
-                header = member.tell()
-                declared = math.prod(shape) * dtype.itemsize
-                if declared != info.file_size - header:
-                    raise ValueError(
-                        f"{label}: {info.filename} declares shape {shape} ({declared:,} bytes) "
-                        f"but stores {info.file_size - header:,} bytes"
-                    )
-            with archive.open(info) as member:
-                arrays[info.filename[:-4]] = np.lib.format.read_array(member, allow_pickle=False)
-    return arrays
-
-
-def _read_warmup(folder: Path, manifest: dict) -> tuple:
-    if "warmup" not in manifest:
-        return None, None
-    name = manifest["warmup"]
-    if not (isinstance(name, str) and (_WARMUP_NAME.fullmatch(name) or name == _WARMUP)):
-        raise ValueError(f"warm-up file {name!r} is not one of this folder's")
-    if manifest["format"] >= 2 and not isinstance(manifest.get("warmup_sha256"), str):
-        raise ValueError("the warm-up file has no checksum in the manifest")
-    data = _checked_bytes(folder / name, manifest.get("warmup_sha256"))
-    arrays = _load_npz(data, name)
-    stats = {k[5:]: v for k, v in arrays.items() if k.startswith("stat_")}
-    return arrays["q"], stats
-
-
-def _block_entry(entry, sealed: bool) -> tuple:
-    """``(first, n, name, sha256, finite)`` of a manifest's block entry (format 1 records
-    neither checksum nor finiteness: its draws are taken to be finite)."""
-    if not isinstance(entry, list) or len(entry) != (5 if sealed else 3):
-        raise ValueError(f"block entry {entry!r} is not [first, draws, name, sha256, finite]")
-    first, n, name = entry[:3]
-    digest, finite = entry[3:] if sealed else (None, True)
-    if not (isinstance(first, int) and isinstance(n, int) and first >= 0 and n > 0):
-        raise ValueError(f"block entry {entry!r} does not hold draw counts")
-    if not (isinstance(name, str) and _BLOCK_NAME.fullmatch(name)):
-        # Only the folder's own block files are read, whatever the manifest says.
-        raise ValueError(f"block name {name!r} is not one of this folder's blocks")
-    if sealed and not (isinstance(digest, str) and isinstance(finite, bool)):
-        raise ValueError(f"block {name} has no checksum")
-    return first, n, name, digest, finite
-
-
-def read_partial(path) -> PartialRun:
-    """The manifest, draws, statistics, log weights, gradients and kept warm-up of the
-    unfinished run of ``path``, each block checked against its recorded SHA-256."""
-    folder = partial_dir(path)
-    if not checkpoint_folder(path):
-        raise RunFileError(f"no unfinished run at {path} (no {folder.name})")
-    manifest = _read_manifest(folder)
-    sealed = manifest["format"] >= 2
-    qs, stats, weights, grads = [], {}, [], []
-    expected = 0
-    try:
-        for entry in manifest["blocks"]:
-            first, n, name, digest, finite = _block_entry(entry, sealed)
-            if first != expected:
-                raise ValueError(f"block {name} starts at draw {first}, expected {expected}")
-            block = _load_npz(_checked_bytes(folder / name, digest), name)
-            if block["q"].ndim != 3 or block["q"].shape[1] != n:
-                raise ValueError(f"block {name} holds {block['q'].shape[1:2]} draws, not {n}")
-            if finite and not np.all(np.isfinite(block["q"])):
-                # The run recorded this block's draws finite (a non-finite proposal is
-                # rejected, never drawn): NaN here is damage, not a draw.
-                raise ValueError(f"block {name} holds non-finite draws that the run wrote finite")
-            qs.append(block["q"])
-            for key, values in block.items():
-                if key.startswith("stat_"):
-                    stats.setdefault(key[5:], []).append(values)
-            if "log_weights" in block:
-                weights.append(block["log_weights"])
-            if "gradients" in block:
-                grads.append(block["gradients"])
-            expected += n
-        if expected != manifest.get("draws_done"):
-            raise ValueError(f"the blocks hold {expected} draws, the manifest says "
-                             f"{manifest.get('draws_done')!r}")  # fmt: skip
-        warmup_draws, warmup_stats = _read_warmup(folder, manifest)
-    except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile) as err:
-        raise RunFileError(f"the unfinished run in {folder} cannot be read: {err}") from None
-    if not qs:
-        attrs = manifest.get("attrs", {})
-        if not attrs.get("resume"):
-            raise RunFileError(f"the unfinished run in {folder} holds no draws yet")
-        # A run checkpointed in warm-up, or spread over tasks (hamiltonia.runner.executors) that
-        # records its state after warm-up before its tasks make draws: no draws, but a run
-        # to resume.
-        qs = [np.empty((int(attrs["chains"]), 0, len(manifest["names"])))]
-    try:
-        q = np.concatenate(qs, axis=1)
-        stats = {k: np.concatenate(v, axis=1) for k, v in stats.items()}
-        log_weights = np.concatenate(weights, axis=1) if weights else None
-        gradients = np.concatenate(grads, axis=1) if grads else None
-    except ValueError as err:
-        raise RunFileError(f"the unfinished run in {folder} cannot be read: {err}") from None
-    return PartialRun(manifest, q, stats, log_weights, gradients, warmup_draws, warmup_stats)
