@@ -84,6 +84,12 @@ class PartKernels:
     scratch_rows : int
         Rows of the ``scratch`` array the part's ``transition`` kernel needs (at least
         :data:`~hamiltonia.compiled.chain.SCRATCH_ROWS` are always there).
+    published : tuple of str
+        Names of the part's ``workspace`` entries that its kernels fill in every iteration
+        for the warm-up tuners to read (a trajectory's proposal, :attr:`~hamiltonia.
+        trajectories.TrajectoryPolicy.publishes`): after each chunk the plan hands each
+        chain's values of the last iteration to the tuners (:meth:`~hamiltonia.compiled.
+        plan.CompiledPlan.run`, ``published``) in the iteration's ``info``.
     target_components : int
         The number of components the part's kernels evaluate through the target's kernel
         (a split integrator's subsets; 0: none, the kernels call the whole density only). The
@@ -98,6 +104,7 @@ class PartKernels:
     workspace: tuple[tuple[str, int], ...] = ()
     scratch_rows: int = 0
     target_components: int = 0
+    published: tuple[str, ...] = ()
 
 
 def _owner(mro, *names):

@@ -50,6 +50,7 @@ class Layout:
     scratch_rows: int  # rows of the chain kernel's scratch array
     names: dict  # where each name lives, as source text
     parts: dict  # slot to a description of its part ("refresh PartialRefresh"), for errors
+    published: tuple = ()  # (name, offset, size) per workspace entry handed to the tuners
 
     def param(self, slot: int | str, name: str):
         """The value of parameter ``name`` of the part in ``slot`` (an index or a name of
@@ -70,7 +71,7 @@ def _layout(sampler, parts, kernels: dict) -> Layout:
     functions = dict(no_op_kernels())
     owner = {}
     stats = list(CHAIN_STATS)
-    aux, n_aux = [], 0
+    aux, n_aux, published = [], 0, []
     PF, PI, names = [], [], {}
     described = {slot: f"{kind} {type(part).__name__}" for slot, (part, kind) in parts.items()}
     for slot in range(len(SLOTS)):
@@ -88,7 +89,14 @@ def _layout(sampler, parts, kernels: dict) -> Layout:
             PI.append(n_aux)
             if name in variables:
                 aux.append((name, n_aux, int(size), initial[0] if initial else 0.0))
+            elif name in k.published:
+                published.append((name, n_aux, int(size)))
             n_aux += int(size)
+        unlaid = [name for name in k.published if name not in {e[0] for e in k.workspace}]
+        if unlaid:
+            raise NotCompilable(
+                f"{described[slot]} publishes {unlaid[0]!r}, which is not in its workspace"
+            )
         for name, value in k.params.items():
             if isinstance(value, int):
                 names[("param", slot, name)] = f"PI[{len(PI)}]"
@@ -122,7 +130,7 @@ def _layout(sampler, parts, kernels: dict) -> Layout:
     PF = tuple(PF) if PF else (np.zeros(1),)
     PI = np.array(PI if PI else [0], dtype=np.int64)
     return Layout(functions, PF, PI, tuple(stats), tuple(aux), n_aux, tuner, rows, names,
-                  described)  # fmt: skip
+                  described, tuple(published))  # fmt: skip
 
 
 def _counterparts(sampler) -> tuple[dict, dict]:
@@ -145,7 +153,9 @@ def _counterparts(sampler) -> tuple[dict, dict]:
                 "empty PartKernels) and has no update_chunk, so on the compiled path its "
                 "update() would never run and it would never adapt; give it a 'tune' kernel "
                 "that updates inside the chain, or an update_chunk (with its boundaries()) "
-                "that acts between chunks, or let compiled() return None"
+                "that acts between chunks, or declare per_iteration = True (the compiled path "
+                "then calls update() after every warm-up iteration), or let compiled() return "
+                "None"
             )
     if len(step_tuners) > 1:
         names = ", ".join(type(t).__name__ for t, _ in step_tuners)
@@ -160,7 +170,10 @@ def _adapts_nowhere(tuner) -> bool:
     """Whether ``tuner``, which hands out no kernel, adapts per iteration (an ``update`` of
     its own) but has no ``update_chunk`` of its own to act between chunks: the compiled path
     would call neither, and the tuner would silently never adapt. (One with neither, which
-    acts in ``start`` or ``finalize`` alone, loses nothing.)"""
+    acts in ``start`` or ``finalize`` alone, loses nothing; nor does one that asks for its
+    ``update`` after every iteration, :attr:`~hamiltonia.tuners.Tuner.per_iteration`.)"""
+    if getattr(tuner, "per_iteration", False):
+        return False
     return not inherits_from_base(tuner, "update") and inherits_from_base(tuner, "update_chunk")
 
 
@@ -293,6 +306,9 @@ class CompiledPlan:
         self._pool: ThreadPoolExecutor | None = None
         # The compositions of the chains (layout and composed kernel), kept after warm-up.
         self._frozen: list | None = None
+        #: What the parts published in the last iteration of the last chunk, by name, one row
+        #: per chain (:attr:`~hamiltonia.compiled.parts.PartKernels.published`).
+        self.published: dict[str, np.ndarray] = {}
 
     def __enter__(self):
         return self
@@ -406,6 +422,9 @@ class CompiledPlan:
             shape = np.shape(phase.aux[name])
             phase.aux[name] = aux[:, offset : offset + size].reshape(shape)
         chain.step_size = eps
+        self.published = {
+            name: aux[:, offset : offset + size].copy() for name, offset, size in layout.published
+        }
         if tuner is not None and state is not None:
             tuner.state = tune_state
         return layout

@@ -42,6 +42,23 @@ class FallbackWarning(UserWarning):
     message) has no compiled counterpart."""
 
 
+@contextlib.contextmanager
+def publishing(smp):
+    """Within: the trajectory of ``smp`` publishes what its warm-up tuners read
+    (:attr:`~hamiltonia.tuners.Tuner.reads`) into every iteration's ``info``; after: it
+    publishes nothing, and sampling pays nothing for it."""
+    trajectory = getattr(smp, "trajectory", None)
+    wanted = any(getattr(tuner, "reads", ()) for tuner in smp.tuners)
+    if trajectory is None or not wanted:
+        yield
+        return
+    trajectory.publish = True
+    try:
+        yield
+    finally:
+        trajectory.publish = False
+
+
 def _share_step_size(smp, state, rngs) -> None:
     """After warm-up, the secondary chain of each antithetic pair takes its primary's step
     size (the research tunes X and reuses its step size for Y) and generator state."""
@@ -93,14 +110,15 @@ def run_chains(plan, smp, target, state, rngs, warmup, draws, rec, bar, start=0,
     """
     path = path_for(plan, smp, target, state, rec, thin)
     with path:
-        for first, n in path.warmup_blocks(warm_from, warmup):
-            state, block = path.warm(state, rngs, first, n, warm_rec is not None)
-            if warm_rec is not None:
-                warm_rec.record(block.rows, target.constrain(block.q), block.stats, None)
-            path.adapt(state, block, first)
-            bar.update(n)
-            if on_warmup is not None:
-                on_warmup(state, first + n)
+        with publishing(smp):
+            for first, n in path.warmup_blocks(warm_from, warmup):
+                state, block = path.warm(state, rngs, first, n, warm_rec is not None)
+                if warm_rec is not None:
+                    warm_rec.record(block.rows, target.constrain(block.q), block.stats, None)
+                path.adapt(state, block, first)
+                bar.update(n)
+                if on_warmup is not None:
+                    on_warmup(state, first + n)
         # Not on a resume after warm-up: its tuners never started, and the parameters they
         # adapted are restored from the file (a plugin's finalize could overwrite them).
         if finalize:

@@ -55,7 +55,9 @@ class Block:
         The gradients at the kept draws where the recorder keeps them and the path did not
         write them in place.
     info : dict or None
-        What the sampler's ``step`` reported for a NumPy warm-up iteration, for its tuners.
+        What the sampler's ``step`` reported for a NumPy warm-up iteration, for its tuners;
+        on the compiled path, the same of a chunk's last iteration, where a tuner runs after
+        every iteration (:attr:`~hamiltonia.tuners.Tuner.per_iteration`).
     unshown : int
         Iterations of the block not yet counted on the progress bar (the NumPy path counts
         each as it is made).
@@ -248,7 +250,15 @@ class CompiledPath:
         next, and the tuners that act between chunks act at their boundaries, which are
         always cuts."""
         boundaries = [b for tuner in self.smp.tuners for b in tuner.boundaries(stop)]
+        if self.per_iteration:
+            boundaries = range(start + 1, stop)  # each iteration a chunk of its own
         return self.chunker.split(start, stop, boundaries)
+
+    @property
+    def per_iteration(self) -> list:
+        """The tuners whose ``update`` runs after every warm-up iteration
+        (:attr:`~hamiltonia.tuners.Tuner.per_iteration`)."""
+        return [tuner for tuner in self.smp.tuners if getattr(tuner, "per_iteration", False)]
 
     def warm(self, state, rngs, first: int, n: int, keep: bool):
         """Warm-up iterations ``first`` to ``first + n`` (the step-size tuner adapting
@@ -256,12 +266,25 @@ class CompiledPath:
         (with its statistics where ``keep``)."""
         q, s = self.buf_q[:, :n], self.buf_s[:, :n]
         layout = self.plan.run(state, rngs, n, True, q, s)
-        return state, Block(slice(first, first + n), q, _columns(layout, s) if keep else None)
+        info = None
+        if self.per_iteration:
+            # The last iteration's statistics and what the parts published in it: the info
+            # the NumPy path hands to update() (copies: the buffer is the next chunk's).
+            columns = _columns(layout, s[:, n - 1 : n])
+            info = {name: np.array(value[:, 0]) for name, value in columns.items()}
+            info.update(self.plan.published)
+        stats = _columns(layout, s) if keep else None
+        return state, Block(slice(first, first + n), q, stats, info=info)
 
     def adapt(self, state, block: Block, first: int) -> None:
-        """Each tuner's ``update_chunk`` with the chunk's positions."""
+        """Each tuner's ``update_chunk`` with the chunk's positions, and the ``update`` of
+        those that run after every iteration with its ``info``."""
+        n = block.q.shape[1]
         for tuner in self.smp.tuners:
-            tuner.update_chunk(self.smp, state, block.q, first)
+            if getattr(tuner, "per_iteration", False):
+                tuner.update(self.smp, state, block.info, first + n - 1)
+            else:
+                tuner.update_chunk(self.smp, state, block.q, first)
 
     def sampling_blocks(self, start: int, stop: int):
         """Chunks of kept draws ``start`` to ``stop``."""

@@ -13,6 +13,7 @@ from hamiltonia.refresh.momentum import FullRefresh, MomentumRefresh
 from hamiltonia.samplers.base import BASE_STATS, Sampler
 from hamiltonia.state import ChainState
 from hamiltonia.trajectories.metropolis import TrajectoryPolicy
+from hamiltonia.tuners.base import declared_parameters, read_parameter
 
 __all__ = ["HamiltonianSampler"]
 
@@ -128,6 +129,31 @@ class HamiltonianSampler(Sampler):
         # What the refresh requires of the Hamiltonian (a partial refresh: a Gaussian
         # momentum, hamiltonia.refresh.contracts); a refusal names both and the alternative.
         self.refresh.check(ham)
+        # One tuner sets the step sizes; what a tuner adapts, the sampler has.
+        setters = [type(t).__name__ for t in self.tuners if getattr(t, "sets_step_size", False)]
+        if len(setters) > 1:
+            raise ValueError(f"two tuners set the step sizes: {', '.join(setters)}; keep one")
+        for tuner in self.tuners:
+            for path in declared_parameters(tuner):
+                try:
+                    read_parameter(self, path)
+                except AttributeError:
+                    raise ValueError(
+                        f"tuner {type(tuner).__name__} adapts {path}, which "
+                        f"{_owner_of(self, path)} does not have: give the sampler a part that "
+                        "has it"
+                    ) from None
+        # What each tuner reads of every iteration, the trajectory must publish.
+        published = tuple(getattr(self.trajectory, "publishes", ()))
+        for tuner in self.tuners:
+            missing = [name for name in getattr(tuner, "reads", ()) if name not in published]
+            if missing:
+                raise ValueError(
+                    f"tuner {type(tuner).__name__} reads {', '.join(missing)} of every "
+                    f"iteration, which trajectory {type(self.trajectory).__name__} does not "
+                    f"publish (it publishes: {', '.join(published) or 'nothing'}); use a "
+                    "trajectory that does, such as a MetropolisTrajectory"
+                )
 
     def energy(self, state, step_size):
         """The energy the accept step uses at the given step size."""
@@ -237,3 +263,16 @@ def _refuse_stale_python_form(ham) -> None:
             f"than the one {type(ham).__name__} hands out, and the step-size search runs it: "
             f"write {missing} to match the kernel (or give a fixed step size)"
         )
+
+
+def _owner_of(sampler, path: str) -> str:
+    """The part of ``sampler`` that would hold ``path`` (``"trajectory StaticLength"``), or
+    the sampler, for a message."""
+    *parents, _ = path.split(".")
+    for k in range(len(parents), 0, -1):
+        try:
+            part = read_parameter(sampler, ".".join(parents[:k]))
+        except AttributeError:
+            continue
+        return f"{'.'.join(parents[:k])} {type(part).__name__}"
+    return f"sampler {type(sampler).__name__}"

@@ -20,7 +20,7 @@ from hamiltonia.hamiltonians.metrics import DenseMetric, DiagonalMetric, make_me
 from hamiltonia.hamiltonians.random_mass import check_mass_volatility
 from hamiltonia.registry import UnknownNameError
 from hamiltonia.samplers import composition as make
-from hamiltonia.tuners import DualAveraging, Tuner, WindowedMetric
+from hamiltonia.tuners import Tuner, WindowedMetric
 
 #: The name of the recipe being built, for the messages of the options it refuses: a preset
 #: (``s2hmc``), :func:`mala` and :func:`split_hmc` run the body of :func:`hmc` or :func:`nuts`.
@@ -253,7 +253,7 @@ def _tuner_list(recipe, tuners, metric_tuners, step_size, adapt_step_size, targe
         if kind in seen:
             raise ValueError(f"{recipe}: tuners holds two tuners of one class, {kind.__name__}")
         seen.add(kind)
-        if isinstance(tuner, DualAveraging) and adapt_step_size is not None:
+        if getattr(tuner, "sets_step_size", False) and adapt_step_size is not None:
             if not adapt_step_size:
                 raise ValueError(
                     f"{recipe}: tuners={shown} adapts the step size, which "
@@ -272,6 +272,9 @@ def _tuner_list(recipe, tuners, metric_tuners, step_size, adapt_step_size, targe
                     f"metric={metric!r:.40}"
                 )
         same = next((i for i, t in enumerate(chosen) if type(t) is kind), None)
+        if same is None and getattr(tuner, "sets_step_size", False):
+            # One tuner sets the step sizes: this one, in the place of the recipe's own.
+            same = next((i for i, t in enumerate(chosen) if t.sets_step_size), None)
         if same is None:
             chosen.append(tuner)
         else:

@@ -51,6 +51,7 @@ __all__ = [
     "a_mhmc",
     "a_s2hmc",
     "as2hmc",
+    "chees",
     "hmc",
     "js2hmc",
     "mala",
@@ -106,6 +107,19 @@ _PRESET_FOOTER = """
     chapters' settings). The step size is adapted by dual averaging towards acceptance 0.8
     during warm-up, as the research tuned its step sizes, unless ``step_size`` fixes it.
 """
+
+chees = _preset(
+    "chees",
+    """ChEES-HMC (Hoffman, Radul and Sountsov 2021): a Halton-jittered trajectory duration
+    (:class:`~hamiltonia.trajectories.jittered_length.JitteredLength`) and one step size for
+    all chains, adapted from all chains at every warm-up iteration
+    (:class:`~hamiltonia.tuners.chees.ChEES`, towards acceptance 0.651): for many chains
+    (tens or more), as BlackJAX's ``chees_adaptation``. The same as ``hmc`` with
+    ``trajectory="jittered-length"``, ``tuners="chees"`` and ``target_accept=0.651``.""",
+    trajectory="jittered-length",
+    tuners="chees",
+    target_accept=0.651,
+)
 
 mhmc = _preset(
     "mhmc",

@@ -14,6 +14,8 @@ StaticLength(10)
 from __future__ import annotations
 
 from hamiltonia.registry import Registry, lookups
+from hamiltonia.trajectories.delayed_rejection import DelayedRejection
+from hamiltonia.trajectories.jittered_length import JitteredLength
 from hamiltonia.trajectories.metropolis import (
     MAX_ENERGY_ERROR,
     MetropolisTrajectory,
@@ -29,6 +31,8 @@ from hamiltonia.trajectories.no_u_turn import NoUTurn
 
 __all__ = [
     "MAX_ENERGY_ERROR",
+    "DelayedRejection",
+    "JitteredLength",
     "MetropolisTrajectory",
     "NoUTurn",
     "RandomLength",

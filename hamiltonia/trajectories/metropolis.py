@@ -27,10 +27,12 @@ from hamiltonia.compiled.roles import (
     column,
     hamiltonian_energy,
     integrate,
+    offset,
     own,
     part,
     reverse_structure,
     trajectory_length,
+    velocity,
 )
 from hamiltonia.state import PhaseState
 
@@ -79,9 +81,21 @@ class TrajectoryPolicy:
 
     ``stats()`` declares the statistics as ``(name, dtype)`` pairs (ArviZ's names where one
     exists); ``compiled(dim)`` returns the compiled counterpart (role ``transition``).
+
+    ``publishes`` names the vectors (one of length ``dim`` per chain) the policy can add to
+    ``info`` for the warm-up tuners that read them (:attr:`~hamiltonia.tuners.Tuner.reads`):
+    the run switches ``publish`` on for the warm-up of a sampler with such a tuner, and then
+    the Python form puts them in ``info`` and the kernels write them into the workspace
+    entries of those names, which their :class:`~hamiltonia.compiled.parts.PartKernels`
+    lists as ``published``.
     """
 
     numeric_methods = ("transition",)
+
+    #: The vectors the policy publishes when :attr:`publish` is on (see the contract).
+    publishes: tuple[str, ...] = ()
+    #: Whether to publish them this iteration: on during a warm-up whose tuners read them.
+    publish: bool = False
 
     @abstractmethod
     def transition(self, sampler, state: PhaseState, step_size: np.ndarray, rngs):
@@ -194,6 +208,12 @@ def metropolis_transition_kernel(
     if ok:
         prob = metropolis_probability(delta)
     diverging = is_divergent(delta)
+    if own.publish:
+        # The proposal, accepted or not, and its velocity, for the tuners that read them.
+        v1 = velocity(q1, p1, v, aux, PF, PI)
+        for i in range(d):
+            aux[offset.proposal + i] = q1[i]
+            aux[offset.proposal_velocity + i] = v1[i]
     u = rng.random()
     accepted = ok and u < prob
     if accepted:
@@ -236,6 +256,10 @@ class MetropolisTrajectory(TrajectoryPolicy):
     """
 
     numeric_methods = ("transition", "n_steps", "jittered")
+
+    #: The position at the end of the trajectory, accepted or not, and the velocity
+    #: :math:`\\partial H / \\partial p` there (what ChEES reads).
+    publishes = ("proposal", "proposal_velocity")
 
     def __init__(self, min_steps: int, max_steps: int, step_size_jitter: float = 0.0):
         self.min_steps = check_int(min_steps, "min_steps", minimum=1)
@@ -294,6 +318,9 @@ class MetropolisTrajectory(TrajectoryPolicy):
             "n_steps": n,
             "n_grad": n_grad,
         }
+        if self.publish:
+            info["proposal"] = host(proposal.q)
+            info["proposal_velocity"] = host(ham.velocity(proposal.p, proposal.aux))
         return nxt, info
 
     def compiled(self, dim):
@@ -306,8 +333,11 @@ class MetropolisTrajectory(TrajectoryPolicy):
                 "step_size_jitter": self.step_size_jitter,
                 "min_steps": self.min_steps,
                 "max_steps": self.max_steps,
+                "publish": bool(self.publish),
             },
             stats=self.stats(),
+            workspace=(("proposal", dim), ("proposal_velocity", dim)),
+            published=self.publishes,
         )
 
     def __repr__(self):

@@ -20,9 +20,11 @@ from hamiltonia.tuners.adaptation import (
     find_initial_step_size,
 )
 from hamiltonia.tuners.base import Tuner
+from hamiltonia.tuners.chees import ChEES
 from hamiltonia.tuners.metric_estimate import estimate_metric, metric_windows
 
 __all__ = [
+    "ChEES",
     "DualAveraging",
     "Tuner",
     "WindowedMetric",

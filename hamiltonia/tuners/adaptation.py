@@ -190,6 +190,8 @@ class DualAveraging(Tuner):
     is empty), and its state in warm-up is :meth:`warmup_state`.
     """
 
+    sets_step_size = True
+
     def __init__(
         self,
         target_accept: float = 0.8,

@@ -16,6 +16,7 @@ from abc import abstractmethod
 import numpy as np
 
 from hamiltonia._validation import finite_array
+from hamiltonia.compiled.parts import PartKernels
 from hamiltonia.state import ChainState
 
 __all__ = [
@@ -41,8 +42,20 @@ class Tuner:
       for sampling.
     * ``compiled(dim)`` returns the compiled counterpart: kernels for the ``tune`` role
       (a step-size tuner that updates inside the chain kernel) or none (a tuner that acts
-      only at the chunk boundaries it declares), or ``None`` when the tuner cannot run
-      with the compiled path.
+      only at the chunk boundaries it declares, or after every iteration), or ``None`` when
+      the tuner cannot run with the compiled path.
+    * ``per_iteration`` (a class attribute, default ``False``): the compiled path calls
+      ``update`` after every warm-up iteration too, as the NumPy path does, with the same
+      ``info``: the iteration's statistics of every part (``acceptance_rate``,
+      ``diverging``, ``n_steps``, ...) and what the trajectory publishes. Written once, such
+      a tuner runs on both paths; on the compiled path each warm-up iteration is then a
+      chunk of its own (a return to Python per iteration, which a tuner that reads the
+      chains together, as ChEES does, needs anyway).
+    * ``reads`` names the vectors of each iteration the tuner needs from the trajectory
+      (``"proposal"``, ``"proposal_velocity"``: see
+      :attr:`~hamiltonia.trajectories.TrajectoryPolicy.publishes`): during warm-up the
+      trajectory publishes them into ``info``, one row per chain, on both paths; a sampler
+      whose trajectory does not publish one is refused when it is built, naming both.
     * ``independent_chains`` says whether each chain's adaptation reads that chain (its
       antithetic pair) alone, its state one row per chain; such a tuner's
       ``take_chains(rows, rngs)`` keeps the rows of some chains, so that an executor's task
@@ -62,6 +75,19 @@ class Tuner:
     """
 
     numeric_methods = ("update",)
+
+    #: Whether the compiled path calls :meth:`update` after every warm-up iteration (see the
+    #: contract); ``False``: it runs the ``tune`` kernel, or :meth:`update_chunk` at the
+    #: boundaries.
+    per_iteration: bool = False
+
+    #: The vectors of each iteration this tuner reads from the trajectory's ``info``
+    #: (:attr:`~hamiltonia.trajectories.TrajectoryPolicy.publishes`).
+    reads: tuple[str, ...] = ()
+
+    #: Whether the tuner sets the chains' step sizes: a sampler has at most one such tuner,
+    #: and a recipe's ``tuners=`` option puts it in the place of the recipe's own.
+    sets_step_size: bool = False
 
     #: The parameters of the sampler's parts this tuner adapts, each as the path of
     #: attributes from the sampler it is given (``"trajectory.min_steps"``,
@@ -85,7 +111,9 @@ class Tuner:
         raise NotImplementedError(f"{type(self).__name__} cannot warm chains up apart")
 
     def compiled(self, dim: int):
-        return None
+        # A tuner whose update() runs after every iteration runs with the compiled path as
+        # it is; any other must say how it does (a kernel, or update_chunk).
+        return PartKernels() if self.per_iteration else None
 
     def start(self, sampler, chain: ChainState, n_warmup: int, rngs) -> None:
         pass
