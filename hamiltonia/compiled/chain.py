@@ -1,7 +1,8 @@
 """The generic chain kernel: one template for every composition of parts.
 
 :func:`run_chain` runs ``n_iter`` iterations of one chain: the momentum refresh, the
-transition of the trajectory policy, the step-size tuner during warm-up, and the recording
+transition of the trajectory policy, the step-size tuner and the tuners that adapt per-chain
+values (roles ``adapt_1`` ...) during warm-up, and the recording
 of the draw and of the statistics. It knows no part: it calls the roles ``refresh``,
 ``transition`` and ``tune`` (:mod:`hamiltonia.compiled.roles`), which
 :func:`hamiltonia.compiled.compose.compose` binds to the kernels of the sampler's parts.
@@ -16,6 +17,9 @@ import numpy as np
 
 from hamiltonia.compiled.borrow import borrowed, keep_alive
 from hamiltonia.compiled.roles import (
+    adapt_1,
+    adapt_2,
+    adapt_3,
     energy,
     prepare,
     randomise,
@@ -46,6 +50,10 @@ SCRATCH_ROWS = 4
 
 def no_tuning_kernel(eps, state, stats, PF, PI):
     """The ``tune`` role of a sampler with no step-size tuner: nothing to do."""
+
+
+def no_adapting_kernel(eps, stats, aux, PF, PI):
+    """An ``adapt_k`` role no tuner fills: nothing to do."""
 
 
 def no_auxiliary_update_kernel(rng, q, p, aux, PF, PI):
@@ -82,6 +90,9 @@ def no_op_kernels() -> dict:
         "energy_reads_target": False,
         "target_energy": energy_without_target_kernel,
         "tune": no_tuning_kernel,
+        "adapt_1": no_adapting_kernel,
+        "adapt_2": no_adapting_kernel,
+        "adapt_3": no_adapting_kernel,
         "update_auxiliary": no_auxiliary_update_kernel,
         "prepare": no_prepare_kernel,
         "randomise": no_randomise_kernel,
@@ -146,6 +157,9 @@ def run_chain(
         row[1] = eps[0]
         if adapt:
             tune(eps, tune_state, row, PF, PI)
+            adapt_1(eps, row, aux, PF, PI)
+            adapt_2(eps, row, aux, PF, PI)
+            adapt_3(eps, row, aux, PF, PI)
         for i in range(d):
             out_q[it, i] = q[i]
         if out_grad.shape[0] > 0:

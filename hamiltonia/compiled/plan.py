@@ -10,6 +10,7 @@ parameters, statistics columns and auxiliary variables are laid out here.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -23,7 +24,13 @@ from hamiltonia.compiled.parts import (
     inherits_from_base,
     overrides_without_kernel,
 )
-from hamiltonia.compiled.roles import ROLE_SLOTS, SLOTS, TUNER
+from hamiltonia.compiled.roles import (
+    ADAPTER_SLOTS,
+    MAX_KERNEL_ADAPTERS,
+    ROLE_SLOTS,
+    SLOTS,
+    TUNER,
+)
 from hamiltonia.compiled.targets import NumbaTarget
 
 __all__ = ["CompiledPlan", "Layout", "NotCompilable", "TargetNotCompiled", "plan_for"]
@@ -142,11 +149,22 @@ def _counterparts(sampler) -> tuple[dict, dict]:
     for slot, (part, kind, *context) in listed.items():
         parts[slot] = (part, kind)
         kernels[slot] = compiled_counterpart(part, dim, kind, **(context[0] if context else {}))
-    step_tuners = []
+    step_tuners, adapters = [], []
     for tuner in sampler.tuners:
         k = compiled_counterpart(tuner, dim, "tuner")
-        if k.functions:
+        unknown = sorted(set(k.functions) - {"tune", "adapt"})
+        if unknown:
+            raise NotCompilable(
+                f"tuner {type(tuner).__name__} hands out a kernel for the role {unknown[0]!r}; "
+                "a tuner's kernels fill 'tune' (the step size) or 'adapt' (per-chain values "
+                "in aux)"
+            )
+        if "tune" in k.functions:
             step_tuners.append((tuner, k))
+        if "adapt" in k.functions:
+            adapters.append((tuner, k))
+        if k.functions:
+            continue
         elif _adapts_nowhere(tuner):
             raise NotCompilable(
                 f"tuner {type(tuner).__name__} hands out no kernel (its compiled() returns an "
@@ -160,9 +178,28 @@ def _counterparts(sampler) -> tuple[dict, dict]:
     if len(step_tuners) > 1:
         names = ", ".join(type(t).__name__ for t, _ in step_tuners)
         raise NotCompilable(f"more than one tuner updates inside the kernel ({names})")
+    if len(adapters) > MAX_KERNEL_ADAPTERS:
+        names = ", ".join(type(t).__name__ for t, _ in adapters)
+        raise NotCompilable(
+            f"more than {MAX_KERNEL_ADAPTERS} tuners adapt inside the kernel ({names})"
+        )
     if step_tuners:
-        parts[TUNER] = (step_tuners[0][0], "tuner")
-        kernels[TUNER] = step_tuners[0][1]
+        tuner, k = step_tuners[0]
+        parts[TUNER] = (tuner, "tuner")
+        kernels[TUNER] = dataclasses.replace(
+            k, functions={r: f for r, f in k.functions.items() if r == "tune"}
+        )
+    for n, (tuner, k) in enumerate(adapters, start=1):
+        # The k-th adapter in a slot of its own, its kernel bound to that slot's role; a
+        # tuner with both kernels keeps its parameters in both slots.
+        slot = ADAPTER_SLOTS[n - 1]
+        parts[slot] = (tuner, "tuner")
+        kernels[slot] = dataclasses.replace(
+            k, functions={f"adapt_{n}": k.functions["adapt"]},
+            aux=k.aux if "tune" not in k.functions else (),
+        )  # fmt: skip
+        if "tune" in k.functions:
+            kernels[slot].workspace, kernels[slot].stats = (), ()
     return parts, kernels
 
 
@@ -413,8 +450,19 @@ class CompiledPlan:
                 one(c)
         else:
             if self._pool is None:
-                self._pool = ThreadPoolExecutor(max_workers=min(self.workers, n_chains))
-            list(self._pool.map(one, range(n_chains)))
+                self._threads = min(self.workers, n_chains)
+                self._pool = ThreadPoolExecutor(max_workers=self._threads)
+            # A few tasks per thread, each a stride of chains: a future per chain cost 3 ms a
+            # chunk at 64 chains, which a warm-up of one-iteration chunks (a tuner that runs
+            # after every iteration) pays a thousand times; a few per thread still let a
+            # thread that finishes early take the next (NUTS chains differ in cost).
+            tasks = min(n_chains, 4 * self._threads)
+
+            def some(first):
+                for c in range(first, n_chains, tasks):
+                    one(c)
+
+            list(self._pool.map(some, range(tasks)))
         # A Python target's error stops the run here, before the chunk's state is kept.
         callback.raise_error(self.kernel)
         phase.q, phase.p, phase.grad, phase.log_prob = q, p, grad, lp

@@ -121,14 +121,25 @@ Signatures (one chain; ``q``, ``p``, ``grad``, ``v`` of shape ``(dim,)``):
 ``tune(eps, state, stats, PF, PI)``
     One warm-up update of the step size ``eps`` (shape ``(1,)``) from this iteration's
     statistics. [step-size tuner]
+``adapt(eps, stats, aux, PF, PI)``
+    One warm-up update, after ``tune``, of per-chain values held in ``aux``: the tuner's
+    own state (its :class:`~hamiltonia.compiled.parts.PartKernels` ``aux``) and the
+    per-chain parameters other parts declare there (a trajectory's number of steps at
+    ``aux[offset.NAME]``), from the iteration's statistics and step size. Several tuners
+    may hand one out (at most :data:`MAX_KERNEL_ADAPTERS`): the plan puts the ``k``-th in
+    slot ``adapter_k`` and binds its kernel to the role ``adapt_k``, which the chain kernel
+    calls in turn; their state, in ``aux``, is saved with the chains and resumes with them.
+    [tuner]
 """
 
 from __future__ import annotations
 
 __all__ = [
+    "ADAPTER_SLOTS",
     "COMPOSED_ROLES",
     "HAMILTONIAN",
     "INTEGRATOR",
+    "MAX_KERNEL_ADAPTERS",
     "METHOD_ROLES",
     "NAME_MARKERS",
     "REFRESH",
@@ -137,6 +148,9 @@ __all__ = [
     "STRUCTURE",
     "TRAJECTORY",
     "TUNER",
+    "adapt_1",
+    "adapt_2",
+    "adapt_3",
     "column",
     "draw_momentum",
     "drift",
@@ -166,7 +180,15 @@ __all__ = [
 
 #: Slots of ``PF`` and ``PI``: which part's parameters sit where.
 HAMILTONIAN, STRUCTURE, INTEGRATOR, REFRESH, TRAJECTORY, TUNER = range(6)
-SLOTS = ("hamiltonian", "structure", "integrator", "refresh", "trajectory", "tuner")
+#: How many tuners may update inside the chain kernel besides the step size's (role
+#: ``adapt``): each has a slot of its own, ``adapter_1`` ...
+MAX_KERNEL_ADAPTERS = 3
+#: The slot of the ``k``-th tuner that adapts inside the kernel (``k`` from 1).
+ADAPTER_SLOTS = tuple(range(TUNER + 1, TUNER + 1 + MAX_KERNEL_ADAPTERS))
+SLOTS = (
+    "hamiltonian", "structure", "integrator", "refresh", "trajectory", "tuner",
+    *(f"adapter_{k}" for k in range(1, MAX_KERNEL_ADAPTERS + 1)),
+)  # fmt: skip
 
 #: The slot of the part that fills each role.
 ROLE_SLOTS = {
@@ -190,6 +212,7 @@ ROLE_SLOTS = {
     "transition": TRAJECTORY,
     "trajectory_length": TRAJECTORY,
     "tune": TUNER,
+    **{f"adapt_{k}": slot for k, slot in enumerate(ADAPTER_SLOTS, start=1)},
 }
 
 #: The roles that no part fills: the composer binds each from the roles the parts fill (see
@@ -221,7 +244,7 @@ METHOD_ROLES = {
     "n_steps": ("trajectory_length",),
     "jittered": ("trajectory_length",),
     # tuner
-    "update": ("tune",),
+    "update": ("tune", "adapt"),
 }
 
 
@@ -264,6 +287,9 @@ refresh = Role("refresh")
 transition = Role("transition")
 trajectory_length = Role("trajectory_length")
 tune = Role("tune")
+adapt_1 = Role("adapt_1")
+adapt_2 = Role("adapt_2")
+adapt_3 = Role("adapt_3")
 
 
 class Names:

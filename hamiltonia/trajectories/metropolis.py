@@ -99,7 +99,14 @@ class TrajectoryPolicy:
 
     @abstractmethod
     def transition(self, sampler, state: PhaseState, step_size: np.ndarray, rngs):
-        raise NotImplementedError
+        # A policy written only as a kernel has no Python transition: say so, and where its
+        # kernel runs, rather than raise a bare NotImplementedError.
+        raise NotImplementedError(
+            f"trajectory {type(self).__name__} has no Python transition: it is written only "
+            "as a kernel, which runs on the compiled path (hamiltonia.sample with compiled "
+            "left on, or hamiltonia.testing's checks); write transition() to step it from "
+            "Python"
+        )
 
     def stats(self) -> tuple[tuple[str, str], ...]:
         return METROPOLIS_STATS

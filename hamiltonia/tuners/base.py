@@ -40,10 +40,13 @@ class Tuner:
       :class:`~hamiltonia.trajectories.metropolis.TrajectoryPolicy`). ``iteration`` counts from 0.
     * ``finalize(sampler, chain)`` runs once at the end of warm-up and sets the values used
       for sampling.
-    * ``compiled(dim)`` returns the compiled counterpart: kernels for the ``tune`` role
-      (a step-size tuner that updates inside the chain kernel) or none (a tuner that acts
-      only at the chunk boundaries it declares, or after every iteration), or ``None`` when
-      the tuner cannot run with the compiled path.
+    * ``compiled(dim)`` returns the compiled counterpart: a kernel for the ``tune`` role
+      (the step-size tuner, one per sampler, updating inside the chain kernel), or for the
+      ``adapt`` role (a tuner that sets per-chain values in ``aux`` inside the kernel: its
+      own state and parameters other parts declare there; up to
+      :data:`~hamiltonia.compiled.roles.MAX_KERNEL_ADAPTERS` such tuners, run in their
+      order), or none (a tuner that acts only at the chunk boundaries it declares, or after
+      every iteration), or ``None`` when the tuner cannot run with the compiled path.
     * ``per_iteration`` (a class attribute, default ``False``): the compiled path calls
       ``update`` after every warm-up iteration too, as the NumPy path does, with the same
       ``info``: the iteration's statistics of every part (``acceptance_rate``,

@@ -82,20 +82,21 @@ class ChEES(Tuner):
             \\frac{m_k / (1 - \\beta_1^k)}{\\sqrt{s_k / (1 - \\beta_2^k)} + 10^{-8}}.
 
     Both run in logs with a moving average of weight :math:`k^{-\\delta}` (``decay``); the
-    warm-up iterations use :math:`\\varepsilon_k` and :math:`T_k`, kept within
-    :math:`[\\varepsilon_k, L_{max} \\varepsilon_k]`, and sampling the averages of both, as
-    the authors' implementation does (TensorFlow Probability's
-    ``GradientBasedTrajectoryLengthAdaptation``). BlackJAX's ``chees_adaptation`` instead
-    restarts Adam from the average at every iteration (``iterate="averaged"``), which damps
-    the :math:`k`-th step of :math:`\\log T` by :math:`k^{-\\delta}`: its :math:`T` grows
-    slowly and ends where its initial step size started it (on ``gaussian-d100``, from
-    :math:`\\varepsilon_0 = 1` it reaches 6.9 in 1,000 iterations, from 0.05 only 1.2, where
-    the largest scale is 8.3); :mod:`hamiltonia.bench.chees` measures both. The
-    trajectory (a :class:`~hamiltonia.trajectories.jittered_length.JitteredLength`) starts at
+    warm-up iterations use :math:`\\varepsilon_k` and :math:`T_k` (at most
+    :math:`L_{max} \\varepsilon_k`), and sampling the averages of both, as the authors'
+    implementation does (TensorFlow Probability's ``GradientBasedTrajectoryLengthAdaptation``).
+    BlackJAX's ``chees_adaptation`` instead restarts Adam at every iteration from the average,
+    kept within :math:`[\\varepsilon_k, L_{max} \\varepsilon_k]` (``iterate="averaged"``),
+    which damps the :math:`k`-th step of :math:`\\log T` by :math:`k^{-\\delta}`: its
+    :math:`T` grows slowly from where the initial step size put it (on ``gaussian-d100``,
+    whose largest scale is 8.3, from :math:`\\varepsilon_0 = 1` it reaches 6.9 in 1,000
+    iterations and from 0.05 only 1.2, where the authors' iterate settles near 18 within 200);
+    :mod:`hamiltonia.bench.chees` measures both. The trajectory (a
+    :class:`~hamiltonia.trajectories.jittered_length.JitteredLength`) starts at
     :math:`T = \\varepsilon_0`, the step size found by
-    :func:`~hamiltonia.tuners.adaptation.find_initial_step_size` (the chains' geometric
-    mean) unless given. This is BlackJAX's ``chees_adaptation`` with its defaults (no metric
-    adaptation, Halton jitter) and the paper's Adam.
+    :func:`~hamiltonia.tuners.adaptation.find_initial_step_size` (the chains' geometric mean)
+    unless given. Otherwise this is BlackJAX's ``chees_adaptation`` with its defaults (no
+    metric adaptation, Halton jitter) and the paper's Adam.
 
     Parameters
     ----------
@@ -204,29 +205,31 @@ class ChEES(Tuner):
             / (np.sqrt(second / (1 - self.beta2**self.k)) + 1e-8)
         )
         new_eps = float(np.exp(log_eps))
+        climbed = self.log_duration
         if np.isfinite(step):
             self.adam = [first, second]
-            climbed = self.log_duration + float(np.clip(step, -LOG_UPDATE_CLIP, LOG_UPDATE_CLIP))
-            self.log_duration = np.log(self._bounded(climbed, new_eps))
-        self.log_duration_average = (
-            1 - weight
-        ) * self.log_duration_average + weight * self.log_duration
+            climbed += float(np.clip(step, -LOG_UPDATE_CLIP, LOG_UPDATE_CLIP))
+        self.log_duration_average = (1 - weight) * self.log_duration_average + weight * climbed
+        longest = float(np.log(self.max_steps * new_eps))
         if self.iterate == "averaged":
-            # BlackJAX's: the average is the next iterate, which damps every step by k^-decay.
-            self.log_duration = np.log(self._bounded(self.log_duration_average, new_eps))
+            # BlackJAX's: the average, within [eps, L_max eps], is the next iterate, which
+            # damps every step by k^-decay.
+            self.log_duration = min(max(self.log_duration_average, log_eps), longest)
+        else:
+            # The authors': the iterate itself, at most L_max steps long.
+            self.log_duration = min(climbed, longest)
         chain.step_size = np.full(len(prob), new_eps)
         sampler.trajectory.duration = float(np.exp(self.log_duration))
         self.previous = np.array(chain.phase.q, dtype=float)
-
-    def _bounded(self, log_duration: float, eps: float) -> float:
-        return float(np.clip(np.exp(log_duration), eps, self.max_steps * eps))
 
     def finalize(self, sampler, chain):
         if getattr(self, "k", 0) == 0:
             return  # never started (a resumed run) or no warm-up: keep what is there
         eps = float(np.exp(self.log_step_average))
         chain.step_size = np.full(len(np.asarray(chain.step_size)), eps)
-        sampler.trajectory.duration = self._bounded(self.log_duration_average, eps)
+        # The average, at most L_max steps long (a duration under a step makes one step).
+        longest = float(np.log(self.max_steps * eps))
+        sampler.trajectory.duration = float(np.exp(min(self.log_duration_average, longest)))
 
     def __repr__(self):
         extra = ", iterate='averaged'" if self.iterate == "averaged" else ""

@@ -320,3 +320,14 @@ def test_a_run_killed_in_warmup_resumes_to_the_same_draws(tmp_path, monkeypatch)
     )
     assert 0 < hm.load(path).attrs["warmup_done"] < 20
     _assert_same_run(hm.resume(path, progress=False), full)
+
+
+def test_a_direct_python_step_names_the_kernel_only_trajectory():
+    """Stepping a kernel-only policy from Python says what it is, not a bare
+    NotImplementedError."""
+    sampler = hm.HamiltonianSampler(
+        hm.EuclideanHamiltonian(hm.targets.get("banana")), DelayedRejection(3), step_size=0.1
+    )
+    rngs = [np.random.default_rng(c) for c in range(2)]
+    with pytest.raises(NotImplementedError, match="DelayedRejection has no Python transition"):
+        sampler.step(sampler.init(np.zeros((2, 2))), rngs)
