@@ -51,9 +51,8 @@ def run_hamiltonia(target, chains: int, warmup: int, draws: int, seed: int, **ch
     )  # fmt: skip
     n_grad = float(np.sum(result.n_grad))
     posterior = np.asarray(result.draws)
-    stats = result.to_datatree()["sample_stats"]
     return {
-        "step_size": float(np.mean(np.asarray(stats["step_size"]))),
+        "step_size": float(np.mean(np.asarray(result.stats["step_size"]))),
         "duration": float(sampler.trajectory.duration),
         "grads_per_draw": n_grad / (chains * draws),
         "ess": _min_ess(posterior),
