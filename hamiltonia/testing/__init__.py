@@ -37,6 +37,7 @@ A plugin author's test of a new trajectory policy and a new target:
 
 from __future__ import annotations
 
+from hamiltonia.testing.calibration import CalibrationResult, calibrate, check_calibration
 from hamiltonia.testing.gradients import GRADIENT_RTOL, check_gradient, gradient_points
 from hamiltonia.testing.installed import skip_unless_installed
 from hamiltonia.testing.integrators import (
@@ -64,10 +65,13 @@ __all__ = [
     "MIN_ESS",
     "PATHS_ATOL",
     "Z_THRESHOLD",
+    "CalibrationResult",
     "GaussianTarget",
     "InvarianceResult",
     "assert_moments_recovered",
     "assert_paths_agree",
+    "calibrate",
+    "check_calibration",
     "check_energy_error_order",
     "check_gradient",
     "check_integrate_contract",
