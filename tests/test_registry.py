@@ -38,7 +38,11 @@ BUILTIN_SAMPLERS = ["hmc", "mala", "rwmh"]
 
 #: The part registries, their built-ins, and options that build each built-in.
 BUILTIN_PARTS = {
-    hamiltonians: {"euclidean": {"metric": [1.0, 2.0]}, "random-mass": {"mass_volatility": 0.2}},
+    hamiltonians: {
+        "euclidean": {"metric": [1.0, 2.0]},
+        "random-mass": {"mass_volatility": 0.2},
+        "relativistic": {"mass": 2.0, "light_speed": 0.5},
+    },
     integrators: {
         "leapfrog": {},
         "two-stage": {},

@@ -1,11 +1,11 @@
 """Hamiltonians: the energy functions whose flows the integrators follow, and the registry of
 named Hamiltonians (entry-point group ``hamiltonia.hamiltonians``).
 
-``hamiltonian="euclidean" | "random-mass"`` selects one by name in every Hamiltonian recipe
-(``-O hamiltonian=...`` on the command line), built for the recipe's target with the
-recipe's ``metric`` and ``mass_volatility`` where its factory takes them; a plugin registers
-its own under the group (:mod:`hamiltonia.registry`), and :func:`register` adds one in the
-running process. A factory is called as ``factory(target, **options)`` and returns a
+``hamiltonian="euclidean" | "random-mass" | "relativistic"`` selects one by name in every
+Hamiltonian recipe (``-O hamiltonian=...`` on the command line), built for the recipe's
+target with the recipe's ``metric`` and ``mass_volatility`` where its factory takes them; a
+plugin registers its own under the group (:mod:`hamiltonia.registry`), and :func:`register`
+adds one in the running process. A factory is called as ``factory(target, **options)`` and returns a
 :class:`Hamiltonian`.
 
 The shadow Hamiltonians are not registered: each wraps a base Hamiltonian and is the shadow
@@ -17,7 +17,7 @@ draws, so the recipes' ``shadow=`` option builds the three together.
 >>> hm.hamiltonians.get("random-mass", target, mass_volatility=0.2).mass_volatility
 0.2
 >>> hm.hamiltonians.names()  # doctest: +SKIP
-['euclidean', 'random-mass']
+['euclidean', 'random-mass', 'relativistic']
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from hamiltonia.hamiltonians.base import Hamiltonian
 from hamiltonia.hamiltonians.euclidean import EuclideanHamiltonian
 from hamiltonia.hamiltonians.metrics import DenseMetric, DiagonalMetric, IdentityMetric, Metric
 from hamiltonia.hamiltonians.random_mass import RandomMassHamiltonian
+from hamiltonia.hamiltonians.relativistic import RelativisticHamiltonian, relativistic_hamiltonian
 from hamiltonia.hamiltonians.shadow import (
     LeapfrogShadowHamiltonian,
     SeparableShadowHamiltonian,
@@ -44,6 +45,7 @@ __all__ = [
     "LeapfrogShadowHamiltonian",
     "Metric",
     "RandomMassHamiltonian",
+    "RelativisticHamiltonian",
     "SeparableShadowHamiltonian",
     "ShadowHamiltonian",
     "describe",
@@ -55,6 +57,7 @@ __all__ = [
     "random_mass_hamiltonian",
     "register",
     "registry",
+    "relativistic_hamiltonian",
 ]
 
 

@@ -206,7 +206,7 @@ def test_a_registered_tuner_by_name_is_added_and_acts(registered, sampler):
     [
         ("hmc", {"tuners": "dual-averagin"}, ["hmc: tuners: unknown tuner 'dual-averagin'",
                                               "did you mean 'dual-averaging'",
-                                              "registered: dual-averaging"]),
+                                              "registered: chees, dual-averaging"]),
         ("nuts", {"tuners": [0.5]}, ["nuts:", "tuners must be", "registered:"]),
         ("hmc", {"tuners": 3}, ["tuners must be"]),
         ("hmc", {"tuners": ""}, ["unknown tuner ''"]),
