@@ -288,8 +288,9 @@ def nuts(
     hamiltonian, tuners
         A registered Hamiltonian in place of the one ``metric`` and ``mass_volatility``
         build, and warm-up tuners added to (or replacing those of their class among) the
-        recipe's own, as in :func:`hmc` (the default ``metric="diagonal"`` is adapted: give
-        ``metric="identity"`` with a Hamiltonian that takes no metric).
+        recipe's own, as in :func:`hmc` (a Hamiltonian that takes no metric, such as
+        ``"relativistic"``, ignores the default ``metric="diagonal"``; any other ``metric``
+        is refused with it).
 
     References
     ----------
@@ -301,7 +302,7 @@ def nuts(
     metric_tuners, hamiltonian, integrator = _dynamics(
         target, metric, adapt_windows, adapt_metric, mass_volatility, field, g, field_seed,
         shadow, integrator, hamiltonian, recipe, fixed_point_tolerance=fixed_point_tolerance,
-        fixed_point_max_iterations=fixed_point_max_iterations,
+        fixed_point_max_iterations=fixed_point_max_iterations, recipe_metric="diagonal",
     )  # fmt: skip
     return make.compose(
         hamiltonian,

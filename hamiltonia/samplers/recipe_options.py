@@ -282,13 +282,33 @@ def _tuner_list(recipe, tuners, metric_tuners, step_size, adapt_step_size, targe
     return chosen
 
 
+def _has_no_metric(hamiltonian) -> bool:
+    """Whether the ``hamiltonian=`` option (a name, a class or a Hamiltonian) has no metric:
+    its factory takes none, or the Hamiltonian given holds none."""
+    if isinstance(hamiltonian, Hamiltonian):
+        return getattr(hamiltonian, "metric", None) is None
+    factory = hamiltonian
+    if isinstance(hamiltonian, str):
+        try:
+            factory = _hamiltonians.registry.factory(hamiltonian)
+        except UnknownNameError:
+            return False  # refused later, naming the registered ones
+    return callable(factory) and not _factory_takes(factory, "metric")
+
+
 def _dynamics(target, metric, adapt_windows, adapt_metric, mass_volatility, field, g,
               field_seed, shadow, integrator, hamiltonian=None, recipe="hmc",
-              **shadow_options):  # fmt: skip
+              recipe_metric="identity", **shadow_options):  # fmt: skip
     """What :func:`hmc` and :func:`nuts` build alike: the metric's warm-up tuners (pooled or
     per chain, :func:`~hamiltonia.samplers.composition.metric_tuners`), the Hamiltonian
     (``hamiltonian``'s, or the one of ``metric`` and ``mass_volatility``; shadowed if
-    ``shadow`` asks) and the integrator over the field's structure."""
+    ``shadow`` asks) and the integrator over the field's structure. ``recipe_metric`` is the
+    recipe's default ``metric``, which a ``hamiltonian`` without a metric ignores (any other
+    ``metric`` is refused with it)."""
+    if hamiltonian is not None and metric == recipe_metric and _has_no_metric(hamiltonian):
+        # The recipe's own default (nuts adapts a diagonal one) is not the user's choice: a
+        # Hamiltonian without a metric (the relativistic one) simply has none to adapt.
+        metric = "identity"
     adapt_metric = make.metric_tuners(metric, adapt_windows, adapt_metric)
     if hamiltonian is None:
         hamiltonian = make.hamiltonian(target, metric=metric, mass_volatility=mass_volatility)

@@ -357,17 +357,20 @@ def test_the_command_line_samples_with_it(registered, tmp_path, capsys):
     assert run.attrs["compiled"] is True and run.draws.shape == (2, 200, 2)
 
 
-def test_nuts_asks_for_the_identity_metric(registered, capsys):
+def test_nuts_runs_it_without_its_default_metric(registered, capsys):
     """nuts adapts a diagonal metric by default, which the relativistic kinetic energy does
-    not have: the command says which option to give, and runs with it."""
+    not have: the default is dropped (no metric adapted), and a metric the user asks for is
+    refused, naming what to give."""
     argv = "sample banana --sampler nuts -O hamiltonian=relativistic --chains 2 --warmup 100"
     argv = [*argv.split(), "--draws", "100", "--seed", "0", "--no-progress"]
-    assert main(argv) == 2
+    assert main(argv) == 0
+    assert main([*argv, "-O", "metric=dense"]) == 2
     assert (
-        "takes no metric, so metric='diagonal' cannot be given with it: give "
+        "takes no metric, so metric='dense' cannot be given with it: give "
         "metric='identity'" in capsys.readouterr().err
     )
-    assert main([*argv, "-O", "metric=identity"]) == 0
+    sampler = hm.samplers.build("nuts", hm.targets.get("banana"), hamiltonian="relativistic")
+    assert [type(t).__name__ for t in sampler.tuners] == ["DualAveraging"]
 
 
 # -- refusals

@@ -129,8 +129,8 @@ def test_a_registered_hamiltonian_by_name(registered, sampler):
         ("hmc", {"hamiltonian": "euclidean", "mass_volatility": 0.3},
          ["takes no mass_volatility"]),
         ("qihmc", {"hamiltonian": "euclidean"}, ["qihmc:", "mass_volatility=None"]),
-        ("nuts", {"hamiltonian": "heavy"}, ["hamiltonian='heavy' takes no metric",
-                                            "metric='identity'"]),
+        ("nuts", {"hamiltonian": "heavy", "metric": "dense"},
+         ["hamiltonian='heavy' takes no metric", "metric='dense'", "metric='identity'"]),
         ("rwmh", {"hamiltonian": "euclidean"}, ["unknown option 'hamiltonian'", "'rwmh'"]),
     ],
 )  # fmt: skip
