@@ -536,3 +536,10 @@ def test_resume_keeps_the_path_unless_told(capsys, tmp_path, monkeypatch):
 def test_an_option_given_twice_with_two_values_is_refused(capsys, flags, message):
     assert main(["sample", "banana", "--sampler", "hmc", "--no-progress", *flags]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_s_is_short_for_sampler():
+    from hamiltonia.cli.parser import _build_parser
+
+    args = _build_parser().parse_args(["sample", "banana", "-s", "hmc"])
+    assert args.sampler == "hmc"

@@ -119,7 +119,7 @@ def _build_parser() -> argparse.ArgumentParser:
     sub.add_parser("datasets", help="list the data sets: mirrored, cached or missing")
     sp = sub.add_parser("sample", help="run chains on a target and print a summary")
     sp.add_argument("target", help="registered target name (see 'hamiltonia list')")
-    sp.add_argument("--sampler", default="nuts", help="registered sampler name")
+    sp.add_argument("-s", "--sampler", default="nuts", help="registered sampler name")
     sp.add_argument("--chains", type=int, default=4, help="number of chains")
     sp.add_argument(
         "--warmup",

@@ -114,10 +114,11 @@ def _chosen_hamiltonian(recipe, target, hamiltonian, metric, mass_volatility, sh
         if adapted:
             kind = DiagonalMetric if metric == "diagonal" else DenseMetric
             if not isinstance(getattr(hamiltonian, "metric", None), kind):
+                own = getattr(hamiltonian, "metric", None)
+                has = "no metric" if own is None else type(own).__name__
                 raise ValueError(
                     f"{recipe}: metric={metric!r} adapts the Hamiltonian's {kind.__name__} in "
-                    f"warm-up, and the given hamiltonian={shown} has "
-                    f"{type(getattr(hamiltonian, 'metric', None)).__name__}: build it with a "
+                    f"warm-up, and the given hamiltonian={shown} has {has}: build it with a "
                     f"{kind.__name__}, or give metric='identity' to keep its own"
                 )
         elif not _is_identity(metric):

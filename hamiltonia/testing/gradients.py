@@ -153,7 +153,7 @@ def _assert_within(kind, what, value, reference, tol, target) -> float:
     n, i = np.unravel_index(int(np.argmax(ratio)), ratio.shape)
     raise AssertionError(
         f"{kind}: the {what} of {_name(target, int(i))} at point {int(n)} is "
-        f"{value[n, i]!r}, the finite difference {reference[n, i]!r} (error "
+        f"{float(value[n, i])!r}, the finite difference {float(reference[n, i])!r} (error "
         f"{abs(value[n, i] - reference[n, i]):.3g}, tolerance {tol[n, i]:.3g}); "
         f"{int(np.sum(ratio > 1.0))} of {ratio.size} components fail"
     )

@@ -260,3 +260,10 @@ def test_an_unknown_name_from_the_command_line_is_a_one_line_error(capsys):
     assert err.startswith("hamiltonia: error: nuts: hamiltonian must be one of") and "\n" not in err
     assert main(["sample", "banana", "-O", "tuners=dual"]) == 2
     assert "unknown tuner 'dual'" in capsys.readouterr().err
+
+
+def test_an_adapted_metric_with_a_hamiltonian_that_has_none_says_so():
+    target = hm.targets.get("banana")
+    ham = hm.hamiltonians.RelativisticHamiltonian(target)
+    with pytest.raises(ValueError, match=r"has no metric: build it with a DenseMetric"):
+        hm.samplers.build("nuts", target, hamiltonian=ham, metric="dense")
