@@ -10,6 +10,10 @@ when hamiltonia is installed). One concept per module:
   an integrator, with any kinetic energy;
 * :mod:`~hamiltonia.testing.invariance`: a transition leaves an exactly sampled target
   invariant;
+* :mod:`~hamiltonia.testing.momentum`: a Hamiltonian's momentum draws follow
+  :math:`e^{-K}` and its velocity is :math:`\\partial K/\\partial p`;
+* :mod:`~hamiltonia.testing.calibration`: an estimator's reported MCSE against the errors
+  of replicated runs;
 * :mod:`~hamiltonia.testing.paths`: the NumPy path and the compiled path give the same
   draws;
 * :mod:`~hamiltonia.testing.moments`: a run recovers exact moments, or a reference run's,
@@ -57,6 +61,7 @@ from hamiltonia.testing.moments import (
     min_ess,
     moment_z_scores,
 )
+from hamiltonia.testing.momentum import MomentumResult, check_momentum
 from hamiltonia.testing.paths import PATHS_ATOL, assert_paths_agree
 from hamiltonia.testing.targets import GaussianTarget, correlated_gaussian
 
@@ -68,6 +73,7 @@ __all__ = [
     "CalibrationResult",
     "GaussianTarget",
     "InvarianceResult",
+    "MomentumResult",
     "assert_moments_recovered",
     "assert_paths_agree",
     "calibrate",
@@ -77,6 +83,7 @@ __all__ = [
     "check_integrate_contract",
     "check_integrator",
     "check_invariance",
+    "check_momentum",
     "check_reversibility",
     "check_volume_preservation",
     "correlated_gaussian",

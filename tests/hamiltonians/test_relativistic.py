@@ -38,6 +38,7 @@ from hamiltonia.testing import (
 )
 from hamiltonia.testing.integrators import ORDER_N_STEPS, ORDER_REFINEMENT
 from hamiltonia.testing.invariance import INVARIANCE_ALPHA
+from hamiltonia.testing.momentum import virial_z
 from tests.interrupting import interrupted
 from tests.testing.relativistic import RelativisticHamiltonian as PythonRelativistic
 
@@ -133,18 +134,6 @@ N_DRAWS = 10_000
 DIMS = (1, 3)
 N_MOMENTUM_TESTS = len(REGIMES) * sum(1 + d + 1 for d in DIMS)
 Z_MOMENTUM = stats.norm.isf(INVARIANCE_ALPHA / (2 * N_MOMENTUM_TESTS))
-
-
-def virial_z(hamiltonian, p):
-    """z-scores of the equipartition identity :math:`E[p_i\\, \\partial K/\\partial p_i] = 1`
-    (integrate :math:`p_i \\partial_i e^{-K}` by parts), for each coordinate and for the sum
-    (:math:`= d`), over draws ``p`` of ``sample_momentum``. It holds for any kinetic energy
-    whose draws follow :math:`e^{-K}`, and reads the draws alone: no transition dilutes a
-    wrong law."""
-    terms = p * hamiltonian.velocity(p)
-    columns = np.column_stack([terms, terms.sum(axis=1)])
-    expected = np.append(np.ones(hamiltonian.dim), hamiltonian.dim)
-    return (columns.mean(axis=0) - expected) / (columns.std(axis=0, ddof=1) / np.sqrt(len(p)))
 
 
 @pytest.mark.parametrize("dim", DIMS)
