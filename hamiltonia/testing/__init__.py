@@ -14,6 +14,8 @@ when hamiltonia is installed). One concept per module:
   :math:`e^{-K}` and its velocity is :math:`\\partial K/\\partial p`;
 * :mod:`~hamiltonia.testing.calibration`: an estimator's reported MCSE against the errors
   of replicated runs;
+* :mod:`~hamiltonia.testing.adapted`: a resumed run gets back every part parameter warm-up
+  adapted;
 * :mod:`~hamiltonia.testing.paths`: the NumPy path and the compiled path give the same
   draws;
 * :mod:`~hamiltonia.testing.moments`: a run recovers exact moments, or a reference run's,
@@ -41,6 +43,7 @@ A plugin author's test of a new trajectory policy and a new target:
 
 from __future__ import annotations
 
+from hamiltonia.testing.adapted import AdaptedStateResult, check_adapted_state
 from hamiltonia.testing.calibration import CalibrationResult, calibrate, check_calibration
 from hamiltonia.testing.gradients import GRADIENT_RTOL, check_gradient, gradient_points
 from hamiltonia.testing.installed import skip_unless_installed
@@ -70,6 +73,7 @@ __all__ = [
     "MIN_ESS",
     "PATHS_ATOL",
     "Z_THRESHOLD",
+    "AdaptedStateResult",
     "CalibrationResult",
     "GaussianTarget",
     "InvarianceResult",
@@ -77,6 +81,7 @@ __all__ = [
     "assert_moments_recovered",
     "assert_paths_agree",
     "calibrate",
+    "check_adapted_state",
     "check_calibration",
     "check_energy_error_order",
     "check_gradient",

@@ -35,6 +35,7 @@ from hamiltonia.trajectories.metropolis import (
     StaticLength,
     TrajectoryPolicy,
     is_divergent,
+    keep_or_reverse,
     metropolis_probability,
 )
 
@@ -123,17 +124,9 @@ def delayed_rejection(rng, q, p, grad, lp, eps, aux, scratch, stats, PF, PI, log
             if rng.random() < metropolis_probability(last - np.log(ghost_factor)):
                 stage = 2
                 lp1, h1 = lp2, h2  # the proposal kept: z2, in rows 0-2
+    keep_or_reverse(stage > 0, q, p, grad, q1, p1, g1, flip, aux, PF, PI)
     if stage > 0:
-        for i in range(d):
-            q[i] = q1[i]
-            p[i] = p1[i]
-            grad[i] = g1[i]
         lp = lp1
-    else:
-        if flip:
-            for i in range(d):
-                p[i] = -p[i]
-        reverse_structure(aux, PF, PI)
     stats[column.accepted] = 1.0 if stage > 0 else 0.0
     stats[column.acceptance_rate] = alpha1
     stats[column.diverging] = 1.0 if stage == 0 and is_divergent(last) else 0.0

@@ -44,6 +44,7 @@ __all__ = [
     "TrajectoryPolicy",
     "is_divergent",
     "jittered_step_size",
+    "keep_or_reverse",
     "metropolis_probability",
     "metropolis_select",
 ]
@@ -167,6 +168,23 @@ METROPOLIS_STATS = (
 )
 
 
+def keep_or_reverse(accepted, q, p, grad, q1, p1, g1, flip, aux, PF, PI):
+    """The chain's state after a Metropolis test, in place: the proposal ``(q1, p1, g1)``
+    where ``accepted``; else the start, its momentum negated where ``flip`` (the refresh's
+    ``flip_on_reject``) and the structure's auxiliary variables reversed (role
+    ``reverse_structure``). Every transition kernel that ends in an accept step calls it."""
+    if accepted:
+        for i in range(q.shape[0]):
+            q[i] = q1[i]
+            p[i] = p1[i]
+            grad[i] = g1[i]
+    else:
+        if flip:
+            for i in range(p.shape[0]):
+                p[i] = -p[i]
+        reverse_structure(aux, PF, PI)
+
+
 def uniform_length_kernel(rng, eps, aux, PF, PI):
     """Kernel of :meth:`MetropolisTrajectory.n_steps` and :meth:`MetropolisTrajectory.jittered`
     for one chain (role ``trajectory_length``): a number of steps uniform on ``min_steps ..
@@ -223,17 +241,9 @@ def metropolis_transition_kernel(
             aux[offset.proposal_velocity + i] = v1[i]
     u = rng.random()
     accepted = ok and u < prob
+    keep_or_reverse(accepted, q, p, grad, q1, p1, g1, flip, aux, PF, PI)
     if accepted:
-        for i in range(d):
-            q[i] = q1[i]
-            p[i] = p1[i]
-            grad[i] = g1[i]
         lp = lp1
-    else:
-        if flip:
-            for i in range(d):
-                p[i] = -p[i]
-        reverse_structure(aux, PF, PI)
     stats[column.accepted] = 1.0 if accepted else 0.0
     stats[column.acceptance_rate] = prob
     stats[column.diverging] = 1.0 if diverging else 0.0
