@@ -130,7 +130,12 @@ def _print_report(result, target, output, out) -> int:
 
 #: How the columns of a reduction table (hamiltonia.reducers.base.reduction_table) print;
 #: the other columns (estimates) get one format each from their values.
-_REDUCTION_FORMATS = {"eta": "{:.3f}", "ess_pair": "{:.0f}", "reduction": "{:,.1f}"}
+_REDUCTION_FORMATS = {
+    "eta": "{:.3f}",
+    "dof": "{:.0f}",
+    "ess_pair": "{:.0f}",
+    "reduction": "{:,.1f}",
+}
 
 
 def _reduction_text(table) -> str:
@@ -150,9 +155,13 @@ def _print_pairs(result, out) -> None:
         file=out,
     )
     print(_reduction_text(table), file=out)
+    # A run's own reduction, not the method's: where the pairs met early the pair mean is
+    # that precise in this run, but across runs the variance falls far less (the errors are
+    # heavy-tailed: docs/variance_reduction.rst, "Error bars of antithetic pairs").
     print(
-        f"eta (max over parameters) {table['eta'].max():.3f}; median reduction "
-        f"{table['reduction'].median():,.1f} at twice the cost of the primary chains",
+        f"eta (max over parameters) {table['eta'].max():.3f}; this run's median reduction "
+        f"{table['reduction'].median():,.1f} (its own error bars: replicated runs gain far "
+        "less, at twice the cost of the primary chains)",
         file=out,
     )
 

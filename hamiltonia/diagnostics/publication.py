@@ -207,7 +207,13 @@ def antithetic_ess(draws, log_weights=None, batch_size="less", eta="max", **opti
     importance-weighted for a shadow sampler) and :math:`\\eta` from :func:`antithetic_eta`
     with the reduction ``eta`` (``"max"``, as the thesis states, a lower bound; ``"mean"``, which
     its printed figures match). Chains ``2k`` and ``2k + 1`` are a pair
-    (:mod:`hamiltonia.reducers.antithetic`)."""
+    (:mod:`hamiltonia.reducers.antithetic`).
+
+    The publication's estimator, for reproducing its tables: not one hamiltonia trusts. It
+    takes the correlation of the paired draws for that of the pairs' estimates, which a pair
+    that starts apart or decouples does not make them, and replicated runs contradict it by
+    orders of magnitude; :meth:`hamiltonia.Result.pair_summary` reports the ESS that the
+    spread of independent pairs supports (:mod:`hamiltonia.diagnostics.pair_error`)."""
     x = np.asarray(draws, dtype=float)
     if x.ndim == 2:
         x = x[..., None]

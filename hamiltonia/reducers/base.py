@@ -25,17 +25,23 @@ __all__ = [
 ]
 
 
-def reduction_table(names, plain, series: np.ndarray, **extra):
+def reduction_table(names, plain, series: np.ndarray, *, mcse=None, **extra):
     """A reduced estimate beside the plain one (a pandas DataFrame, one row per parameter):
     ``plain_mean``, ``plain_mcse`` from the table ``plain``; ``mean`` and ``mcse`` of the
     per-draw ``series`` (shape ``(chains, draws, dim)``) whose mean is the reduced estimate;
     the ``extra`` columns; and ``reduction`` :math:`= (\\text{plain\\_mcse} /
-    \\text{mcse})^2`, the factor by which the variance of the estimate fell."""
+    \\text{mcse})^2`, the factor by which the variance of the estimate fell.
+
+    ``mcse`` is the series' standard error where the caller knows it better than
+    :func:`hamiltonia.diagnostics.mcse`, which takes the chains of ``series`` as independent
+    (a paired series needs :func:`hamiltonia.diagnostics.pair_error.pair_mcse`)."""
     import pandas as pd
 
     from hamiltonia import diagnostics
 
-    mcse = diagnostics.mcse(series, "mean")
+    if mcse is None:
+        mcse = diagnostics.mcse(series, "mean")
+    mcse = np.asarray(mcse, dtype=float)
     plain_mcse = plain["mcse"].to_numpy()
     return pd.DataFrame(
         {
@@ -44,10 +50,16 @@ def reduction_table(names, plain, series: np.ndarray, **extra):
             "mean": series.mean(axis=(0, 1)),
             "mcse": mcse,
             **extra,
-            "reduction": (plain_mcse / mcse) ** 2,
+            "reduction": _squared_ratio(plain_mcse, mcse),
         },
         index=pd.Index(names, name="parameter"),
     )
+
+
+def _squared_ratio(a, b) -> np.ndarray:
+    """:math:`(a / b)^2`, ``inf`` for an error reduced to zero (an exact estimate)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return (np.asarray(a, dtype=float) / b) ** 2
 
 
 def gives_weights(reducer) -> bool:

@@ -116,8 +116,11 @@ def control_variate_summary(result, order: int | None = None, grads=None):
         grads = np.asarray(g, dtype=float).reshape(draws.shape)
     controlled = controlled_values(draws, draws, grads, order, result.log_weights)
     if result.pairs:
+        from hamiltonia.diagnostics.pair_error import pair_mcse
+
+        series = pair_means(controlled, result.log_weights)
         return reduction_table(
-            result.names, result.pair_summary(), pair_means(controlled, result.log_weights)
+            result.names, result.pair_summary(), series, mcse=pair_mcse(series).mcse
         )
     series = linearised_values(controlled, result.log_weights)
     return reduction_table(result.names, result.summary(), series)

@@ -285,7 +285,10 @@ class Result(DataTreeConversion):
         importance weights the mean, sd, median and quantiles are weighted, ESS values are
         multiplied by the Kish factor :math:`\\text{ESS}_{\\text{IMP}}/N`, and the MCSE is
         the delta method's for the self-normalised mean (the weights' correlation with each
-        parameter included; see :func:`hamiltonia.diagnostics.summary.summary_table`).
+        parameter included; see :func:`hamiltonia.diagnostics.summary.summary_table`). For a
+        run in antithetic pairs the MCSE is that of the pairs
+        (:func:`hamiltonia.diagnostics.pair_error.paired_mcse`: the chains of a pair are not
+        independent); the ESS and :math:`\\hat R` stay the chains' own diagnostics.
 
         ``lp=True`` adds a row ``lp`` for the log density of the draws (Stan's ``lp__``, and
         so named where a parameter is named ``lp``);
@@ -316,7 +319,14 @@ class Result(DataTreeConversion):
                 draws = np.concatenate([draws, self.stats["lp"][..., None]], axis=-1)
                 # A parameter of that name keeps it; the log density takes Stan's.
                 names = (*names, "lp__" if "lp" in names else "lp")
-            self._summary = (key, summary_table(draws, names, self.log_weights, quantiles))
+            table = summary_table(draws, names, self.log_weights, quantiles)
+            if self.pairs:
+                # Antithetic pairs are not independent chains: the mean's error is the
+                # pairs' (hamiltonia.diagnostics.pair_error).
+                from hamiltonia.diagnostics.pair_error import paired_mcse
+
+                table["mcse"] = paired_mcse(draws, self.log_weights)
+            self._summary = (key, table)
         return self._summary[1].copy()
 
     def print_summary(self, quantiles=None, *, file=None) -> None:

@@ -273,6 +273,7 @@ def _control_variates(run, values):
     # Another function's mean, fitted on the control variates at the positions as
     # control_variate_summary fits the draws themselves.
     from hamiltonia import diagnostics
+    from hamiltonia.diagnostics.pair_error import pair_mcse
     from hamiltonia.reducers.antithetic import pair_means
     from hamiltonia.reducers.base import linearised_values
     from hamiltonia.reducers.control_variates import controlled_values
@@ -284,10 +285,10 @@ def _control_variates(run, values):
         grads = grads.reshape(run.draws.shape)
     order = int(run.attrs.get("control_variates", 1))
     controlled = controlled_values(values, run.draws, grads, order, run.log_weights)
-    if run.pairs:
+    if run.pairs:  # the pairs' standard error, as control_variate_summary gives it
         series = pair_means(controlled, run.log_weights)
-    else:
-        series = linearised_values(controlled, run.log_weights)
+        return series.mean(axis=(0, 1)), pair_mcse(series).mcse
+    series = linearised_values(controlled, run.log_weights)
     return series.mean(axis=(0, 1)), np.asarray(diagnostics.mcse(series, "mean"), dtype=float)
 
 
