@@ -160,6 +160,8 @@ def test_sampler_and_target_options(capsys):
             "0.2",
             "-O",
             "metric=[1.0, 2.0, 0.5]",
+            "-O",
+            "n_steps_jitter=0",
             "--chains",
             "1",
             "--warmup",

@@ -35,7 +35,8 @@ for row in spec["rows"]:
     target = hm.targets.get(row["target"])
     metric = "identity" if row["metric"] == "identity" else np.ones(target.dim)
     options = dict(chains=1, warmup=0, draws=spec["draws"], seed=0, n_steps=row["n_steps"],
-                   step_size=row["step_size"], metric=metric, progress=False, compiled=True)
+                   n_steps_jitter=0.0, step_size=row["step_size"], metric=metric,
+                   progress=False, compiled=True)
     first = hm.sample(target, "hmc", **options)
     scale = spec["seconds"] / max(first.sampling_seconds, 1e-6)
     # ... but no more than about 16 MB of draws and statistics: page faults on a growing
@@ -110,7 +111,8 @@ def compare_checkouts(
             log(f"baseline: {name} has no compiled kernel, skipped")
             continue
         warm = hm.sample(target, "hmc", chains=1, warmup=300, draws=1, seed=0, progress=False,
-                         n_steps=n_steps.get(name, 15), compiled=True)  # fmt: skip
+                         n_steps=n_steps.get(name, 15), n_steps_jitter=0.0,
+                         compiled=True)  # fmt: skip
         step = float(warm.stats["step_size"][0, -1])
         for metric in metrics:
             rows.append({"target": name, "metric": metric, "n_steps": n_steps.get(name, 15),

@@ -158,7 +158,7 @@ def checkpoint_cost(
         if interval is not None and not float(interval) >= 0:
             raise ValueError(f"an interval must be None or >= 0 seconds, got {interval!r}")
     options = dict(chains=chains, warmup=warmup, draws=draws, seed=seed, progress=False,
-                   compiled=compiled)  # fmt: skip
+                   compiled=compiled, n_steps_jitter=0.0)  # fmt: skip
     rows = []
     with tempfile.TemporaryDirectory(prefix="hamiltonia-ckpt-", dir=folder) as tmp:
         tmp = Path(tmp)

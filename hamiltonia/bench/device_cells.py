@@ -137,7 +137,8 @@ def hm_cell(target, impl, chains, step_size, n_steps, opts, compiled_once: set) 
         "hm-cpu": ("numpy", True),
     }[impl]
     options = dict(backend=backend, compiled=compiled, warmup=0, seed=opts.seed,
-                   progress=False, step_size=step_size, n_steps=n_steps)  # fmt: skip
+                   progress=False, step_size=step_size, n_steps=n_steps,
+                   n_steps_jitter=0.0)  # fmt: skip
     compile_s = 0.0
     with _unchecked():
         if (target, impl) not in compiled_once:

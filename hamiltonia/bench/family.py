@@ -21,6 +21,7 @@ its own code (Tables 5.1-5.3).
 from __future__ import annotations
 
 import argparse
+import inspect
 import sys
 import time
 import warnings
@@ -39,6 +40,10 @@ def _run(target, sampler, settings, **options):
     import hamiltonia as hm
     from hamiltonia.diagnostics.univariate import ess
 
+    # The research's fixed length, for a recipe that draws the length at random by default.
+    jitter = inspect.signature(hm.samplers.get(sampler)).parameters.get("n_steps_jitter")
+    if jitter is not None and jitter.default is None:
+        options.setdefault("n_steps_jitter", 0.0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         result = hm.sample(target, sampler, progress=False, compiled=True, **settings, **options)

@@ -88,8 +88,8 @@ def step_seconds(
 
     dim = target.dim
     fixed = np.ones(dim) if metric == "diagonal" else metric
-    sampler = build("hmc", target, n_steps=n_steps, step_size=float(step_size), metric=fixed,
-                    **options)  # fmt: skip
+    sampler = build("hmc", target, n_steps=n_steps, n_steps_jitter=0.0,
+                    step_size=float(step_size), metric=fixed, **options)  # fmt: skip
     plan = plan_for(sampler)
     layout = plan.layout()
     kernel = plan.kernel
@@ -123,6 +123,7 @@ def _warm_state(target, n_steps: int, compiled, warmup: int):
         draws=1,
         seed=0,
         n_steps=n_steps,
+        n_steps_jitter=0.0,
         progress=False,
         compiled=compiled,
     )
@@ -170,6 +171,7 @@ def overhead_row(name: str, n_steps: int, *, quick: bool = False) -> dict:
             draws=draws,
             seed=0,
             n_steps=n_steps,
+            n_steps_jitter=0.0,
             step_size=eps,
             progress=False,
             compiled=False,
@@ -215,13 +217,13 @@ def chains_scaling(
         for compiled in paths:
             hm.sample(
                 target, "hmc", chains=2, warmup=20, draws=5, n_steps=n_steps, seed=1,
-                progress=False, compiled=compiled,
+                n_steps_jitter=0.0, progress=False, compiled=compiled,
             )  # fmt: skip
             for chains in counts:
                 began = time.perf_counter()
                 result = hm.sample(
                     target, "hmc", chains=chains, warmup=warmup, draws=draws, seed=0,
-                    n_steps=n_steps, progress=False, compiled=compiled,
+                    n_steps=n_steps, n_steps_jitter=0.0, progress=False, compiled=compiled,
                 )  # fmt: skip
                 rows.append(
                     {

@@ -157,7 +157,11 @@ def measure(draws: int = DEFAULT_DRAWS, *, sampler: str = "nuts", chains: int = 
         raise ValueError(f"sampler must be one of {', '.join(SAMPLERS)}, got {sampler!r}")
     if min(draws, chains, n_steps) < 1 or warmup < 0:
         raise ValueError("draws, chains and n_steps must be >= 1 and warmup >= 0")
-    options = {"step_size": step_size, "n_steps": n_steps} if sampler == "hmc" else {}
+    options = (
+        {"step_size": step_size, "n_steps": n_steps, "n_steps_jitter": 0.0}
+        if sampler == "hmc"
+        else {}
+    )
     trajectory = f"step size {step_size:g}, {n_steps} steps" if options else "step size adapted"
     with tempfile.TemporaryDirectory(prefix="hamiltonia-postrun-") as folder:
         path = Path(folder) / "run.nc"

@@ -79,6 +79,7 @@ def run_hamiltonia(
     options = {"metric": variant, "target_accept": target_accept}
     if sampler == "hmc":
         options["n_steps"] = n_steps
+        options["n_steps_jitter"] = 0.0  # the fixed length L the report names
 
     def call():
         began = time.perf_counter()
@@ -214,7 +215,8 @@ def memory_run(spec: dict) -> dict:
     import hamiltonia as hm
 
     target = hm.targets.get(spec["target"])
-    options = {"n_steps": int(spec.get("n_steps", 15)), "metric": spec.get("variant", "identity")}
+    options = {"n_steps": int(spec.get("n_steps", 15)), "n_steps_jitter": 0.0,
+               "metric": spec.get("variant", "identity")}  # fmt: skip
     chains, draws = int(spec.get("chains", 4)), int(spec.get("draws", 10_000))
     hm.sample(target, "hmc", chains=chains, warmup=20, draws=5, seed=1, progress=False, **options)
     before = _rss_mb()

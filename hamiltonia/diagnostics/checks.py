@@ -60,6 +60,19 @@ The checks and their thresholds:
     (often a funnel or a log density of absurd scale), and its draws barely move.
 ``frozen``
     A chain whose draws never changed: every proposal was rejected.
+``resonance``
+    A run of fixed trajectory length (the same :math:`L \\ge 2` steps every iteration, a
+    step size not jittered: not NUTS, not ``n_steps_jitter`` or ``step_size_jitter``) in
+    which some chain barely moves along a linear combination of the parameters: its lag-1
+    autocorrelation is at least :data:`~hamiltonia.diagnostics.resonance.RESONANCE_RHO`
+    = 0.9 (each trajectory ends near where it started), or that of its square is while the
+    combination itself alternates in sign (each ends near its mirror image), and the
+    autoregression's ESS :math:`N (1 - \\rho) / (1 + \\rho)` is below 100 per chain. The
+    trajectory resonates with a period of the posterior (or is far too short for that
+    direction); the coordinates, each a mix of directions, may pass :math:`\\hat R` and the
+    ESS checks while their Monte Carlo standard errors are too small. The combinations are
+    each chain's time-lagged independent components and the coordinates
+    (:mod:`hamiltonia.diagnostics.resonance`).
 ``weights``
     Draws of a weighted (shadow) sampler whose importance weight is not finite: the
     shadow Hamiltonian is not finite there, and weighted estimates are undefined.
@@ -120,17 +133,19 @@ class Problem:
     check : str
         Which check found it: ``"improper"``, ``"divergences"``, ``"r_hat"``,
         ``"ess_bulk"``, ``"ess_tail"``, ``"e_bfmi"``, ``"tree_depth"``, ``"step_size"``,
-        ``"frozen"`` or ``"weights"``.
+        ``"frozen"``, ``"weights"`` or ``"resonance"``.
     message : str
         What a user reads: what was found, the threshold, and what to try.
     value : float
         The worst value found (largest :math:`|z|` of a runaway, count of divergences,
         largest :math:`\\hat R`, smallest ESS per chain, smallest E-BFMI, largest collapse
-        factor, number of frozen chains, number of draws without a finite weight).
+        factor, number of frozen chains, number of draws without a finite weight, largest
+        lag-1 autocorrelation of a resonance).
     threshold : float
         The threshold the value crossed.
     where : tuple of str
-        The parameters (``improper``, ``r_hat``, ESS) or chains (``chain 0``...) concerned.
+        The parameters (``improper``, ``r_hat``, ESS, ``resonance``) or chains
+        (``chain 0``...) concerned.
     """
 
     check: str
@@ -441,6 +456,10 @@ def diagnose(result, summary=None) -> list[Problem]:
                 )
             )
 
+    resonance = _resonance(result)
+    if resonance is not None:
+        problems.append(resonance)
+
     if n < 4:  # split R-hat and ESS need at least two halves of two draws
         return problems
     if summary is not None:
@@ -497,6 +516,32 @@ def diagnose(result, summary=None) -> list[Problem]:
                 )
             )
     return problems
+
+
+def _resonance(result) -> Problem | None:
+    """The ``resonance`` problem of a fixed-length run (module docstring), or ``None``."""
+    from hamiltonia.diagnostics.resonance import RESONANCE_RHO, find_resonance
+
+    found = find_resonance(result, ESS_PER_CHAIN_MIN)
+    if found is None:
+        return None
+    names = [str(result.names[i]) for i in found.parameters]
+    chains = _chains(found.chains)
+    ends = "the mirror image of their start" if found.square else "where they started"
+    what = "its square's lag-1 autocorrelation" if found.square else "lag-1 autocorrelation"
+    return Problem(
+        "resonance",
+        f"the fixed trajectory length of {found.n_steps} steps resonates in {_list(chains)}: "
+        f"along {'' if len(names) == 1 else 'some combination of '}{_list(names)} the "
+        f"trajectories end near {ends} ({what} {found.rho:.3g}, about {found.ess:.3g} "
+        f"effective draws per chain, below {ESS_PER_CHAIN_MIN:g}), and the error bars of "
+        f"estimates that involve {'it' if len(names) == 1 else 'them'} are too small. Draw "
+        "the number of steps or the step size at random (n_steps_jitter=0.5 or "
+        "step_size_jitter=0.2), or sample with nuts.",
+        found.rho,
+        RESONANCE_RHO,
+        tuple(names),
+    )
 
 
 def _convergence(result) -> dict:

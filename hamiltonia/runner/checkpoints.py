@@ -70,6 +70,9 @@ def new_run_attrs(target, smp, path_reason, compiled, seq, options, *, chains, w
     )
     if getattr(trajectory, "max_tree_depth", None) is not None:
         attrs["max_tree_depth"] = int(trajectory.max_tree_depth)
+    # A jittered step size, which tells the resonance check a fixed length does not resonate.
+    if getattr(trajectory, "step_size_jitter", 0.0):
+        attrs["step_size_jitter"] = float(trajectory.step_size_jitter)
     if target.blocks is not None:
         # Named blocks with shapes and dims: the ArviZ variables of the draws.
         attrs["blocks"] = target.blocks

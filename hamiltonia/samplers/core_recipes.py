@@ -23,7 +23,34 @@ from hamiltonia.samplers.recipe_options import (
 )
 from hamiltonia.trajectories.no_u_turn import DEFAULT_MAX_TREE_DEPTH
 
-__all__ = ["hmc", "mala", "nuts", "rwmh", "split_hmc"]
+__all__ = ["DEFAULT_N_STEPS_JITTER", "hmc", "mala", "nuts", "rwmh", "split_hmc"]
+
+#: The number of steps' jitter of :func:`hmc` (and of the presets over it) when
+#: ``n_steps_jitter`` is left out, except for the research's setting: each iteration's
+#: :math:`L` uniform on :math:`\lceil L_{max}/2 \rceil .. L_{max}`. A fixed length resonates on
+#: near-Gaussian posteriors (:doc:`/troubleshooting`, the ``resonance`` warning).
+DEFAULT_N_STEPS_JITTER = 0.5
+
+
+def _is_research_setting(target) -> bool:
+    """Whether ``target`` (or the target it wraps, a split one's ``base``) was built with
+    ``setting="paper"``."""
+    while target is not None:
+        if getattr(target, "setting", None) == "paper":
+            return True
+        target = getattr(target, "base", None)
+    return False
+
+
+def _n_steps_jitter(target, trajectory, n_steps_jitter):
+    """``n_steps_jitter``, or its default: :data:`DEFAULT_N_STEPS_JITTER` for the Metropolis
+    transition, 0 (a fixed length) for the research's setting or a named trajectory
+    policy, which has its own lengths."""
+    if n_steps_jitter is not None:
+        return n_steps_jitter
+    if trajectory is not None or _is_research_setting(target):
+        return 0.0
+    return DEFAULT_N_STEPS_JITTER
 
 
 def hmc(
@@ -35,7 +62,7 @@ def hmc(
     adapt_step_size: bool | None = None,
     metric="identity",
     step_size_jitter: float = 0.0,
-    n_steps_jitter: float = 0.0,
+    n_steps_jitter: float | None = None,
     integrator="leapfrog",
     rho: float = 0.0,
     adapt_windows=(75, 25, 50),
@@ -56,11 +83,19 @@ def hmc(
     hamiltonian=None,
     tuners=None,
 ) -> HamiltonianSampler:
-    """Hamiltonian Monte Carlo with a static number of leapfrog steps.
+    """Hamiltonian Monte Carlo with a jittered or a static number of leapfrog steps.
+
+    By default each iteration draws its number of steps up to ``n_steps``; with
+    ``n_steps_jitter=0``, and on a target of the research's setting, it is static.
 
     Full momentum refreshment :math:`p \\sim \\mathcal N(0, M)`, ``n_steps`` leapfrog steps, a
     Metropolis test on :math:`H` (Mongwe 2022, thesis, §2.4, Algorithm 2), and dual averaging
-    of the step size during warm-up (§2.8).
+    of the step size during warm-up (§2.8). The thesis's trajectories have a fixed length; a
+    fixed length resonates on near-Gaussian posteriors (a direction whose period the
+    trajectory nearly matches barely moves, and the error bars of the estimates that
+    involve it come out too small), so by default the length is drawn at random
+    (``n_steps_jitter`` below), except for a target of the research's setting
+    (``setting="paper"``), which keeps the research's fixed length.
 
     Parameters
     ----------
@@ -93,12 +128,17 @@ def hmc(
     step_size_jitter : float in [0, 1)
         Draw each trajectory's step size uniformly within this relative distance of the
         adapted one (default 0, as in the thesis); breaks resonances of a fixed trajectory
-        length.
-    n_steps_jitter : float in [0, 1]
+        length, but less surely than ``n_steps_jitter`` on Gaussians (refused with a
+        ``shadow``, whose Hamiltonian depends on the step size).
+    n_steps_jitter : float in [0, 1], optional
         Draw each chain's number of steps per iteration uniformly from
-        :math:`\\lceil(1 - j)L\\rceil` (at least 1) to :math:`L` = ``n_steps`` (default 0: always
-        :math:`L`; 1: uniform on :math:`1..L`, the random length of
-        :class:`~hamiltonia.trajectories.metropolis.RandomLength`).
+        :math:`\\lceil(1 - j)L\\rceil` (at least 1) to :math:`L` = ``n_steps`` (0: always
+        :math:`L`, the thesis's fixed length; 1: uniform on :math:`1..L`, the random length
+        of :class:`~hamiltonia.trajectories.metropolis.RandomLength`). Default ``None``:
+        :data:`DEFAULT_N_STEPS_JITTER` = 0.5 (:math:`L` uniform on 8..15 for
+        ``n_steps=15``), which breaks the resonances of a fixed length (:doc:`/troubleshooting`);
+        0 for a target built with ``setting="paper"`` (the research's fixed length, as the
+        reproductions run it) and with a named ``trajectory``.
     integrator : str or Integrator
         ``"leapfrog"`` (default), ``"two-stage"`` or ``"three-stage"`` (the splittings of
         Blanes, Casas and Sanz-Serna; ``n_steps`` counts steps, each costing one gradient per
@@ -199,7 +239,13 @@ def hmc(
     return make.compose(
         hamiltonian,
         integrator=integrator,
-        trajectory=_trajectory(target, trajectory, n_steps, n_steps_jitter, step_size_jitter),
+        trajectory=_trajectory(
+            target,
+            trajectory,
+            n_steps,
+            _n_steps_jitter(target, trajectory, n_steps_jitter),
+            step_size_jitter,
+        ),
         refresh=make.momentum_refresh(rho, hamiltonian)
         if refresh is None
         else make.named_refresh(refresh, rho),

@@ -104,8 +104,11 @@ _PRESET_FOOTER = """
     Every option of :func:`hmc` is accepted, with the defaults in the signature: ``None``
     for ``n_steps``, ``g`` and ``mass_volatility`` takes the target's research value
     (:attr:`~hamiltonia.targets.Target.research_n_steps` and the like; Table 3.8 and the
-    chapters' settings). The step size is adapted by dual averaging towards acceptance 0.8
-    during warm-up, as the research tuned its step sizes, unless ``step_size`` fixes it.
+    chapters' settings); ``None`` for ``n_steps_jitter`` draws each iteration's number of
+    steps from the upper half of ``1 .. n_steps`` (0.5), except on a target of the
+    research's setting (``setting="paper"``), which keeps the fixed length. The step size is
+    adapted by dual averaging towards acceptance 0.8 during warm-up, as the research tuned
+    its step sizes, unless ``step_size`` fixes it.
 """
 
 chees = _preset(

@@ -89,9 +89,8 @@ def test_combined_ess():
 
 
 def test_ess_per_second_and_gradient():
-    res = hm.sample(
-        "gaussian-d10", "hmc", chains=2, warmup=100, draws=100, seed=0, progress=False, n_steps=5
-    )
+    res = hm.sample("gaussian-d10", "hmc", chains=2, warmup=100, draws=100, seed=0,
+                    progress=False, n_steps=5, n_steps_jitter=0)  # fmt: skip
     ess = dg.ess(res.draws)
     np.testing.assert_allclose(dg.ess_per_second(res), ess / res.sampling_seconds)
     np.testing.assert_allclose(dg.ess_per_gradient(res), ess / (2 * 100 * 5))

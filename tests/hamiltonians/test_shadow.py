@@ -199,9 +199,12 @@ def test_non_separable_shadow_samplers_give_the_same_draws_on_both_paths(sampler
         "banana", sampler, chains=3, warmup=0, draws=10, seed=3, step_size=0.1,
         atol=1e-8 if sampler == "smhmc" else 1e-9,
     )  # fmt: skip
-    # L = 15 leapfrog gradients and two per energy: the refresh's two, the trajectory's two.
+    # L leapfrog gradients (8 to 15: the default jitter) and two per energy: the refresh's
+    # two, the trajectory's two.
     whole = ~numpy_run.stats["diverging"]
-    np.testing.assert_array_equal(numpy_run.stats["n_grad"][whole], 15 + 8)
+    steps = numpy_run.stats["n_steps"][whole]
+    assert steps.min() >= 8 and steps.max() <= 15
+    np.testing.assert_array_equal(numpy_run.stats["n_grad"][whole], steps + 8)
     # The momentum test is a real test: not every refresh is accepted over a run.
     assert 0 < compiled_run.stats["refresh_accepted"].mean() <= 1
 

@@ -53,7 +53,7 @@ def test_one_split_is_the_leapfrog_bit_for_bit(scheme, compiled):
     paths (the randomised split draws no order for one subset)."""
     data = _data()
     options = dict(chains=2, warmup=20, draws=30, seed=5, progress=False, compiled=compiled,
-                   step_size=0.05, n_steps=7)  # fmt: skip
+                   step_size=0.05, n_steps=7, n_steps_jitter=0.0)  # fmt: skip
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         hmc = hm.sample(data, "hmc", **options)

@@ -89,6 +89,7 @@ class FixedTime(Tuner):
 
 def fixed_time_hmc(target, *, duration: float = 2.0, n_steps: int = DEFAULT_STEPS, **options):
     """HMC whose trajectories last a fixed time, the number of steps adapted in warm-up."""
+    options.setdefault("n_steps_jitter", 0.0)  # the length it adapts is the only one
     sampler = hm.samplers.build("hmc", target, n_steps=n_steps, **options)
     sampler.tuners.append(FixedTime(duration))
     return sampler

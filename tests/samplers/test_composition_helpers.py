@@ -13,6 +13,7 @@ import hamiltonia as hm
 from hamiltonia.hamiltonians.metrics import DenseMetric, DiagonalMetric
 from hamiltonia.samplers import composition as make
 from hamiltonia.samplers import recipes
+from hamiltonia.samplers.core_recipes import DEFAULT_N_STEPS_JITTER
 from hamiltonia.structures.magnetic import MagneticStructure
 from hamiltonia.trajectories.no_u_turn import NoUTurn
 
@@ -221,13 +222,17 @@ def test_the_parts_the_options_ask_for(banana):
 # -- composed by hand, a recipe's sampler: the same draws ----------------------------------
 
 
+#: The number of steps' jitter of ``hmc`` and its presets on a target of the default setting.
+JITTER = {"n_steps_jitter": DEFAULT_N_STEPS_JITTER}
+
+
 def _hand_hmc(target):
-    """``hmc`` with ``n_steps=5``."""
+    """``hmc`` with ``n_steps=5`` (from 3 to 5 steps: the default jitter)."""
     hamiltonian = make.hamiltonian(target)
     return make.compose(
         hamiltonian,
         integrator=make.integrator("leapfrog"),
-        trajectory=make.metropolis_trajectory(5),
+        trajectory=make.metropolis_trajectory(5, **JITTER),
         refresh=make.momentum_refresh(0.0, hamiltonian),
         tuners=make.step_size_tuners(None),
         name="hmc",
@@ -241,7 +246,7 @@ def _hand_mhmc(target):
     return make.compose(
         hamiltonian,
         integrator=make.integrator("leapfrog", field),
-        trajectory=make.metropolis_trajectory(target.research_n_steps),
+        trajectory=make.metropolis_trajectory(target.research_n_steps, **JITTER),
         refresh=make.momentum_refresh(0.0, hamiltonian),
         tuners=make.step_size_tuners(None),
         name="mhmc",
@@ -257,7 +262,7 @@ def _hand_s2hmc(target):
     return make.compose(
         hamiltonian,
         integrator=make.integrator(integrator),
-        trajectory=make.metropolis_trajectory(target.research_n_steps),
+        trajectory=make.metropolis_trajectory(target.research_n_steps, **JITTER),
         refresh=make.momentum_refresh(0.0, hamiltonian),
         tuners=make.step_size_tuners(None, target_accept=0.95) + adapt_metric,
         reducer=make.reducer(hamiltonian),

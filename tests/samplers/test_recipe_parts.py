@@ -11,6 +11,7 @@ import hamiltonia as hm
 from hamiltonia.cli import main
 from hamiltonia.compiled.parts import PartKernels
 from hamiltonia.samplers import composition as make
+from hamiltonia.samplers.core_recipes import DEFAULT_N_STEPS_JITTER
 from hamiltonia.tuners import DualAveraging, WindowedMetric
 
 RUN = {"chains": 2, "warmup": 0, "draws": 25, "seed": 4, "progress": False}
@@ -107,7 +108,11 @@ def test_a_registered_hamiltonian_by_name(registered, sampler):
     target = hm.targets.get("banana")
     run = hm.sample(target, sampler, hamiltonian="heavy", metric="identity", step_size=0.2,
                     **RUN)  # fmt: skip
-    trajectory = make.no_u_turn() if sampler == "nuts" else make.metropolis_trajectory(15)
+    trajectory = (
+        make.no_u_turn()
+        if sampler == "nuts"
+        else make.metropolis_trajectory(15, n_steps_jitter=DEFAULT_N_STEPS_JITTER)
+    )
     by_hand = make.compose(heavy(target), trajectory, step_size=0.2)
     same = hm.sample(target, by_hand, **RUN)
     np.testing.assert_array_equal(run.draws, same.draws)

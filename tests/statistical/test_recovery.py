@@ -44,7 +44,7 @@ CASES = [
         {},
         {"integrator": "three-stage", "rho": 0.5, "n_steps": 8},
         1000,
-        8000,
+        11000,  # 4 to 8 steps (the default jitter): less motion an iteration than 8
         False,
     ),
     (
@@ -274,7 +274,10 @@ def test_shadow_samplers_recover_moments_after_reweighting(sampler, name):
         # 500-2,500 times a chain there, a chain sticking for up to 1,000 iterations (SMHMC,
         # seed 2024), and over seeds 0-13 PSHMC's 20,000 draws left the ESS of the squared
         # deviations below MIN_ESS a third of the time. At 0.9 the divergences fall tenfold.
+        # It does not resonate: the research's fixed length, as this was measured with.
         options, draws = {"target_accept": 0.9}, 40000
+        if fixed_length:
+            options["n_steps_jitter"] = 0.0
     result = hm.sample(target, sampler, chains=4, warmup=1000, draws=draws, seed=2024,
                        progress=False, compiled=True, **options)  # fmt: skip
     assert result.log_weights is not None  # and the check weighs the draws with them

@@ -180,7 +180,7 @@ class Lengthening(Tuner):
 
 
 def _with_lengthening(target):
-    sampler = hm.samplers.build("hmc", target, n_steps=4, step_size=0.2)
+    sampler = hm.samplers.build("hmc", target, n_steps=4, n_steps_jitter=0, step_size=0.2)
     sampler.tuners.append(Lengthening())
     return sampler
 
