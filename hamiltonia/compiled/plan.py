@@ -470,9 +470,10 @@ class CompiledPlan:
             shape = np.shape(phase.aux[name])
             phase.aux[name] = aux[:, offset : offset + size].reshape(shape)
         chain.step_size = eps
+        # What the parts published, for the tuners of warm-up (sampling publishes nothing).
         self.published = {
             name: aux[:, offset : offset + size].copy() for name, offset, size in layout.published
-        }
+        } if adapt else {}  # fmt: skip
         if tuner is not None and state is not None:
             tuner.state = tune_state
         return layout

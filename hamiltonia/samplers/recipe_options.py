@@ -127,15 +127,7 @@ def _chosen_hamiltonian(recipe, target, hamiltonian, metric, mass_volatility, sh
                 f"(hamiltonian={shown})"
             )
         return _built_hamiltonian(recipe, hamiltonian, target)
-    if isinstance(hamiltonian, str):
-        try:
-            factory = _hamiltonians.registry.factory(hamiltonian)
-        except UnknownNameError:
-            factory = None  # make_hamiltonian names the registered ones
-    elif isinstance(hamiltonian, type) and issubclass(hamiltonian, Hamiltonian):
-        factory = hamiltonian
-    else:
-        factory = None
+    factory = _hamiltonian_factory(hamiltonian)
     if factory is None:
         return _built_hamiltonian(recipe, hamiltonian, target)  # refused, naming the names
     given = {}
@@ -283,18 +275,27 @@ def _tuner_list(recipe, tuners, metric_tuners, step_size, adapt_step_size, targe
     return chosen
 
 
+def _hamiltonian_factory(hamiltonian):
+    """The factory of the ``hamiltonian=`` option: a registered name's or a Hamiltonian
+    class; ``None`` for anything else (an unknown name, which make_hamiltonian refuses
+    naming the registered ones)."""
+    if isinstance(hamiltonian, str):
+        try:
+            return _hamiltonians.registry.factory(hamiltonian)
+        except UnknownNameError:
+            return None
+    if isinstance(hamiltonian, type) and issubclass(hamiltonian, Hamiltonian):
+        return hamiltonian
+    return None
+
+
 def _has_no_metric(hamiltonian) -> bool:
     """Whether the ``hamiltonian=`` option (a name, a class or a Hamiltonian) has no metric:
     its factory takes none, or the Hamiltonian given holds none."""
     if isinstance(hamiltonian, Hamiltonian):
         return getattr(hamiltonian, "metric", None) is None
-    factory = hamiltonian
-    if isinstance(hamiltonian, str):
-        try:
-            factory = _hamiltonians.registry.factory(hamiltonian)
-        except UnknownNameError:
-            return False  # refused later, naming the registered ones
-    return callable(factory) and not _factory_takes(factory, "metric")
+    factory = _hamiltonian_factory(hamiltonian)
+    return factory is not None and not _factory_takes(factory, "metric")
 
 
 def _dynamics(target, metric, adapt_windows, adapt_metric, mass_volatility, field, g,
