@@ -174,6 +174,10 @@ def sample(
         ``options``, or a ready :class:`~hamiltonia.samplers.Sampler`. Default ``"nuts"``
         (the no-U-turn sampler with a diagonal metric adapted in warm-up, as Stan and
         NumPyro); the fixed-length ``"hmc"`` of the research protocols is one name away.
+        A Sampler object is adapted in place, as mici's are: warm-up leaves its adapted
+        metric and its tuners' parameters in it (read them there after the run), and a
+        later run with the same object starts its warm-up from them, so it does not repeat
+        the first run's draws; build the sampler again (or pass its name) to repeat a run.
     chains : int
         Number of chains (>= 1).
     warmup : int
@@ -191,7 +195,7 @@ def sample(
         of :meth:`Result.to_datatree`. Diagnostics and summaries read the draws only.
     seed : int, SeedSequence or None
         Chain ``c`` uses child ``c`` of ``SeedSequence(seed)``: the same seed gives the same
-        draws. ``None`` draws fresh entropy (recorded in ``result.attrs["seed_entropy"]``).
+        draws (from the same sampler: a sampler name, or a Sampler object as built). ``None`` draws fresh entropy (recorded in ``result.attrs["seed_entropy"]``).
     initial : array or dict, optional
         Initial positions, shape ``(dim,)`` or ``(chains, dim)``, in the sampler's
         (unconstrained) coordinates; for a :class:`~hamiltonia.Model`, a dict by block name

@@ -26,6 +26,20 @@ def test_same_seed_same_draws(sampler):
     assert not np.array_equal(a.draws, c.draws)
 
 
+def test_a_sampler_object_is_adapted_in_place_and_a_rebuilt_one_repeats_the_run():
+    # As documented in sample(): the adapted metric stays in the object, a second run warms
+    # up from it (other draws), and the same recipe built again repeats the first run.
+    target = hm.targets.get("gaussian-d10")
+    sampler = hm.samplers.build("nuts", target)
+    first = hm.sample(target, sampler, chains=2, seed=3, **SHORT)
+    adapted = sampler.hamiltonian.metric.inverse_mass.copy()
+    assert not np.allclose(adapted, 1.0)
+    again = hm.sample(target, sampler, chains=2, seed=3, **SHORT)
+    assert not np.array_equal(first.draws, again.draws)
+    rebuilt = hm.sample(target, hm.samplers.build("nuts", target), chains=2, seed=3, **SHORT)
+    np.testing.assert_array_equal(first.draws, rebuilt.draws)
+
+
 def test_a_seed_sequence_is_not_advanced_by_a_run():
     # Reused, the same object gives the same draws, and they are those of its entropy.
     seq = np.random.SeedSequence(5)
