@@ -70,3 +70,19 @@ def test_a_built_sampler_is_refused():
     target = hm.targets.get("gaussian")
     with pytest.raises(TypeError, match="recipe"):
         check_adapted_state(target, 3)
+
+
+def test_a_chees_that_does_not_declare_its_duration_is_caught():
+    """The negative control of ChEES: the same tuner, its ``adapts`` emptied. It still sets
+    the trajectory's duration in warm-up, which a resumed run would not get back."""
+    from hamiltonia.tuners.chees import ChEES
+
+    class UndeclaredChEES(ChEES):
+        adapts = ()
+
+    def recipe(target, **options):
+        return hm.samplers.build("chees", target, tuners=[UndeclaredChEES()], **options)
+
+    with pytest.raises(AssertionError, match=r"trajectory\.duration"):
+        check_adapted_state(hm.targets.get("gaussian"), recipe)
+    assert check_adapted_state(hm.targets.get("gaussian"), "chees").passed
