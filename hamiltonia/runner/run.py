@@ -195,7 +195,8 @@ def sample(
         of :meth:`Result.to_datatree`. Diagnostics and summaries read the draws only.
     seed : int, SeedSequence or None
         Chain ``c`` uses child ``c`` of ``SeedSequence(seed)``: the same seed gives the same
-        draws (from the same sampler: a sampler name, or a Sampler object as built). ``None`` draws fresh entropy (recorded in ``result.attrs["seed_entropy"]``).
+        draws (from the same sampler: a sampler name, or a Sampler object as built).
+        ``None`` draws fresh entropy (recorded in ``result.attrs["seed_entropy"]``).
     initial : array or dict, optional
         Initial positions, shape ``(dim,)`` or ``(chains, dim)``, in the sampler's
         (unconstrained) coordinates; for a :class:`~hamiltonia.Model`, a dict by block name

@@ -12,6 +12,7 @@ BUILTIN = [
     "gaussian-d100",
     "funnel-d25",
     "correlated-gaussian",
+    "student-t",
 ]
 
 
@@ -119,6 +120,8 @@ def test_funnel_counts_v_plus_latents():
         ("gaussian", {"dim": 0}, "dim"),
         ("funnel", {"scale": -1.0}, "scale"),
         ("correlated-gaussian", {"rho": 1.5}, "rho"),
+        ("student-t", {"nu": 2.0}, "nu"),
+        ("student-t", {"rho": -1.0}, "rho"),
         ("banana", {"n_obs": 0}, "n_obs"),
     ],
 )
@@ -154,3 +157,23 @@ def test_synthetic_paper_settings_are_the_defaults(target):
     assert paper.registered_params == {"setting": "paper"}
     x = _points(target)
     np.testing.assert_array_equal(paper.log_prob(x), target.log_prob(x))
+
+
+def test_the_student_t_is_scipys_and_its_kernel_is_its_density():
+    """Its log density is scipy's up to the normalising constant, its compiled kernel gives
+    the same value and gradient, and its moments are nu / (nu - 2) times the scale."""
+    from scipy import stats
+
+    target = hm.targets.get("student-t", dim=4, nu=7.0, rho=0.3)
+    x = _points(target, n=5, seed=3) * 3
+    reference = stats.multivariate_t(np.zeros(4), target.scale_matrix, df=7.0).logpdf(x)
+    offset = reference - target.log_prob(x)
+    np.testing.assert_allclose(offset, offset[0], rtol=0, atol=1e-12)
+    kernel = target.numba_kernel()
+    lp, grad = target.log_prob_and_grad(x)
+    for row in range(5):
+        g = np.empty(4)
+        value = kernel.function(x[row].copy(), g, kernel.fdata, kernel.idata)
+        np.testing.assert_allclose(value, lp[row], rtol=1e-13)
+        np.testing.assert_allclose(g, grad[row], rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(target.exact_moments.var, 7.0 / 5.0)
