@@ -3,7 +3,9 @@
 The user writes the log density once, with ``autograd.numpy``, as for the autograd
 backend. :func:`compile_log_density`
 
-1. records it at a test point as a graph of primitive calls (:mod:`~hamiltonia.modelling.trace`);
+1. records it at a test point as a graph of primitive calls (:mod:`~hamiltonia.modelling.trace`),
+   and refuses one whose compile would take too long before starting it
+   (:mod:`~hamiltonia.modelling.compile_budget`);
 2. writes the density and its reverse-mode gradient as numba source
    (:mod:`~hamiltonia.modelling.adjoint_source`), with the data it closes over moved into
    ``fdata``/``idata``;
@@ -29,6 +31,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from hamiltonia.compiled.targets import NumbaTarget, compile_log_prob
+from hamiltonia.modelling.autograd_scalars import install as install_scalar_fix
+from hamiltonia.modelling.compile_budget import check_budget
 from hamiltonia.modelling.trace import TraceError, trace_graph
 
 __all__ = ["CompiledDensity", "compile_log_density"]
@@ -102,14 +106,20 @@ def compile_log_density(
     TraceError
         When ``fn`` uses a function without a compiled derivative (the message lists those
         with one), or its computation depends on the parameters' values.
+    hamiltonia.modelling.compile_budget.CompileBudgetError
+        (a ``TraceError``) when its compile is predicted to take longer than the budget,
+        outside :func:`~hamiltonia.modelling.compile_budget.over_budget`.
     """
     import autograd
 
     from hamiltonia.modelling.adjoint_source import gradient_source
 
+    install_scalar_fix()
     began = time.perf_counter()
     points = np.random.default_rng(seed).normal(size=(3, dim))
     graph = trace_graph(fn, points[0], label)
+    # Milliseconds after the recording, before what could take minutes.
+    check_budget(graph, label)
     source = gradient_source(graph)
     text = _header(source.text) + source.text
     try:

@@ -139,12 +139,29 @@ def numba_functions(f: Callable, dim: int, label: str = "logp"):
 
     dim = check_dim(dim)
     kernel = compile_log_density(f, dim, label)
-    _, _, hvp, _ = autograd_functions(f, dim, accepts_batches(f, dim)[0], label)
+    batches = accepts_batches(f, dim)[0]
+    _, _, row_hvp, _ = autograd_functions(f, dim, batches, label)
+    hvp = row_hvp if batches else _row_by_row(row_hvp, dim)
 
     def log_prob(x):
         return kernel.rows(x)[0]
 
     return log_prob, kernel.rows, hvp, kernel
+
+
+def _row_by_row(hvp: Callable, dim: int) -> Callable:
+    """A Hessian-vector product of one point ``hvp(x, v)`` applied to each row of a batch:
+    the compiled backends evaluate batches, and a ``logp`` written for one point has its
+    autograd Hessian-vector product for one point only."""
+
+    def batched(x, v):
+        x, v = np.broadcast_arrays(np.asarray(x, dtype=float), np.asarray(v, dtype=float))
+        if x.ndim == 1:
+            return hvp(x, v)
+        rows = [hvp(a, b) for a, b in zip(x.reshape(-1, dim), v.reshape(-1, dim), strict=True)]
+        return np.reshape(rows, x.shape)
+
+    return batched
 
 
 def check_one_number(f: Callable, dim: int, label: str = "logp") -> None:
@@ -211,8 +228,14 @@ def numba_or_autograd(f: Callable, dim: int, vectorized: bool | None, label: str
     if backend == "autograd":
         log_prob, lp_grad, hvp, vectorized = autograd_functions(f, dim, vectorized, label)
         return log_prob, lp_grad, hvp, vectorized, None, "autograd"
+    from hamiltonia.modelling.compile_budget import over_budget
+
+    # Over the compile budget the default backend runs autograd at once; an explicit numba
+    # is compiled anyway, after a warning at the user's line (modelling.compile_budget).
+    announce = (lambda message: warn_at_user(message, CompileWarning)) if backend else None
     try:
-        log_prob, lp_grad, hvp, kernel = numba_functions(f, dim, label)
+        with over_budget(announce):
+            log_prob, lp_grad, hvp, kernel = numba_functions(f, dim, label)
     except TraceError as err:
         if backend == "numba":
             raise

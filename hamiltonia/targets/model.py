@@ -121,11 +121,15 @@ class Model(FunctionTarget):
     backend : {None, "numba", "autograd", "jax"}
         ``None`` (default): ``"numba"`` where numba compiles ``logp``, else ``"autograd"``
         with a :class:`~hamiltonia.targets.base.CompileWarning` giving numba's reason
-        (the backend used is the attribute ``backend``).
+        (the backend used is the attribute ``backend``); also, at once, where the compile
+        would take longer than the budget
+        (:data:`~hamiltonia.modelling.compile_budget.COMPILE_BUDGET_SECONDS`, predicted from
+        the recorded size, as of a Python loop over many data points).
         ``"autograd"``: the gradient from autograd, on the NumPy path. ``"numba"``: the
         same ``logp`` (written with ``autograd.numpy``), recorded once and compiled by numba
         with a generated reverse-mode gradient (:mod:`hamiltonia.modelling.user_target`), so
-        that the whole chain, NUTS included, runs compiled; ``log_likelihood`` and
+        that the whole chain, NUTS included, runs compiled (over the compile budget too,
+        after a ``CompileWarning`` that says how long it may take); ``log_likelihood`` and
         ``generated`` stay on autograd. ``"jax"`` (as :meth:`Target.from_jax
         <hamiltonia.Target.from_jax>`): the functions take one point and are written with
         ``jax.numpy``; JAX compiles them, maps them over the chains and differentiates
@@ -523,6 +527,10 @@ def _namespace(backend: str):
         return jnp
     import autograd.numpy as anp
 
+    from hamiltonia.modelling.autograd_scalars import install
+
+    # A scalar block is a 0-d value, whose gradients autograd cannot always sum (the module).
+    install()
     return anp
 
 

@@ -580,3 +580,16 @@ def test_a_model_error_shows_the_position_as_the_model_reports_it():
                   initial={"s": 6.0})  # fmt: skip
     assert "as reported: s=6" in str(info.value)
     assert f"position [{np.log(6.0):.6f}]" in str(info.value)
+
+
+def test_a_numba_model_of_one_point_gives_the_hessian_vector_product_of_a_batch():
+    """A ``logp`` written for one point, compiled by numba: the model evaluates batches, so
+    its Hessian-vector product (from autograd, for the shadow samplers' NumPy path) is taken
+    row by row; for N(0, diag(s^2)) it is -v / s^2."""
+    import autograd.numpy as anp
+
+    scales = np.array([0.5, 1.0, 2.0])
+    model = hm.Model(lambda p: -0.5 * anp.sum((p["x"] / scales) ** 2), {"x": hm.real(3)},
+                     backend="numba")  # fmt: skip
+    v = np.random.default_rng(0).normal(size=(2, 4, 3))
+    np.testing.assert_allclose(model.hvp(np.zeros((2, 4, 3)), v), -v / scales**2, rtol=1e-12)
