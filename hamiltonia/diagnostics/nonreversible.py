@@ -16,7 +16,7 @@ autocorrelations, which the truncation cuts at the first negative lobe. ``phmc``
 so :math:`\Gamma_1 < 0` stops the sum at :math:`\tau = -1 + 2\Gamma_0 = 1.92` where the whole
 sum gives :math:`\tau = 1.19`: an MCSE :math:`\sqrt{1.92/1.19} = 1.27` times too large,
 and 1.2-1.9 times (ratios 0.54-0.86 of the error made to the error reported) for the means
-of ``phmc``, ``pmhmc``, ``pshmc`` and ``ps2hmc`` over 200 seeds
+of ``phmc``, ``pmhmc``, ``pshmc``, ``ps2hmc`` and ``smhmc`` over 200 seeds
 (:mod:`hamiltonia.testing.calibration`).
 
 Here the draws of each chain are first averaged in contiguous batches of
@@ -28,9 +28,9 @@ a batch, are positive again, as Geyer's sequence needs. Batch means alone (Flega
 2010) would ignore that remaining correlation; batches of :math:`\sqrt n` draws, whose
 correlation is smaller, err low on the slow squares of a partial refresh. Measured over 200
 seeds (4 chains, 1,000 draws): the ratio of the error made to the error reported is
-0.86-1.12 for every mean and square of ``phmc``, ``pmhmc``, ``pshmc`` and ``ps2hmc`` on the
-correlated Gaussian and the Student-t (``tests/statistical/test_error_bars.py``), and 0.89-1.07
-for plain ``hmc``, whose reported MCSE stays ArviZ's.
+0.85-1.12 for every mean and square of those five samplers on the correlated Gaussian and the
+Student-t (``tests/statistical/test_error_bars.py``), and 0.89-1.08 for plain ``hmc``, whose
+reported MCSE stays ArviZ's.
 
 References
 ----------
