@@ -44,7 +44,7 @@ __all__ = [
 #: The chain kernel's own statistics, first in every row.
 CHAIN_STATS = (("lp", "float64"), ("step_size", "float64"))
 N_CHAIN_STATS = 2
-#: Rows of the ``scratch`` array handed to the ``transition`` role, at least (a part asks for
+#: Rows of ``ctx.scratch``, the array handed to the ``transition`` role, at least (a part asks for
 #: more with :attr:`~hamiltonia.compiled.parts.PartKernels.scratch_rows`).
 SCRATCH_ROWS = 4
 
@@ -135,14 +135,18 @@ def run_chain(
         (q, p, grad, lp, eps, aux, rng, tune_state, PF, PI)
     )
     fdata, idata, out_q, out_stats, out_grad = borrowed((fdata, idata, out_q, out_stats, out_grad))
+    # The iteration's statistics are written into one row of the chain's own and copied out
+    # at the end of the iteration, so that the kernel context (what every part reads besides
+    # the state: a tuple of the borrowed views) is built once, outside the loop. Built anew
+    # for each iteration's row of out_stats, it made NUTS on banana 6-9 % slower per
+    # gradient (measured against the positional arguments it replaced; HMC unchanged).
+    owned_row = np.empty(out_stats.shape[1])
+    row = borrowed(owned_row)
+    ctx = ChainContext(rng, aux, scratch, row, PF, PI, logp, fdata, idata)
     for it in range(n_iter):
-        row = out_stats[it]
         # Zeroed, so that a part that integrates in pieces can add to its columns.
         for j in range(row.shape[0]):
             row[j] = 0.0
-        # What every part reads besides the state: a tuple of the borrowed views, built
-        # anew for each iteration's row (LLVM keeps its members in registers).
-        ctx = ChainContext(rng, aux, scratch, row, PF, PI, logp, fdata, idata)
         update_auxiliary(ctx, q, p)
         prepare(ctx, q)
         randomise(ctx)
@@ -162,9 +166,12 @@ def run_chain(
             adapt_1(ctx, eps)
             adapt_2(ctx, eps)
             adapt_3(ctx, eps)
+        for j in range(row.shape[0]):
+            out_stats[it, j] = row[j]
         for i in range(d):
             out_q[it, i] = q[i]
         if out_grad.shape[0] > 0:
             for i in range(d):
                 out_grad[it, i] = grad[i]
     keep_alive(owned)
+    keep_alive(owned_row)
