@@ -16,8 +16,8 @@ from __future__ import annotations
 import numpy as np
 
 from hamiltonia.compiled.borrow import borrowed, keep_alive
+from hamiltonia.compiled.context import chain_context
 from hamiltonia.compiled.roles import (
-    ChainContext,
     adapt_1,
     adapt_2,
     adapt_3,
@@ -137,12 +137,12 @@ def run_chain(
     fdata, idata, out_q, out_stats, out_grad = borrowed((fdata, idata, out_q, out_stats, out_grad))
     # The iteration's statistics are written into one row of the chain's own and copied out
     # at the end of the iteration, so that the kernel context (what every part reads besides
-    # the state: a tuple of the borrowed views) is built once, outside the loop. Built anew
-    # for each iteration's row of out_stats, it made NUTS on banana 6-9 % slower per
-    # gradient (measured against the positional arguments it replaced; HMC unchanged).
+    # the state, hamiltonia.compiled.context) is built once, outside the loop. Built anew for
+    # each iteration's row of out_stats, it made NUTS on banana 6-9 % slower per gradient
+    # (measured against the positional arguments it replaced; HMC unchanged).
     owned_row = np.empty(out_stats.shape[1])
     row = borrowed(owned_row)
-    ctx = ChainContext(rng, aux, scratch, row, PF, PI, logp, fdata, idata)
+    ctx = chain_context(rng, aux, scratch, row, PF, PI, logp, fdata, idata)
     for it in range(n_iter):
         # Zeroed, so that a part that integrates in pieces can add to its columns.
         for j in range(row.shape[0]):

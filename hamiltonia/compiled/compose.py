@@ -185,18 +185,6 @@ class _Writer:
             alias = "m_" + _ident(obj.__name__)
             self.imports[alias] = f"import {obj.__name__} as {alias}"
             return alias
-        if isinstance(obj, type) and issubclass(obj, tuple) and hasattr(obj, "_fields"):
-            # A named tuple (the kernel context), which numba compiles as a tuple.
-            module, attr = obj.__module__, obj.__name__
-            if getattr(sys.modules.get(module), attr, None) is not obj:
-                raise CompositionError(
-                    f"{owner.__qualname__} uses {name}, a named tuple that is not importable "
-                    f"as {module}.{attr}"
-                )
-            alias = "t_" + _ident(f"{module}_{attr}")
-            self.imports[alias] = f"from {module} import {attr} as {alias}"
-            self.files.add(inspect.getsourcefile(sys.modules[module]) or module)
-            return alias
         if isinstance(obj, Elementary):
             # On any backend in Python; NumPy's, which numba compiles, in a kernel.
             return f"{self.bind(np, 'numpy', owner, slot)}.{obj.name}"

@@ -30,10 +30,10 @@ import dataclasses
 import numpy as np
 
 from hamiltonia import backend
+from hamiltonia.compiled.context import chain_context
 from hamiltonia.compiled.parts import NotCompilable, PartKernels, compiled_counterpart
 from hamiltonia.compiled.roles import (
     HAMILTONIAN,
-    ChainContext,
     draw_momentum,
     energy,
     inverse_mass_diagonal,
@@ -57,37 +57,37 @@ class NoPythonForm(NotImplementedError):
 
 
 def _draw_entry(rng, q, p, aux, PF, PI):
-    draw_momentum(ChainContext(rng, aux, None, None, PF, PI, None, None, None), q, p)
+    draw_momentum(chain_context(rng, aux, None, None, PF, PI, None, None, None), q, p)
 
 
 def _velocity_entry(q, p, out, aux, PF, PI):
     # The role may hand back p itself (M = I): copied, so that out holds it either way.
-    v = velocity(ChainContext(None, aux, None, None, PF, PI, None, None, None), q, p, out)
+    v = velocity(chain_context(None, aux, None, None, PF, PI, None, None, None), q, p, out)
     for i in range(out.shape[0]):
         out[i] = v[i]
 
 
 def _kinetic_entry(q, p, v, aux, PF, PI):
-    ctx = ChainContext(None, aux, None, None, PF, PI, None, None, None)
+    ctx = chain_context(None, aux, None, None, PF, PI, None, None, None)
     return kinetic(ctx, q, p, velocity(ctx, q, p, v))
 
 
 def _energy_entry(q, p, lp, grad, v, eps, aux, PF, PI):
-    ctx = ChainContext(None, aux, None, None, PF, PI, None, None, None)
+    ctx = chain_context(None, aux, None, None, PF, PI, None, None, None)
     return energy(ctx, q, p, lp, grad, v, eps)
 
 
 def _target_energy_entry(q, p, lp, grad, v, eps, aux, PF, PI, logp, fdata, idata):
-    ctx = ChainContext(None, aux, None, None, PF, PI, logp, fdata, idata)
+    ctx = chain_context(None, aux, None, None, PF, PI, logp, fdata, idata)
     return target_energy(ctx, q, p, lp, grad, v, eps)
 
 
 def _update_entry(rng, q, p, aux, PF, PI):
-    update_auxiliary(ChainContext(rng, aux, None, None, PF, PI, None, None, None), q, p)
+    update_auxiliary(chain_context(rng, aux, None, None, PF, PI, None, None, None), q, p)
 
 
 def _inverse_mass_entry(aux, out, PF, PI):
-    m = inverse_mass_diagonal(ChainContext(None, aux, None, None, PF, PI, None, None, None))
+    m = inverse_mass_diagonal(chain_context(None, aux, None, None, PF, PI, None, None, None))
     for i in range(out.shape[0]):
         out[i] = m[i]
 

@@ -9,9 +9,9 @@ works with any metric's ``velocity`` and an accept rule with any Hamiltonian's `
 and none of them names another part.
 
 Every kernel takes the **kernel context** ``ctx`` first, then only the values of its call
-(``velocity(ctx, q, p, out)``), and hands ``ctx`` on to the roles it calls. The context, a
-:data:`ChainContext` (a named tuple: numba compiles it as a plain tuple, whose fields cost
-nothing to read), carries what the whole iteration of one chain shares:
+(``velocity(ctx, q, p, out)``), and hands ``ctx`` on to the roles it calls. The context
+(:mod:`hamiltonia.compiled.context`: a struct of borrowed views, whose fields cost nothing to
+read) carries what the whole iteration of one chain shares:
 
 ``ctx.rng``
     the chain's ``numpy.random.Generator`` (``ctx.rng.standard_normal()``);
@@ -29,7 +29,7 @@ nothing to read), carries what the whole iteration of one chain shares:
 ``ctx.PF``, ``ctx.PI``
     the parameters of all parts, which a kernel reads **by name** (below), never by index.
 
-The chain kernel builds the context once per iteration from borrowed views
+The chain kernel builds the context once per call from borrowed views
 (:mod:`hamiltonia.compiled.borrow`); the Python entries of :mod:`hamiltonia.compiled.python_calls`
 build it with ``None`` in the fields a method does not have. A kernel written for the
 positional convention before the context (``..., aux, PF, PI, logp, fdata, idata``) is
@@ -157,8 +157,6 @@ Signatures (one chain; ``q``, ``p``, ``grad``, ``v`` of shape ``(dim,)``; :data:
 
 from __future__ import annotations
 
-from collections import namedtuple
-
 __all__ = [
     "ADAPTER_SLOTS",
     "COMPOSED_ROLES",
@@ -175,7 +173,6 @@ __all__ = [
     "STRUCTURE",
     "TRAJECTORY",
     "TUNER",
-    "ChainContext",
     "adapt_1",
     "adapt_2",
     "adapt_3",
@@ -206,11 +203,9 @@ __all__ = [
     "weigh",
 ]
 
-#: What a kernel reads besides the state it is handed: the fields of ``ctx``.
+#: What a kernel reads besides the state it is handed: the fields of the kernel context
+#: ``ctx`` (:mod:`hamiltonia.compiled.context`), in order.
 CONTEXT_FIELDS = ("rng", "aux", "scratch", "stats", "PF", "PI", "logp", "fdata", "idata")
-#: The kernel context (see the module's docstring): a named tuple, which numba compiles as a
-#: plain tuple, so that ``ctx.aux`` costs nothing in the compiled chain.
-ChainContext = namedtuple("ChainContext", CONTEXT_FIELDS)
 
 #: The signature of each role: what a kernel filling it takes, and in which order.
 ROLE_SIGNATURES = {

@@ -17,10 +17,10 @@ import hamiltonia as hm
 from hamiltonia.compiled import NotCompilable, plan_for
 from hamiltonia.compiled.chain import energy_without_target_kernel, no_op_kernels
 from hamiltonia.compiled.compose import CompositionError, compose, module_text
+from hamiltonia.compiled.context import chain_context
 from hamiltonia.compiled.roles import (
     COMPOSED_ROLES,
     ROLE_SLOTS,
-    ChainContext,
     energy,
     energy_reads_target,
     hamiltonian_energy,
@@ -43,13 +43,13 @@ def toy_target_energy_kernel(ctx, q, p, lp, grad, v, eps):
 
 
 def new_entry(q, p, lp, grad, v, eps, aux, PF, PI, logp, fdata, idata):
-    ctx = ChainContext(None, aux, None, None, PF, PI, logp, fdata, idata)
+    ctx = chain_context(None, aux, None, None, PF, PI, logp, fdata, idata)
     return hamiltonian_energy(ctx, q, p, lp, grad, v, eps)
 
 
 def legacy_entry(q, p, lp, grad, v, eps, aux, PF, PI, logp, fdata, idata):
     """A plugin's kernel written against the roles before ``hamiltonian_energy``."""
-    ctx = ChainContext(None, aux, None, None, PF, PI, logp, fdata, idata)
+    ctx = chain_context(None, aux, None, None, PF, PI, logp, fdata, idata)
     if energy_reads_target:
         h = target_energy(ctx, q, p, lp, grad, v, eps)
     else:
