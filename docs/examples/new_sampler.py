@@ -21,10 +21,10 @@ class MinimumErrorTwoStage(hm.Splitting):
     drifts = (0.5, 0.5)  # a1, a2: palindromic, sum 1
 
 
-def occasional_refresh_kernel(rng, q, p, grad, lp, eps, aux, stats, PF, PI, logp, fdata, idata):
+def occasional_refresh_kernel(ctx, q, p, grad, lp, eps):
     """One chain: with probability `prob` a fresh momentum, else keep p."""
-    if rng.random() < own.prob:
-        draw_momentum(rng, q, p, aux, PF, PI)
+    if ctx.rng.random() < own.prob:
+        draw_momentum(ctx, q, p)
 
 
 class OccasionalRefresh(hm.MomentumRefresh):
@@ -42,9 +42,9 @@ class OccasionalRefresh(hm.MomentumRefresh):
         return PartKernels({"refresh": occasional_refresh_kernel}, params=params)
 
 
-def geometric_length_kernel(rng, eps, aux, PF, PI):
+def geometric_length_kernel(ctx, eps):
     """One chain: 1 + a geometric number of steps (mean 1/stop), at most `max_steps`."""
-    extra = math.floor(math.log1p(-rng.random()) / math.log1p(-own.stop))
+    extra = math.floor(math.log1p(-ctx.rng.random()) / math.log1p(-own.stop))
     return min(1 + extra, own.max_steps), eps
 
 

@@ -4,12 +4,10 @@ delayed rejection with the ghost factor dropped, which the invariance check must
 from hamiltonia.trajectories.delayed_rejection import DelayedRejection, delayed_rejection
 
 
-def without_ghost_kernel(rng, q, p, grad, lp, eps, aux, scratch, stats, PF, PI, logp, fdata, idata):
+def without_ghost_kernel(ctx, q, p, grad, lp, eps):
     """Delayed rejection with stage 2 accepted with min(1, exp(H0 - H2)), the ghost factor
     dropped. Wrong: the chain is not reversible."""
-    return delayed_rejection(
-        rng, q, p, grad, lp, eps, aux, scratch, stats, PF, PI, logp, fdata, idata, False
-    )
+    return delayed_rejection(ctx, q, p, grad, lp, eps, False)
 
 
 class WithoutGhost(DelayedRejection):

@@ -39,12 +39,21 @@ from pathlib import Path
 
 import numpy as np
 
-from hamiltonia.compiled.roles import COMPOSED_ROLES, ROLE_SLOTS, SLOTS, Names, Role
+from hamiltonia.compiled.roles import (
+    COMPOSED_ROLES,
+    CONTEXT_FIELDS,
+    ROLE_SIGNATURES,
+    ROLE_SLOTS,
+    SLOTS,
+    Names,
+    Role,
+)
 from hamiltonia.elementary import Elementary
 
 __all__ = [
     "SAFE_FASTMATH",
     "CompositionError",
+    "KernelSignatureError",
     "NameBindingError",
     "compose",
     "import_generated",
@@ -69,6 +78,13 @@ class NameBindingError(CompositionError, LookupError):
     """A kernel reads a parameter, column or offset by a name that no part of the sampler
     declares (the message names the kernel, the part and the field): the part's bug, not a
     reason to fall back to the NumPy path."""
+
+
+class KernelSignatureError(CompositionError):
+    """A kernel takes the parameters of the old positional convention (``..., aux, PF,
+    PI, ...``) in place of the kernel context ``ctx`` (the message names the part, the role
+    and the signature to write): the part's bug, not a reason to fall back to the NumPy
+    path."""
 
 
 def kernel_dir() -> Path:
@@ -247,6 +263,32 @@ class _Writer:
             )
         return self.names[key]
 
+    def check_signature(self, fn, node, emitted: str, slot: int | None) -> None:
+        """Refuse a kernel written for the old positional convention, naming the part, the
+        role and the signature to write."""
+        names = [arg.arg for arg in (*node.args.posonlyargs, *node.args.args)]
+        # The entry, called from Python, builds the context from its arguments.
+        if emitted == "chain" or "PF" not in names or "PI" not in names:
+            return
+        role = emitted[len("role_") :] if emitted.startswith("role_") else None
+        role = "adapt" if role and role.startswith("adapt_") else role
+        who = self.parts.get(slot, f"{SLOTS[slot]} part") if slot is not None else "chain"
+        kept = [n for n in names if n not in CONTEXT_FIELDS]
+        if role in ROLE_SIGNATURES:
+            what = f"fills the role {role!r} with"
+            wanted = f"{fn.__name__}{ROLE_SIGNATURES[role]}"
+        else:
+            what = "is a helper of its kernels with"
+            wanted = f"{fn.__name__}({', '.join(['ctx', *kept])})"
+        raise KernelSignatureError(
+            f"kernel {fn.__module__}.{fn.__qualname__} of the {who} {what} the old "
+            f"signature ({', '.join(names)}): kernels take the kernel context first and no "
+            f"longer {', '.join(n for n in CONTEXT_FIELDS if n in names)}; write "
+            f"{wanted} and read ctx.aux, ctx.rng, ctx.stats, ctx.scratch, ctx.logp, "
+            "ctx.fdata, ctx.idata, passing ctx on to the roles it calls "
+            "(hamiltonia.compiled.roles)"
+        )
+
     def function(self, fn: Callable, emitted: str, slot: int | None = None) -> None:
         if not isinstance(fn, types.FunctionType):
             raise CompositionError(f"a kernel must be a plain Python function, got {fn!r}")
@@ -265,6 +307,7 @@ class _Writer:
         node = tree.body[0]
         if not isinstance(node, ast.FunctionDef):
             raise CompositionError(f"kernel {fn.__qualname__} is not a def statement")
+        self.check_signature(fn, node, emitted, slot)
         node.decorator_list = []
         node.name = emitted
         node.returns = None
@@ -303,15 +346,16 @@ class _Writer:
                 # what follows is an attribute of the value.
                 taken = 2 if marker._kind == "part" else 1
                 text = writer.resolve(fn, slot, marker._kind, path[:taken])
+                # The plan's places are in the parameter tuples, which the context carries.
+                text = re.sub(r"\b(PF|PI)\[", r"ctx.\1[", text)
                 if path[taken:]:
                     text = f"({text})." + ".".join(path[taken:])
-                for needed in ("PF", "PI"):
-                    if needed in text and needed not in local:
-                        raise NameBindingError(
-                            f"kernel {fn.__qualname__} reads {ast.unparse(sub)} but has no "
-                            f"argument {needed}: a kernel or helper that reads a name takes "
-                            "PF and PI and passes them on"
-                        )
+                if "ctx." in text and "ctx" not in local:
+                    raise NameBindingError(
+                        f"kernel {fn.__qualname__} reads {ast.unparse(sub)} but has no "
+                        "argument ctx: a kernel or helper that reads a parameter takes the "
+                        "kernel context ctx (its first argument) and passes it on"
+                    )
                 return ast.copy_location(ast.parse(text, mode="eval").body, sub)
 
         BindNames().visit(node)

@@ -82,7 +82,7 @@ class PartKernels:
         starts at zero in every run and is neither returned to the chain state nor saved:
         kernels recompute it before reading it.
     scratch_rows : int
-        Rows of the ``scratch`` array the part's ``transition`` kernel needs (at least
+        Rows of ``ctx.scratch`` the part's ``transition`` kernel needs (at least
         :data:`~hamiltonia.compiled.chain.SCRATCH_ROWS` are always there).
     published : tuple of str
         Names of the part's ``workspace`` entries that its kernels fill in every iteration

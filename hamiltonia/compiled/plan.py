@@ -299,7 +299,12 @@ _COMPOSED: dict = {}
 
 
 def _composed(layout: Layout):
-    from hamiltonia.compiled.compose import CompositionError, NameBindingError, compose
+    from hamiltonia.compiled.compose import (
+        CompositionError,
+        KernelSignatureError,
+        NameBindingError,
+        compose,
+    )
 
     functions = layout.functions
     key = (
@@ -310,8 +315,9 @@ def _composed(layout: Layout):
         roles = {role: fn for role, fn in functions.items() if role != "run_chain"}
         try:
             chain = compose(roles, functions["run_chain"], layout.names, layout.parts)
-        except NameBindingError:
-            raise  # a kernel reads a name no part declares: the part's bug, shown as such
+        except (NameBindingError, KernelSignatureError):
+            raise  # a kernel reads a name no part declares, or takes the old arguments: the
+            # part's bug, shown as such
         except CompositionError as err:
             raise NotCompilable(str(err)) from None
         _COMPOSED[key] = (chain, functions)

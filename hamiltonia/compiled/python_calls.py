@@ -30,6 +30,7 @@ import dataclasses
 import numpy as np
 
 from hamiltonia import backend
+from hamiltonia.compiled.context import chain_context
 from hamiltonia.compiled.parts import NotCompilable, PartKernels, compiled_counterpart
 from hamiltonia.compiled.roles import (
     HAMILTONIAN,
@@ -50,38 +51,43 @@ class NoPythonForm(NotImplementedError):
     message names the part, the method and what to write."""
 
 
-# -- the entries, one per method: each is composed with the part's kernels in its roles
+# -- the entries, one per method: each is composed with the part's kernels in its roles,
+# and builds the kernel context from what the method has (None for what it has not: a
+# kernel that reads it does not compile here, and the method has no Python form)
 
 
 def _draw_entry(rng, q, p, aux, PF, PI):
-    draw_momentum(rng, q, p, aux, PF, PI)
+    draw_momentum(chain_context(rng, aux, None, None, PF, PI, None, None, None), q, p)
 
 
 def _velocity_entry(q, p, out, aux, PF, PI):
     # The role may hand back p itself (M = I): copied, so that out holds it either way.
-    v = velocity(q, p, out, aux, PF, PI)
+    v = velocity(chain_context(None, aux, None, None, PF, PI, None, None, None), q, p, out)
     for i in range(out.shape[0]):
         out[i] = v[i]
 
 
 def _kinetic_entry(q, p, v, aux, PF, PI):
-    return kinetic(q, p, velocity(q, p, v, aux, PF, PI), aux, PF, PI)
+    ctx = chain_context(None, aux, None, None, PF, PI, None, None, None)
+    return kinetic(ctx, q, p, velocity(ctx, q, p, v))
 
 
 def _energy_entry(q, p, lp, grad, v, eps, aux, PF, PI):
-    return energy(q, p, lp, grad, v, eps, aux, PF, PI)
+    ctx = chain_context(None, aux, None, None, PF, PI, None, None, None)
+    return energy(ctx, q, p, lp, grad, v, eps)
 
 
 def _target_energy_entry(q, p, lp, grad, v, eps, aux, PF, PI, logp, fdata, idata):
-    return target_energy(q, p, lp, grad, v, eps, aux, PF, PI, logp, fdata, idata)
+    ctx = chain_context(None, aux, None, None, PF, PI, logp, fdata, idata)
+    return target_energy(ctx, q, p, lp, grad, v, eps)
 
 
 def _update_entry(rng, q, p, aux, PF, PI):
-    update_auxiliary(rng, q, p, aux, PF, PI)
+    update_auxiliary(chain_context(rng, aux, None, None, PF, PI, None, None, None), q, p)
 
 
 def _inverse_mass_entry(aux, out, PF, PI):
-    m = inverse_mass_diagonal(aux, PF, PI)
+    m = inverse_mass_diagonal(chain_context(None, aux, None, None, PF, PI, None, None, None))
     for i in range(out.shape[0]):
         out[i] = m[i]
 

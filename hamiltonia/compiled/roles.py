@@ -8,11 +8,38 @@ to the kernel of the part that fills it in the sampler being compiled. So a leap
 works with any metric's ``velocity`` and an accept rule with any Hamiltonian's ``energy``,
 and none of them names another part.
 
-Every kernel receives the parameters of all parts as ``PF`` and ``PI`` and reads them **by
-name**, never by position: the composer rewrites four kinds of names into the places the
-plan laid the values out in (:mod:`hamiltonia.compiled.plan`), and checks each when the plan
-is built, so a missing or misspelt name is an error naming the part and the field, not a
-read out of bounds:
+Every kernel takes the **kernel context** ``ctx`` first, then only the values of its call
+(``velocity(ctx, q, p, out)``), and hands ``ctx`` on to the roles it calls. The context
+(:mod:`hamiltonia.compiled.context`: a struct of borrowed views, whose fields cost nothing to
+read) carries what the whole iteration of one chain shares:
+
+``ctx.rng``
+    the chain's ``numpy.random.Generator`` (``ctx.rng.standard_normal()``);
+``ctx.aux``
+    the chain's auxiliary variables and workspaces, float64 (``ctx.aux[offset.NAME]``);
+``ctx.scratch``
+    the transition's scratch rows, :data:`~hamiltonia.compiled.chain.SCRATCH_ROWS` (or the
+    part's ``PartKernels.scratch_rows``) of at least ``dim`` and at least 8 entries, each
+    starting on a 64-byte line: use ``ctx.scratch[k, :dim]``;
+``ctx.stats``
+    the iteration's statistics row (``ctx.stats[column.NAME]``), zeroed at the start of
+    every iteration;
+``ctx.logp``, ``ctx.fdata``, ``ctx.idata``
+    the target's kernel and its data: ``lp = ctx.logp(q, grad, ctx.fdata, ctx.idata)``;
+``ctx.PF``, ``ctx.PI``
+    the parameters of all parts, which a kernel reads **by name** (below), never by index.
+
+The chain kernel builds the context once per call from borrowed views
+(:mod:`hamiltonia.compiled.borrow`); the Python entries of :mod:`hamiltonia.compiled.python_calls`
+build it with ``None`` in the fields a method does not have. A kernel written for the
+positional convention before the context (``..., aux, PF, PI, logp, fdata, idata``) is
+refused when the plan is built, naming the part, the role and the signature to write
+(:class:`~hamiltonia.compiled.compose.KernelSignatureError`).
+
+A kernel reads the parameters by name: the composer rewrites four kinds of names into the
+places the plan laid the values out in (:mod:`hamiltonia.compiled.plan`), and checks each
+when the plan is built, so a missing or misspelt name is an error naming the part and the
+field, not a read out of bounds:
 
 ``own.NAME``
     The parameter ``NAME`` of the part whose kernel this is (declared in its
@@ -25,107 +52,103 @@ read out of bounds:
     another's value asks for it by name (the Metropolis transition reads
     ``part.refresh.flip_on_reject``). Anywhere, helpers included.
 ``column.NAME``
-    The column of the statistic ``NAME`` in the iteration's row ``stats``, whichever part
-    records it (a constant: ``stats[column.acceptance_rate]``).
+    The column of the statistic ``NAME`` in the iteration's row ``ctx.stats``, whichever
+    part records it (a constant: ``ctx.stats[column.acceptance_rate]``).
 ``offset.NAME``
-    The offset in the chain's ``aux`` of the auxiliary variable or workspace ``NAME``
-    (``aux[offset.field_reversed]``).
+    The offset in the chain's ``ctx.aux`` of the auxiliary variable or workspace ``NAME``
+    (``ctx.aux[offset.field_reversed]``).
 
-``PF`` and ``PI`` themselves are the plan's business: a kernel passes them on to the roles
-it calls and never indexes them.
+A kernel or helper that reads ``own.NAME`` or ``part.SLOT.NAME`` takes ``ctx`` (the values
+are read from ``ctx.PF`` and ``ctx.PI``).
 
-Signatures (one chain; ``q``, ``p``, ``grad``, ``v`` of shape ``(dim,)``):
+Signatures (one chain; ``q``, ``p``, ``grad``, ``v`` of shape ``(dim,)``; :data:`ROLE_SIGNATURES`):
 
-``draw_momentum(rng, q, p, aux, PF, PI)``
+``draw_momentum(ctx, q, p)``
     Fill ``p`` with a draw from the momentum distribution. [Hamiltonian]
-``velocity(q, p, out, aux, PF, PI) -> array``
+``velocity(ctx, q, p, out) -> array``
     :math:`\\partial H/\\partial p`: written into ``out`` and returned, or ``p`` itself
     returned where the two are equal (:math:`M = I`), which saves a copy. Callers read the
     returned array and never write into it. [Hamiltonian]
-``position_flow(q, p, v, h, aux, PF, PI) -> float``
+``position_flow(ctx, q, p, v, h) -> float``
     :math:`q \\leftarrow q + h\\,\\partial H/\\partial p`, the exact flow of a separable
     Hamiltonian's kinetic energy on the position (``v`` is scratch space); returns 0.0 when
     the new position is finite and nan otherwise. The canonical ``drift``; a metric may fuse
     it into one pass (:func:`~hamiltonia.hamiltonians.base.position_flow_kernel` is the
     generic form). [Hamiltonian]
-``kinetic(q, p, v, aux, PF, PI) -> float``
+``kinetic(ctx, q, p, v) -> float``
     The kinetic energy, given ``v = velocity(p)``. [Hamiltonian]
-``energy(q, p, lp, grad, v, eps, aux, PF, PI) -> float``
+``energy(ctx, q, p, lp, grad, v, eps) -> float``
     The energy the accept step uses at step size ``eps`` (a shadow Hamiltonian's differs
-    from :math:`H`); ``v`` is scratch space. [Hamiltonian]
+    from :math:`H`), without the target; ``v`` is scratch space. [Hamiltonian]
 ``energy_reads_target`` (a constant, ``False`` unless a Hamiltonian fills it)
     Whether the accept step's energy needs the target (a non-separable shadow evaluates the
     gradient near ``q`` for its curvature term). [Hamiltonian]
-``target_energy(q, p, lp, grad, v, eps, aux, PF, PI, logp, fdata, idata) -> float``
-    That energy, with the target kernel ``logp`` and its data. [Hamiltonian]
-``hamiltonian_energy(q, p, lp, grad, v, eps, aux, PF, PI, logp, fdata, idata) -> float``
-    The accept step's energy, for a caller that has the target at hand (an accept rule, a
-    refresh with a Metropolis test): what a kernel calls. No part fills it: the composer
-    binds it (:data:`COMPOSED_ROLES`) to ``target_energy`` where ``energy_reads_target``,
-    and otherwise to a kernel that calls ``energy`` and leaves the target alone
-    (:func:`~hamiltonia.compiled.chain.energy_without_target_kernel`), so the choice is
-    made once per composition, in the composer (the chain kernel's machine code is the one
-    the idiom below gave, compared for ``hmc``, ``nuts`` and ``phmc``). It replaces the idiom
+``target_energy(ctx, q, p, lp, grad, v, eps) -> float``
+    That energy, reading the target (``ctx.logp``). [Hamiltonian]
+``hamiltonian_energy(ctx, q, p, lp, grad, v, eps) -> float``
+    The accept step's energy: what a kernel calls (an accept rule, a refresh with a
+    Metropolis test). No part fills it: the composer binds it (:data:`COMPOSED_ROLES`) to
+    ``target_energy`` where ``energy_reads_target``, and otherwise to a kernel that calls
+    ``energy`` (:func:`~hamiltonia.compiled.chain.energy_without_target_kernel`), so the
+    choice is made once per composition, in the composer. It replaces the idiom
     ``if energy_reads_target: target_energy(...) else: energy(...)``, which still works
-    (numba prunes the constant branch): handing the target kernel to every inlined
-    ``energy`` call cost a separable Hamiltonian 7-15 % of its time per gradient on a cheap
-    target, so ``energy`` keeps its signature without the target. [composer]
-``kick(q, p, grad, h, aux, PF, PI) -> float`` / ``drift(q, p, v, h, aux, PF, PI) -> float``
+    (numba prunes the constant branch). The three roles have one signature since the
+    context carries the target; the flag stays, because the Python form of a part's energy
+    (:mod:`hamiltonia.compiled.python_calls`) calls the target back only where it is on.
+    [composer]
+``kick(ctx, q, p, grad, h) -> float`` / ``drift(ctx, q, p, v, h) -> float``
     The momentum and position flows for a time ``h`` (``v`` is scratch space). Each returns
     0.0 when what it read or wrote is finite (the gradient for ``kick``, the new position for
     ``drift``) and nan otherwise: ``x - x`` summed along the update costs nothing, where a
     separate pass over the state would. [Poisson structure]
-``randomise(rng, aux, PF, PI)``
+``randomise(ctx)``
     Draw the integrator's random choices for this iteration's trajectory into its
     auxiliary variables (the subset order of the randomised split,
     :class:`~hamiltonia.integrators.data_split.RandomisedSplit`), at the start of every
     iteration after ``prepare``; a no-op by default. [integrator]
-``integrate(q, p, grad, lp, eps, n_steps, v, aux, stats, PF, PI, logp, fdata, idata)``
+``integrate(ctx, q, p, grad, lp, eps, n_steps, v)``
     ``n_steps`` steps in place; returns ``(lp, n_grad)``, ``lp`` nan when the trajectory
     stopped being finite. An integrator that declares statistics adds to its columns of
-    the iteration's row ``stats`` (zeroed at the start of every iteration), so that a
+    the iteration's row ``ctx.stats`` (zeroed at the start of every iteration), so that a
     policy that integrates in pieces (a no-U-turn tree) gets their sum. [integrator]
-``update_auxiliary(rng, q, p, aux, PF, PI)``
+``update_auxiliary(ctx, q, p)``
     A Gibbs update of the Hamiltonian's own auxiliary variables that keeps the joint
     distribution invariant, at the start of every iteration (a random mass is redrawn and
     the momentum rescaled with it); a no-op by default. [Hamiltonian]
-``inverse_mass_diagonal(aux, PF, PI) -> array``
+``inverse_mass_diagonal(ctx) -> array``
     The chain's current diagonal inverse mass, for a Hamiltonian whose mass is a per-chain
     variable (read by a structure that depends on the metric). [Hamiltonian]
-``prepare(q, aux, PF, PI)``
+``prepare(ctx, q)``
     Recompute what the structure derives from the Hamiltonian's auxiliary variables, after
     ``update_auxiliary`` (the magnetic normal form for a random mass); a no-op by default.
     [Poisson structure]
-``reverse_structure(aux, PF, PI)``
+``reverse_structure(ctx)``
     Negate the structure's auxiliary variables (the sign of a magnetic field), as a rejected
     proposal does together with the momentum; a no-op by default. [Poisson structure]
-``weigh(q, p, lp, grad, v, eps, aux, stats, PF, PI, logp, fdata, idata)``
+``weigh(ctx, q, p, lp, grad, v, eps)``
     Record the log importance weight of the retained state in the part's column of
-    ``stats`` (a shadow Hamiltonian's :math:`\\tilde H - H`), after every transition; ``v`` is
-    scratch space; a no-op by default. [Hamiltonian]
-``refresh(rng, q, p, grad, lp, eps, aux, stats, PF, PI, logp, fdata, idata)``
+    ``ctx.stats`` (a shadow Hamiltonian's :math:`\\tilde H - H`), after every transition;
+    ``v`` is scratch space; a no-op by default. [Hamiltonian]
+``refresh(ctx, q, p, grad, lp, eps)``
     The momentum refreshment between trajectories, writing its statistics (a momentum
-    test's acceptance) into the iteration's row ``stats``; ``logp`` is there for the
-    energy of a non-separable Hamiltonian. [momentum refresh]
-``trajectory_length(rng, eps, aux, PF, PI) -> (n_steps, eps)``
+    test's acceptance) into the iteration's row ``ctx.stats``. [momentum refresh]
+``trajectory_length(ctx, eps) -> (n_steps, eps)``
     The number of steps of this iteration's trajectory and the step size to integrate it
     with, drawn from the chain's generator (the Metropolis transition calls it, so a new
     length policy, a geometric or Halton length, replaces this kernel alone and reuses the
     transition). [trajectory policy]
-``transition(rng, q, p, grad, lp, eps, aux, scratch, stats, PF, PI, logp, fdata, idata)``
+``transition(ctx, q, p, grad, lp, eps)``
     One transition from the refreshed state, in place; returns the new log density and
-    writes the part's statistics into ``stats``. ``scratch`` has
-    :data:`~hamiltonia.compiled.chain.SCRATCH_ROWS` rows (or the part's
-    ``PartKernels.scratch_rows``) of at least ``dim`` and at least 8 entries, each starting on
-    a 64-byte line: use ``scratch[k, :dim]``. [trajectory policy]
-``tune(eps, state, stats, PF, PI)``
+    writes the part's statistics into ``ctx.stats``; its work space is ``ctx.scratch``.
+    [trajectory policy]
+``tune(ctx, eps, state)``
     One warm-up update of the step size ``eps`` (shape ``(1,)``) from this iteration's
-    statistics. [step-size tuner]
-``adapt(eps, stats, aux, PF, PI)``
-    One warm-up update, after ``tune``, of per-chain values held in ``aux``: the tuner's
+    statistics ``ctx.stats``; ``state`` is the tuner's per-chain state. [step-size tuner]
+``adapt(ctx, eps)``
+    One warm-up update, after ``tune``, of per-chain values held in ``ctx.aux``: the tuner's
     own state (its :class:`~hamiltonia.compiled.parts.PartKernels` ``aux``) and the
     per-chain parameters other parts declare there (a trajectory's number of steps at
-    ``aux[offset.NAME]``), from the iteration's statistics and step size. Several tuners
+    ``ctx.aux[offset.NAME]``), from the iteration's statistics and step size. Several tuners
     may hand one out (at most :data:`MAX_KERNEL_ADAPTERS`): the plan puts the ``k``-th in
     slot ``adapter_k`` and binds its kernel to the role ``adapt_k``, which the chain kernel
     calls in turn; their state, in ``aux``, is saved with the chains and resumes with them.
@@ -137,12 +160,14 @@ from __future__ import annotations
 __all__ = [
     "ADAPTER_SLOTS",
     "COMPOSED_ROLES",
+    "CONTEXT_FIELDS",
     "HAMILTONIAN",
     "INTEGRATOR",
     "MAX_KERNEL_ADAPTERS",
     "METHOD_ROLES",
     "NAME_MARKERS",
     "REFRESH",
+    "ROLE_SIGNATURES",
     "ROLE_SLOTS",
     "SLOTS",
     "STRUCTURE",
@@ -177,6 +202,35 @@ __all__ = [
     "velocity",
     "weigh",
 ]
+
+#: What a kernel reads besides the state it is handed: the fields of the kernel context
+#: ``ctx`` (:mod:`hamiltonia.compiled.context`), in order.
+CONTEXT_FIELDS = ("rng", "aux", "scratch", "stats", "PF", "PI", "logp", "fdata", "idata")
+
+#: The signature of each role: what a kernel filling it takes, and in which order.
+ROLE_SIGNATURES = {
+    "draw_momentum": "(ctx, q, p)",
+    "velocity": "(ctx, q, p, out)",
+    "position_flow": "(ctx, q, p, v, h)",
+    "kinetic": "(ctx, q, p, v)",
+    "energy": "(ctx, q, p, lp, grad, v, eps)",
+    "target_energy": "(ctx, q, p, lp, grad, v, eps)",
+    "hamiltonian_energy": "(ctx, q, p, lp, grad, v, eps)",
+    "kick": "(ctx, q, p, grad, h)",
+    "drift": "(ctx, q, p, v, h)",
+    "randomise": "(ctx)",
+    "integrate": "(ctx, q, p, grad, lp, eps, n_steps, v)",
+    "update_auxiliary": "(ctx, q, p)",
+    "inverse_mass_diagonal": "(ctx)",
+    "prepare": "(ctx, q)",
+    "reverse_structure": "(ctx)",
+    "weigh": "(ctx, q, p, lp, grad, v, eps)",
+    "refresh": "(ctx, q, p, grad, lp, eps)",
+    "trajectory_length": "(ctx, eps)",
+    "transition": "(ctx, q, p, grad, lp, eps)",
+    "tune": "(ctx, eps, state)",
+    "adapt": "(ctx, eps)",
+}
 
 #: Slots of ``PF`` and ``PI``: which part's parameters sit where.
 HAMILTONIAN, STRUCTURE, INTEGRATOR, REFRESH, TRAJECTORY, TUNER = range(6)

@@ -16,11 +16,11 @@ from hamiltonia.state import PhaseState, evaluate_target
 __all__ = ["Hamiltonian", "position_flow_kernel", "separable_energy_kernel"]
 
 
-def position_flow_kernel(q, p, v, h, aux, PF, PI):
+def position_flow_kernel(ctx, q, p, v, h):
     """:math:`q \\leftarrow q + h\\, \\partial H/\\partial p` through the ``velocity`` role
     (the ``position_flow`` role of any Hamiltonian whose metric gives no fused one); returns
     0 when the new position is finite, nan otherwise."""
-    v = velocity_role(q, p, v, aux, PF, PI)
+    v = velocity_role(ctx, q, p, v)
     check = 0.0
     for i in range(q.shape[0]):
         q[i] += h * v[i]
@@ -29,10 +29,10 @@ def position_flow_kernel(q, p, v, h, aux, PF, PI):
     return check
 
 
-def separable_energy_kernel(q, p, lp, grad, v, eps, aux, PF, PI):
+def separable_energy_kernel(ctx, q, p, lp, grad, v, eps):
     """Kernel of :math:`H = -\\log\\pi(q) + K(p)` (the ``energy`` role); ``v`` is scratch
     space for :math:`\\partial K/\\partial p`."""
-    return -lp + kinetic_role(q, p, velocity_role(q, p, v, aux, PF, PI), aux, PF, PI)
+    return -lp + kinetic_role(ctx, q, p, velocity_role(ctx, q, p, v))
 
 
 class Hamiltonian:

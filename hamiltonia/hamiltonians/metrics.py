@@ -38,7 +38,7 @@ __all__ = ["DenseMetric", "DiagonalMetric", "IdentityMetric", "Metric", "make_me
 # parameters ``inverse_mass`` and ``sqrt_mass`` or ``cholesky`` (by rows)
 
 
-def gaussian_kinetic_kernel(q, p, v, aux, PF, PI):
+def gaussian_kinetic_kernel(ctx, q, p, v):
     """:math:`\\tfrac12 p^\\top v` with :math:`v = M^{-1} p`."""
     s = 0.0
     for i in range(p.shape[0]):
@@ -46,12 +46,12 @@ def gaussian_kinetic_kernel(q, p, v, aux, PF, PI):
     return 0.5 * s
 
 
-def identity_velocity_kernel(q, p, out, aux, PF, PI):
+def identity_velocity_kernel(ctx, q, p, out):
     # M = I: the velocity is p itself, and handing p back saves a copy every drift.
     return p
 
 
-def identity_position_flow_kernel(q, p, v, h, aux, PF, PI):
+def identity_position_flow_kernel(ctx, q, p, v, h):
     """:math:`q \\leftarrow q + h p` in one pass, with the finite check."""
     check = 0.0
     for i in range(q.shape[0]):
@@ -60,7 +60,7 @@ def identity_position_flow_kernel(q, p, v, h, aux, PF, PI):
     return check
 
 
-def diagonal_position_flow_kernel(q, p, v, h, aux, PF, PI):
+def diagonal_position_flow_kernel(ctx, q, p, v, h):
     """:math:`q \\leftarrow q + h\\, m \\odot p` in one pass, with the finite check."""
     inverse_mass = own.inverse_mass
     check = 0.0
@@ -70,28 +70,28 @@ def diagonal_position_flow_kernel(q, p, v, h, aux, PF, PI):
     return check
 
 
-def identity_draw_kernel(rng, q, p, aux, PF, PI):
+def identity_draw_kernel(ctx, q, p):
     for i in range(p.shape[0]):
-        p[i] = rng.standard_normal()
+        p[i] = ctx.rng.standard_normal()
 
 
-def diagonal_velocity_kernel(q, p, out, aux, PF, PI):
+def diagonal_velocity_kernel(ctx, q, p, out):
     inverse_mass = own.inverse_mass
     for i in range(p.shape[0]):
         out[i] = inverse_mass[i] * p[i]
     return out
 
 
-def diagonal_draw_kernel(rng, q, p, aux, PF, PI):
+def diagonal_draw_kernel(ctx, q, p):
     d = p.shape[0]
     sqrt_mass = own.sqrt_mass
     for i in range(d):
-        p[i] = rng.standard_normal()
+        p[i] = ctx.rng.standard_normal()
     for i in range(d):
         p[i] = p[i] * sqrt_mass[i]
 
 
-def dense_velocity_kernel(q, p, out, aux, PF, PI):
+def dense_velocity_kernel(ctx, q, p, out):
     d = p.shape[0]
     inverse_mass = own.inverse_mass
     for i in range(d):
@@ -102,11 +102,11 @@ def dense_velocity_kernel(q, p, out, aux, PF, PI):
     return out
 
 
-def dense_draw_kernel(rng, q, p, aux, PF, PI):
+def dense_draw_kernel(ctx, q, p):
     d = p.shape[0]
     chol = own.cholesky
     for i in range(d):
-        p[i] = rng.standard_normal()
+        p[i] = ctx.rng.standard_normal()
     # Solve L^T p = z by back substitution (M^{-1} = L L^T, so cov(p) = M).
     for i in range(d - 1, -1, -1):
         s = p[i]

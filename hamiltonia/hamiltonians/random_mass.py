@@ -62,7 +62,7 @@ def random_inverse_mass(base_inverse_mass, log_mass):
 #    ``base_inverse_mass``; aux: log m, then the workspace M^{-1} and M^{1/2}
 
 
-def random_mass_update_kernel(rng, q, p, aux, PF, PI):
+def random_mass_update_kernel(ctx, q, p):
     """Redraw the mass and rescale the momentum with it (role ``update_auxiliary``)."""
     d = p.shape[0]
     volatility = own.mass_volatility
@@ -71,45 +71,45 @@ def random_mass_update_kernel(rng, q, p, aux, PF, PI):
     inverse_at = offset.inverse_mass
     sqrt_at = offset.sqrt_mass
     for i in range(d):
-        new = draw_log_mass(volatility, rng.standard_normal())
-        p[i] *= momentum_rescale(aux[at + i], new)
-        aux[at + i] = new
+        new = draw_log_mass(volatility, ctx.rng.standard_normal())
+        p[i] *= momentum_rescale(ctx.aux[at + i], new)
+        ctx.aux[at + i] = new
         inverse = random_inverse_mass(base[i], new)
-        aux[inverse_at + i] = inverse
-        aux[sqrt_at + i] = 1.0 / np.sqrt(inverse)
+        ctx.aux[inverse_at + i] = inverse
+        ctx.aux[sqrt_at + i] = 1.0 / np.sqrt(inverse)
 
 
-def random_mass_inverse_kernel(aux, PF, PI):
+def random_mass_inverse_kernel(ctx):
     """The chain's diagonal inverse mass (role ``inverse_mass_diagonal``)."""
     d = own.base_inverse_mass.shape[0]
     at = offset.inverse_mass
-    return aux[at : at + d]
+    return ctx.aux[at : at + d]
 
 
-def random_mass_velocity_kernel(q, p, out, aux, PF, PI):
+def random_mass_velocity_kernel(ctx, q, p, out):
     d = p.shape[0]
     at = offset.inverse_mass
     for i in range(d):
-        out[i] = aux[at + i] * p[i]
+        out[i] = ctx.aux[at + i] * p[i]
     return out
 
 
-def random_mass_position_flow_kernel(q, p, v, h, aux, PF, PI):
+def random_mass_position_flow_kernel(ctx, q, p, v, h):
     """:math:`q \\leftarrow q + h M^{-1} p` in one pass, with the finite check."""
     d = q.shape[0]
     at = offset.inverse_mass
     check = 0.0
     for i in range(d):
-        q[i] += h * (aux[at + i] * p[i])
+        q[i] += h * (ctx.aux[at + i] * p[i])
         check += q[i] - q[i]
     return check
 
 
-def random_mass_draw_kernel(rng, q, p, aux, PF, PI):
+def random_mass_draw_kernel(ctx, q, p):
     d = p.shape[0]
     at = offset.sqrt_mass
     for i in range(d):
-        p[i] = rng.standard_normal() * aux[at + i]
+        p[i] = ctx.rng.standard_normal() * ctx.aux[at + i]
 
 
 class RandomMassHamiltonian(EuclideanHamiltonian):

@@ -43,7 +43,7 @@ def lorentz_factor(p, mass, light_speed):
     return math.sqrt(s / (mass * light_speed) ** 2 + 1.0)
 
 
-def relativistic_velocity_kernel(q, p, out, aux, PF, PI):
+def relativistic_velocity_kernel(ctx, q, p, out):
     r""":math:`\partial K/\partial p = p / (m \gamma(p))`: the ``velocity`` role."""
     scale = 1.0 / (own.mass * lorentz_factor(p, own.mass, own.light_speed))
     for i in range(p.shape[0]):
@@ -51,12 +51,12 @@ def relativistic_velocity_kernel(q, p, out, aux, PF, PI):
     return out
 
 
-def relativistic_kinetic_kernel(q, p, v, aux, PF, PI):
+def relativistic_kinetic_kernel(ctx, q, p, v):
     r""":math:`K(p) = m c^2 \gamma(p)`: the ``kinetic`` role."""
     return own.mass * own.light_speed**2 * lorentz_factor(p, own.mass, own.light_speed)
 
 
-def relativistic_draw_kernel(rng, q, p, aux, PF, PI):
+def relativistic_draw_kernel(ctx, q, p):
     r"""An exact draw :math:`p \propto e^{-K(p)}`: the ``draw_momentum`` role.
 
     :math:`p = r\,\omega`, :math:`\omega` uniform on the sphere, and the radius of density
@@ -77,12 +77,12 @@ def relativistic_draw_kernel(rng, q, p, aux, PF, PI):
     d, c, mc2 = p.shape[0], own.light_speed, own.mass * own.light_speed**2
     x = 0.5 * d * (d + math.sqrt(d * d + 4.0 * mc2 * mc2))
     slope, floor = c * d / math.sqrt(x), d * mc2 * mc2 / x
-    r = rng.gamma(d, 1.0 / slope)
-    while rng.random() >= math.exp(slope * r + floor - math.sqrt(mc2 * mc2 + c * c * r * r)):
-        r = rng.gamma(d, 1.0 / slope)
+    r = ctx.rng.gamma(d, 1.0 / slope)
+    while ctx.rng.random() >= math.exp(slope * r + floor - math.sqrt(mc2 * mc2 + c * c * r * r)):
+        r = ctx.rng.gamma(d, 1.0 / slope)
     norm = 0.0
     for i in range(d):
-        p[i] = rng.standard_normal()
+        p[i] = ctx.rng.standard_normal()
         norm += p[i] * p[i]
     scale = r / math.sqrt(norm)
     for i in range(d):

@@ -117,19 +117,19 @@ def _check_shadow_base(base, kind: str) -> None:
         )
 
 
-def separable_shadow_energy_kernel(q, p, lp, grad, v, eps, aux, PF, PI):
+def separable_shadow_energy_kernel(ctx, q, p, lp, grad, v, eps):
     """Kernel of :meth:`SeparableShadowHamiltonian.energy` (role ``energy``):
     :math:`H + \\tfrac{\\varepsilon^2}{12} K(\\nabla\\log\\pi)`; ``v`` is scratch space."""
-    h = separable_energy_kernel(q, p, lp, grad, v, eps, aux, PF, PI)
-    k = kinetic(q, grad, velocity(q, grad, v, aux, PF, PI), aux, PF, PI)
+    h = separable_energy_kernel(ctx, q, p, lp, grad, v, eps)
+    k = kinetic(ctx, q, grad, velocity(ctx, q, grad, v))
     return h + backward_error_term(eps, k)
 
 
-def separable_shadow_weight_kernel(q, p, lp, grad, v, eps, aux, stats, PF, PI, logp, fdata, idata):
+def separable_shadow_weight_kernel(ctx, q, p, lp, grad, v, eps):
     """Kernel of :meth:`SeparableShadowHamiltonian.log_weight` (role ``weigh``): writes
     :math:`\\tfrac{\\varepsilon^2}{12} K(\\nabla\\log\\pi)` into the part's column."""
-    k = kinetic(q, grad, velocity(q, grad, v, aux, PF, PI), aux, PF, PI)
-    stats[column.log_weight] = backward_error_term(eps, k)
+    k = kinetic(ctx, q, grad, velocity(ctx, q, grad, v))
+    ctx.stats[column.log_weight] = backward_error_term(eps, k)
 
 
 class SeparableShadowHamiltonian(ShadowHamiltonian):
@@ -220,7 +220,7 @@ HESSIAN_METHODS = ("finite-difference", "target")
 SHADOW_SIGNS = ("corrected", "printed")
 
 
-def _leapfrog_shadow_terms(q, p, lp, grad, v, eps, aux, PF, PI, logp, fdata, idata):
+def _leapfrog_shadow_terms(ctx, q, p, lp, grad, v, eps):
     """The field-free :math:`\\hat H` of :class:`LeapfrogShadowHamiltonian`, with the
     Hessian-vector product by central differences of step ``eps``, and the velocities
     :math:`M^{-1}p` and :math:`M^{-1}\nabla U` the magnetic term needs; ``ok`` is false
@@ -228,50 +228,48 @@ def _leapfrog_shadow_terms(q, p, lp, grad, v, eps, aux, PF, PI, logp, fdata, ida
     the part's workspace ``shadow_rows``."""
     d = q.shape[0]
     at = offset.shadow_rows
-    shifted = aux[at : at + d]
-    g_plus = aux[at + d : at + 2 * d]
-    g_minus = aux[at + 2 * d : at + 3 * d]
-    w = aux[at + 3 * d : at + 4 * d]
-    vel = velocity(q, p, v, aux, PF, PI)
-    k_p = kinetic(q, p, vel, aux, PF, PI)
+    shifted = ctx.aux[at : at + d]
+    g_plus = ctx.aux[at + d : at + 2 * d]
+    g_minus = ctx.aux[at + 2 * d : at + 3 * d]
+    w = ctx.aux[at + 3 * d : at + 4 * d]
+    vel = velocity(ctx, q, p, v)
+    k_p = kinetic(ctx, q, p, vel)
     for i in range(d):
         shifted[i] = q[i] + eps * vel[i]
-    lp_plus = logp(shifted, g_plus, fdata, idata)
+    lp_plus = ctx.logp(shifted, g_plus, ctx.fdata, ctx.idata)
     for i in range(d):
         shifted[i] = q[i] - eps * vel[i]
-    lp_minus = logp(shifted, g_minus, fdata, idata)
-    aux[at + 4 * d] += 2.0
+    lp_minus = ctx.logp(shifted, g_minus, ctx.fdata, ctx.idata)
+    ctx.aux[at + 4 * d] += 2.0
     if not (math.isfinite(lp_plus) and math.isfinite(lp_minus)):
         return math.nan, vel, w, False
     dot = 0.0
     for i in range(d):
         dot += vel[i] * (g_plus[i] - g_minus[i])
-    gw = velocity(q, grad, w, aux, PF, PI)
-    k_g = kinetic(q, grad, gw, aux, PF, PI)
+    gw = velocity(ctx, q, grad, w)
+    k_g = kinetic(ctx, q, grad, gw)
     h = -lp + k_p + backward_error_term(eps, central_curvature(eps, dot) - k_g)
     return h, vel, gw, True
 
 
-def leapfrog_shadow_energy_kernel(q, p, lp, grad, v, eps, aux, PF, PI, logp, fdata, idata):
+def leapfrog_shadow_energy_kernel(ctx, q, p, lp, grad, v, eps):
     """Kernel of :meth:`LeapfrogShadowHamiltonian.energy` without a field (role
     ``target_energy``)."""
-    h, _vel, _gw, _ok = _leapfrog_shadow_terms(
-        q, p, lp, grad, v, eps, aux, PF, PI, logp, fdata, idata
-    )
+    h, _vel, _gw, _ok = _leapfrog_shadow_terms(ctx, q, p, lp, grad, v, eps)
     return h
 
 
-def magnetic_leapfrog_shadow_energy_kernel(q, p, lp, grad, v, eps, aux, PF, PI, logp, fdata, idata):
+def magnetic_leapfrog_shadow_energy_kernel(ctx, q, p, lp, grad, v, eps):
     """Kernel of :meth:`LeapfrogShadowHamiltonian.energy` with a field (role
     ``target_energy``): the magnetic term with the parameters ``sign`` (of the term) and
     ``field`` (by rows), and the chain's sign of the field, the structure's auxiliary
     variable ``field_reversed``."""
     d = q.shape[0]
-    h, vel, gw, ok = _leapfrog_shadow_terms(q, p, lp, grad, v, eps, aux, PF, PI, logp, fdata, idata)
+    h, vel, gw, ok = _leapfrog_shadow_terms(ctx, q, p, lp, grad, v, eps)
     if not ok:
         return math.nan
     field = own.field
-    sign = own.sign * field_sign(aux[offset.field_reversed])
+    sign = own.sign * field_sign(ctx.aux[offset.field_reversed])
     bend = 0.0
     for i in range(d):
         row = 0.0
@@ -281,7 +279,7 @@ def magnetic_leapfrog_shadow_energy_kernel(q, p, lp, grad, v, eps, aux, PF, PI, 
     return h + backward_error_term(eps, sign * bend)
 
 
-def energy_needs_target_kernel(q, p, lp, grad, v, eps, aux, PF, PI):
+def energy_needs_target_kernel(ctx, q, p, lp, grad, v, eps):
     """The ``energy`` role of :class:`LeapfrogShadowHamiltonian`, which declares
     ``energy_reads_target`` so that callers use ``target_energy``: without the target its
     energy cannot be evaluated, and a caller that ignored the flag rejects every proposal
@@ -289,17 +287,17 @@ def energy_needs_target_kernel(q, p, lp, grad, v, eps, aux, PF, PI):
     return math.nan
 
 
-def leapfrog_shadow_weight_kernel(q, p, lp, grad, v, eps, aux, stats, PF, PI, logp, fdata, idata):
+def leapfrog_shadow_weight_kernel(ctx, q, p, lp, grad, v, eps):
     """Kernel of the ``weigh`` role of :class:`LeapfrogShadowHamiltonian`: the log weight
     :math:`\\hat H - H` of the retained state from the trajectory's ``energy`` statistic
     (its :math:`\\hat H`, so no gradient is spent), and the gradients the energies of this
     iteration spent added to ``n_grad``."""
     d = q.shape[0]
-    h = separable_energy_kernel(q, p, lp, grad, v, eps, aux, PF, PI)
-    stats[column.log_weight] = stats[column.energy] - h
+    h = separable_energy_kernel(ctx, q, p, lp, grad, v, eps)
+    ctx.stats[column.log_weight] = ctx.stats[column.energy] - h
     counter = offset.shadow_rows + 4 * d
-    stats[column.n_grad] += aux[counter]
-    aux[counter] = 0.0
+    ctx.stats[column.n_grad] += ctx.aux[counter]
+    ctx.aux[counter] = 0.0
 
 
 class LeapfrogShadowHamiltonian(ShadowHamiltonian):

@@ -185,29 +185,26 @@ def split_table(sequence) -> dict[str, np.ndarray]:
 
 
 # ------------------------------------------------------------------ the compiled executor
-def _kick_group(q, p, gm, g, table_starts, slots, coefs, eps, cached, lp_m, n_evals, aux, PF,
-                PI, logp, fdata, sel):  # fmt: skip
+def _kick_group(ctx, q, p, gm, g, table_starts, slots, coefs, eps, cached, lp_m, n_evals, sel):
     """Kick group ``g`` at the current position, evaluating each subset's gradient there
     once; returns ``(finite, cached, lp_m, n_evals)`` (``cached``: the subset whose gradient
     ``gm`` holds, ``lp_m`` its log density)."""
     o = offset.split_order
     for j in range(int(table_starts[g]), int(table_starts[g + 1])):
-        comp = int(aux[o + int(slots[j])])
+        comp = int(ctx.aux[o + int(slots[j])])
         if comp != cached:
             sel[0] = comp
-            lp_m = logp(q, gm, fdata, sel)
+            lp_m = ctx.logp(q, gm, ctx.fdata, sel)
             n_evals += 1
             cached = comp
             if not math.isfinite(lp_m):
                 return False, cached, lp_m, n_evals
-        if kick(q, p, gm, coefs[j] * eps, aux, PF, PI) != 0.0:
+        if kick(ctx, q, p, gm, coefs[j] * eps) != 0.0:
             return False, cached, lp_m, n_evals
     return True, cached, lp_m, n_evals
 
 
-def data_split_integrate_kernel(
-    q, p, grad, lp, eps, n_steps, v, aux, stats, PF, PI, logp, fdata, idata
-):
+def data_split_integrate_kernel(ctx, q, p, grad, lp, eps, n_steps, v):
     """Kernel of :meth:`DataSplit.integrate` for one chain, in place (role ``integrate``);
     its parameters are the scheme's tables, forwards and backwards."""
     n_comp = own.n_components
@@ -219,26 +216,25 @@ def data_split_integrate_kernel(
         drifts, starts, slots, coefs = own.bw_drifts, own.bw_starts, own.bw_slots, own.bw_coefs
     k = drifts.shape[0]
     # A private copy: its first entry selects the component, and chains run in parallel.
-    sel = idata.copy()
+    sel = ctx.idata.copy()
     # One split: the component is the whole density, whose gradient the state holds;
     # otherwise the chain's workspace, not an allocation per call (a no-U-turn tree calls
     # once per state).
     if n_comp == 1:
         gm = grad
     else:
-        gm = aux[offset.split_gradient : offset.split_gradient + grad.shape[0]]
+        gm = ctx.aux[offset.split_gradient : offset.split_gradient + grad.shape[0]]
     cached = 0 if n_comp == 1 else -1
     lp_m = lp
     n_evals = 0
     ok, cached, lp_m, n_evals = _kick_group(
-        q, p, gm, 0, starts, slots, coefs, eps, cached, lp_m, n_evals, aux, PF, PI, logp, fdata,
-        sel,
-    )  # fmt: skip
+        ctx, q, p, gm, 0, starts, slots, coefs, eps, cached, lp_m, n_evals, sel
+    )
     for step in range(n_steps):
         if not ok:
             break
         for s in range(k):
-            if drift(q, p, v, drifts[s] * eps, aux, PF, PI) != 0.0:
+            if drift(ctx, q, p, v, drifts[s] * eps) != 0.0:
                 ok = False
                 break
             cached = -1
@@ -246,26 +242,25 @@ def data_split_integrate_kernel(
             if s == k - 1 and step < n_steps - 1:
                 g = k + 1  # the last group of this step merged with the first of the next
             ok, cached, lp_m, n_evals = _kick_group(
-                q, p, gm, g, starts, slots, coefs, eps, cached, lp_m, n_evals, aux, PF, PI,
-                logp, fdata, sel,
-            )  # fmt: skip
+                ctx, q, p, gm, g, starts, slots, coefs, eps, cached, lp_m, n_evals, sel
+            )
             if not ok:
                 break
     if ok:
         if n_comp == 1:
             lp = lp_m  # the last kick's: the whole density at the end, its gradient in grad
         else:
-            lp = logp(q, grad, fdata, idata)
+            lp = ctx.logp(q, grad, ctx.fdata, ctx.idata)
             n_evals += n_comp
             ok = math.isfinite(lp)
-    stats[column.n_subset_grad] += n_evals
+    ctx.stats[column.n_subset_grad] += n_evals
     n_grad = (n_evals + n_comp - 1) // n_comp
     if not ok:
         return math.nan, n_grad
     return lp, n_grad
 
 
-def randomised_order_kernel(rng, aux, PF, PI):
+def randomised_order_kernel(ctx):
     """Kernel of :meth:`RandomisedSplit.randomise` (role ``randomise``): a uniform order of
     the subsets, the ranks of :math:`M` uniform draws."""
     m = own.n_components
@@ -274,10 +269,10 @@ def randomised_order_kernel(rng, aux, PF, PI):
     o = offset.split_order
     u = np.empty(m)
     for j in range(m):
-        u[j] = rng.random()
+        u[j] = ctx.rng.random()
     order = np.argsort(u)
     for j in range(m):
-        aux[o + j] = order[j]
+        ctx.aux[o + j] = order[j]
 
 
 # ------------------------------------------------------------------ the parts

@@ -202,26 +202,26 @@ def post_process(hamiltonian, q_hat, p_hat, eps, aux, tolerance, max_iterations)
     return q, p, iterations, converged
 
 
-def _pre_process_kernel(q, p, eps, tol, max_iter, at, aux, PF, PI, logp, fdata, idata):
+def _pre_process_kernel(ctx, q, p, eps, tol, max_iter, at):
     """:math:`X` in place for one chain (working rows from ``aux[at]`` on): returns
     ``(iterations, converged)``."""
     d = q.shape[0]
-    p_hat = aux[at : at + d]
-    q_plus = aux[at + d : at + 2 * d]
-    q_minus = aux[at + 2 * d : at + 3 * d]
-    g_plus = aux[at + 3 * d : at + 4 * d]
-    g_minus = aux[at + 4 * d : at + 5 * d]
-    out_v = aux[at + 5 * d : at + 6 * d]
-    out_shift = aux[at + 6 * d : at + 7 * d]
+    p_hat = ctx.aux[at : at + d]
+    q_plus = ctx.aux[at + d : at + 2 * d]
+    q_minus = ctx.aux[at + 2 * d : at + 3 * d]
+    g_plus = ctx.aux[at + 3 * d : at + 4 * d]
+    g_minus = ctx.aux[at + 4 * d : at + 5 * d]
+    out_v = ctx.aux[at + 5 * d : at + 6 * d]
+    out_shift = ctx.aux[at + 6 * d : at + 7 * d]
     for i in range(d):
         p_hat[i] = p[i]
     for it in range(max_iter):
-        v = velocity(q, p_hat, out_v, aux, PF, PI)
+        v = velocity(ctx, q, p_hat, out_v)
         for i in range(d):
             q_plus[i] = q[i] + eps * v[i]
             q_minus[i] = q[i] - eps * v[i]
-        lp_plus = logp(q_plus, g_plus, fdata, idata)
-        lp_minus = logp(q_minus, g_minus, fdata, idata)
+        lp_plus = ctx.logp(q_plus, g_plus, ctx.fdata, ctx.idata)
+        lp_minus = ctx.logp(q_minus, g_minus, ctx.fdata, ctx.idata)
         if not (math.isfinite(lp_plus) and math.isfinite(lp_minus)):
             return it + 1, False
         change = 0.0
@@ -237,7 +237,7 @@ def _pre_process_kernel(q, p, eps, tol, max_iter, at, aux, PF, PI, logp, fdata, 
         if change <= tol:
             for i in range(d):
                 g_plus[i] += g_minus[i]
-            shift = velocity(q, g_plus, out_shift, aux, PF, PI)
+            shift = velocity(ctx, q, g_plus, out_shift)
             for i in range(d):
                 q[i] = q[i] - position_shift(eps, shift[i])
                 p[i] = p_hat[i]
@@ -247,30 +247,30 @@ def _pre_process_kernel(q, p, eps, tol, max_iter, at, aux, PF, PI, logp, fdata, 
     return max_iter, False
 
 
-def _post_process_kernel(q, p, eps, tol, max_iter, at, aux, PF, PI, logp, fdata, idata):
+def _post_process_kernel(ctx, q, p, eps, tol, max_iter, at):
     """:math:`X^{-1}` in place for one chain (working rows from ``aux[at]`` on): returns
     ``(iterations, converged)``."""
     d = q.shape[0]
-    x = aux[at : at + d]
-    q_plus = aux[at + d : at + 2 * d]
-    q_minus = aux[at + 2 * d : at + 3 * d]
-    g_plus = aux[at + 3 * d : at + 4 * d]
-    g_minus = aux[at + 4 * d : at + 5 * d]
-    v = velocity(q, p, aux[at + 5 * d : at + 6 * d], aux, PF, PI)
-    out_shift = aux[at + 6 * d : at + 7 * d]
+    x = ctx.aux[at : at + d]
+    q_plus = ctx.aux[at + d : at + 2 * d]
+    q_minus = ctx.aux[at + 2 * d : at + 3 * d]
+    g_plus = ctx.aux[at + 3 * d : at + 4 * d]
+    g_minus = ctx.aux[at + 4 * d : at + 5 * d]
+    v = velocity(ctx, q, p, ctx.aux[at + 5 * d : at + 6 * d])
+    out_shift = ctx.aux[at + 6 * d : at + 7 * d]
     for i in range(d):
         x[i] = q[i]
     for it in range(max_iter):
         for i in range(d):
             q_plus[i] = x[i] + eps * v[i]
             q_minus[i] = x[i] - eps * v[i]
-        lp_plus = logp(q_plus, g_plus, fdata, idata)
-        lp_minus = logp(q_minus, g_minus, fdata, idata)
+        lp_plus = ctx.logp(q_plus, g_plus, ctx.fdata, ctx.idata)
+        lp_minus = ctx.logp(q_minus, g_minus, ctx.fdata, ctx.idata)
         if not (math.isfinite(lp_plus) and math.isfinite(lp_minus)):
             return it + 1, False
         for i in range(d):
             q_plus[i] = g_plus[i] + g_minus[i]
-        shift = velocity(x, q_plus, out_shift, aux, PF, PI)
+        shift = velocity(ctx, x, q_plus, out_shift)
         change = 0.0
         check = 0.0
         for i in range(d):
@@ -299,9 +299,7 @@ def _count_map(stats, iterations, ok):
     return 2 * iterations
 
 
-def processed_integrate_kernel(
-    q, p, grad, lp, eps, n_steps, v, aux, stats, PF, PI, logp, fdata, idata
-):
+def processed_integrate_kernel(ctx, q, p, grad, lp, eps, n_steps, v):
     """Kernel of :meth:`ProcessedLeapfrog.integrate` for one chain (role ``integrate``):
     its parameters are the leapfrog's table (``kicks``, ``drifts``, which the leapfrog's
     kernel reads), the ``tolerance`` and ``max_iterations`` of the fixed points; the working
@@ -311,29 +309,23 @@ def processed_integrate_kernel(
     max_iter = own.max_iterations
     tol = own.tolerance
     at = offset.fixed_point_rows
-    iterations, ok = _pre_process_kernel(
-        q, p, eps, tol, max_iter, at, aux, PF, PI, logp, fdata, idata
-    )
-    n_grad = _count_map(stats, iterations, ok)
+    iterations, ok = _pre_process_kernel(ctx, q, p, eps, tol, max_iter, at)
+    n_grad = _count_map(ctx.stats, iterations, ok)
     if not ok:
         return math.nan, n_grad
-    lp = logp(q, grad, fdata, idata)
+    lp = ctx.logp(q, grad, ctx.fdata, ctx.idata)
     n_grad += 1
     if not math.isfinite(lp):
         return math.nan, n_grad
-    lp, used = splitting_integrate_kernel(
-        q, p, grad, lp, eps, n_steps, v, aux, stats, PF, PI, logp, fdata, idata
-    )
+    lp, used = splitting_integrate_kernel(ctx, q, p, grad, lp, eps, n_steps, v)
     n_grad += used
     if not math.isfinite(lp):
         return math.nan, n_grad
-    iterations, ok = _post_process_kernel(
-        q, p, eps, tol, max_iter, at, aux, PF, PI, logp, fdata, idata
-    )
-    n_grad += _count_map(stats, iterations, ok)
+    iterations, ok = _post_process_kernel(ctx, q, p, eps, tol, max_iter, at)
+    n_grad += _count_map(ctx.stats, iterations, ok)
     if not ok:
         return math.nan, n_grad
-    lp = logp(q, grad, fdata, idata)
+    lp = ctx.logp(q, grad, ctx.fdata, ctx.idata)
     return lp, n_grad + 1
 
 

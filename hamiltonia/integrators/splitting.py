@@ -55,9 +55,7 @@ def merged_kick(kicks, stage: int, continues):
     return b
 
 
-def splitting_integrate_kernel(
-    q, p, grad, lp, eps, n_steps, v, aux, stats, PF, PI, logp, fdata, idata
-):
+def splitting_integrate_kernel(ctx, q, p, grad, lp, eps, n_steps, v):
     """Kernel of :meth:`Splitting.integrate` for one chain, in place (role ``integrate``).
     Its parameters are the table: the kicks :math:`b_0..b_k` and the drifts
     :math:`a_1..a_k`."""
@@ -67,14 +65,14 @@ def splitting_integrate_kernel(
     n_grad = 0
     if n_steps == 0:
         return lp, n_grad
-    kick(q, p, grad, kicks[0] * eps, aux, PF, PI)
+    kick(ctx, q, p, grad, kicks[0] * eps)
     for step in range(n_steps):
         for s in range(k):
-            check = drift(q, p, v, drifts[s] * eps, aux, PF, PI)
-            lp = logp(q, grad, fdata, idata)
+            check = drift(ctx, q, p, v, drifts[s] * eps)
+            lp = ctx.logp(q, grad, ctx.fdata, ctx.idata)
             n_grad += 1
             h = merged_kick(kicks, s, step < n_steps - 1) * eps
-            check += kick(q, p, grad, h, aux, PF, PI)
+            check += kick(ctx, q, p, grad, h)
             if not (math.isfinite(lp) and check == 0.0):
                 return math.nan, n_grad
     return lp, n_grad

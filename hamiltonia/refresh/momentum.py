@@ -63,14 +63,14 @@ def partial_complement(p, u, rho):
     return rho * u - (1.0 - rho * rho) ** 0.5 * p
 
 
-def full_refresh_kernel(rng, q, p, grad, lp, eps, aux, stats, PF, PI, logp, fdata, idata):
-    draw_momentum(rng, q, p, aux, PF, PI)
+def full_refresh_kernel(ctx, q, p, grad, lp, eps):
+    draw_momentum(ctx, q, p)
 
 
-def partial_refresh_kernel(rng, q, p, grad, lp, eps, aux, stats, PF, PI, logp, fdata, idata):
+def partial_refresh_kernel(ctx, q, p, grad, lp, eps):
     rho = own.rho
     u = np.empty(p.shape[0])
-    draw_momentum(rng, q, u, aux, PF, PI)
+    draw_momentum(ctx, q, u)
     for i in range(p.shape[0]):
         p[i] = partial_mix(p[i], u[i], rho)
 
@@ -228,32 +228,30 @@ class PartialRefresh(MomentumRefresh):
         return f"PartialRefresh(rho={self.rho})"
 
 
-def metropolis_partial_refresh_kernel(
-    rng, q, p, grad, lp, eps, aux, stats, PF, PI, logp, fdata, idata
-):
+def metropolis_partial_refresh_kernel(ctx, q, p, grad, lp, eps):
     """Kernel of :meth:`MetropolisPartialRefresh.refresh` for one chain (role
     ``refresh``): the acceptance goes to the column ``refresh_accepted``."""
     d = p.shape[0]
     rho = own.rho
     at = offset.refresh_rows
-    u = aux[at : at + d]
-    v = aux[at + d : at + 2 * d]
-    p_new = aux[at + 2 * d : at + 3 * d]
-    draw_momentum(rng, q, u, aux, PF, PI)
-    h_old = hamiltonian_energy(q, p, lp, grad, v, eps, aux, PF, PI, logp, fdata, idata)
-    h_old += kinetic(q, u, velocity(q, u, v, aux, PF, PI), aux, PF, PI)
+    u = ctx.aux[at : at + d]
+    v = ctx.aux[at + d : at + 2 * d]
+    p_new = ctx.aux[at + 2 * d : at + 3 * d]
+    draw_momentum(ctx, q, u)
+    h_old = hamiltonian_energy(ctx, q, p, lp, grad, v, eps)
+    h_old += kinetic(ctx, q, u, velocity(ctx, q, u, v))
     for i in range(d):
         p_new[i] = partial_mix(p[i], u[i], rho)
         u[i] = partial_complement(p[i], u[i], rho)
-    h_new = hamiltonian_energy(q, p_new, lp, grad, v, eps, aux, PF, PI, logp, fdata, idata)
-    h_new += kinetic(q, u, velocity(q, u, v, aux, PF, PI), aux, PF, PI)
+    h_new = hamiltonian_energy(ctx, q, p_new, lp, grad, v, eps)
+    h_new += kinetic(ctx, q, u, velocity(ctx, q, u, v))
     delta = refresh_energy_error(h_new, h_old)
     # One uniform whatever the energies, as on the NumPy path.
-    accepted = rng.random() < metropolis_probability(delta) and math.isfinite(h_new)
+    accepted = ctx.rng.random() < metropolis_probability(delta) and math.isfinite(h_new)
     if accepted:
         for i in range(d):
             p[i] = p_new[i]
-    stats[column.refresh_accepted] = 1.0 if accepted else 0.0
+    ctx.stats[column.refresh_accepted] = 1.0 if accepted else 0.0
 
 
 class MetropolisPartialRefresh(PartialRefresh):

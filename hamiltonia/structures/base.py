@@ -42,7 +42,7 @@ __all__ = ["CanonicalStructure", "PoissonStructure"]
 # -- kernels of the canonical flows (roles ``kick`` and ``drift``, one chain, in place)
 
 
-def canonical_kick_kernel(q, p, grad, h, aux, PF, PI):
+def canonical_kick_kernel(ctx, q, p, grad, h):
     """:math:`p \\leftarrow p + h \\nabla\\log\\pi(q)`; returns 0 when the gradient is
     finite, nan otherwise."""
     check = 0.0
@@ -53,11 +53,11 @@ def canonical_kick_kernel(q, p, grad, h, aux, PF, PI):
     return check
 
 
-def canonical_drift_kernel(q, p, v, h, aux, PF, PI):
+def canonical_drift_kernel(ctx, q, p, v, h):
     """:math:`q \\leftarrow q + h\\, \\partial H/\\partial p`: the Hamiltonian's
     ``position_flow`` (``v`` is scratch space); returns 0 when the new position is finite,
     nan otherwise."""
-    return position_flow(q, p, v, h, aux, PF, PI)
+    return position_flow(ctx, q, p, v, h)
 
 
 class PoissonStructure:

@@ -221,30 +221,30 @@ def field_basis(C, lam0):
 # -- kernels (see hamiltonia.compiled.roles), one chain, in place
 
 
-def _field_workspace(aux, k, PF, PI):
+def _field_workspace(ctx, k):
     """The workspace of the pair coordinates ``y`` and of the last drift's coefficients
     ``memo``."""
     at = offset.field_coordinates
-    y = aux[at : at + 2 * k]
+    y = ctx.aux[at : at + 2 * k]
     at = offset.field_coefficients
-    memo = aux[at : at + 2 + 4 * k]
+    memo = ctx.aux[at : at + 2 + 4 * k]
     return y, memo
 
 
-def _chain_basis(aux, d, k, PF, PI):
+def _chain_basis(ctx, d, k):
     """The chain's own normal form ``(lam, A, B)``, in its workspace ``field_basis``."""
     r = 2 * k
     at = offset.field_basis
-    basis = aux[at : at + k + 2 * d * r]
+    basis = ctx.aux[at : at + k + 2 * d * r]
     return basis[:k], basis[k : k + d * r], basis[k + d * r : k + 2 * d * r]
 
 
-def _magnetic_drift(q, p, v, h, aux, PF, PI, lam, A, B):
+def _magnetic_drift(ctx, q, p, v, h, lam, A, B):
     """The drift of :func:`magnetic_drift_kernel` in the normal form ``(lam, A, B)``."""
     d = q.shape[0]
     k = lam.shape[0]
-    sign = field_sign(aux[offset.field_reversed])
-    y, memo = _field_workspace(aux, k, PF, PI)
+    sign = field_sign(ctx.aux[offset.field_reversed])
+    y, memo = _field_workspace(ctx, k)
     if memo[0] != h or memo[1] != sign:
         memo[0] = h
         memo[1] = sign
@@ -260,7 +260,7 @@ def _magnetic_drift(q, p, v, h, aux, PF, PI, lam, A, B):
         for i in range(d):
             s += A[j * d + i] * p[i]
         y[j] = s
-    check = position_flow(q, p, v, h, aux, PF, PI)
+    check = position_flow(ctx, q, p, v, h)
     for j in range(k):
         a = y[2 * j]
         b = y[2 * j + 1]
@@ -283,7 +283,7 @@ def _magnetic_drift(q, p, v, h, aux, PF, PI, lam, A, B):
     return check
 
 
-def magnetic_drift_kernel(q, p, v, h, aux, PF, PI):
+def magnetic_drift_kernel(ctx, q, p, v, h):
     """The exact flow of the kinetic energy under the magnetic structure for a time ``h``
     (role ``drift``); returns 0 when the new position is finite, nan otherwise. The
     parameters: ``pairs`` (k), :math:`\\lambda^0` (``lam0``), ``U``, and the metric's normal
@@ -292,21 +292,21 @@ def magnetic_drift_kernel(q, p, v, h, aux, PF, PI):
     (all of one length, in a leapfrog) compute them once: the workspace keeps the last ``h``
     and sign with them (zero, the workspace's start, is no drift's ``h``)."""
     if own.pairs == 0:
-        return position_flow(q, p, v, h, aux, PF, PI)
-    return _magnetic_drift(q, p, v, h, aux, PF, PI, own.lam, own.A, own.B)
+        return position_flow(ctx, q, p, v, h)
+    return _magnetic_drift(ctx, q, p, v, h, own.lam, own.A, own.B)
 
 
-def chain_magnetic_drift_kernel(q, p, v, h, aux, PF, PI):
+def chain_magnetic_drift_kernel(ctx, q, p, v, h):
     """:func:`magnetic_drift_kernel` in the chain's own normal form (a random mass), which
     :func:`magnetic_prepare_kernel` keeps in the workspace (role ``drift``)."""
     k = own.pairs
     if k == 0:
-        return position_flow(q, p, v, h, aux, PF, PI)
-    lam, A, B = _chain_basis(aux, q.shape[0], k, PF, PI)
-    return _magnetic_drift(q, p, v, h, aux, PF, PI, lam, A, B)
+        return position_flow(ctx, q, p, v, h)
+    lam, A, B = _chain_basis(ctx, q.shape[0], k)
+    return _magnetic_drift(ctx, q, p, v, h, lam, A, B)
 
 
-def magnetic_prepare_kernel(q, aux, PF, PI):
+def magnetic_prepare_kernel(ctx, q):
     """The chain's own normal form for its current (random) mass (role ``prepare``): the
     Hamiltonian's ``inverse_mass_diagonal`` gives :math:`L = \\operatorname{diag}(\\sqrt m)`."""
     d = q.shape[0]
@@ -314,7 +314,7 @@ def magnetic_prepare_kernel(q, aux, PF, PI):
     if k == 0:
         return
     r = 2 * k
-    inverse_mass = inverse_mass_diagonal(aux, PF, PI)
+    inverse_mass = inverse_mass_diagonal(ctx)
     lam0 = own.lam0
     U = own.U
     root = np.sqrt(inverse_mass)
@@ -324,21 +324,21 @@ def magnetic_prepare_kernel(q, aux, PF, PI):
             C[i, j] = root[i] * U[j * d + i]
     Q, lam = field_basis(C, lam0)
     at = offset.field_basis
-    aux[offset.field_coefficients] = 0.0  # the drift's coefficients are stale
+    ctx.aux[offset.field_coefficients] = 0.0  # the drift's coefficients are stale
     for j in range(k):
-        aux[at + j] = lam[j]
+        ctx.aux[at + j] = lam[j]
     a = at + k
     b = a + d * r
     for j in range(r):
         for i in range(d):
-            aux[a + j * d + i] = root[i] * Q[i, j]
-            aux[b + j * d + i] = Q[i, j] / root[i]
+            ctx.aux[a + j * d + i] = root[i] * Q[i, j]
+            ctx.aux[b + j * d + i] = Q[i, j] / root[i]
 
 
-def magnetic_reverse_kernel(aux, PF, PI):
+def magnetic_reverse_kernel(ctx):
     """Negate the field's sign (role ``reverse_structure``)."""
     at = offset.field_reversed
-    aux[at] = 1.0 - aux[at]
+    ctx.aux[at] = 1.0 - ctx.aux[at]
 
 
 def _rank_pairs(G: np.ndarray) -> int:

@@ -156,7 +156,7 @@ def symmetric_from_upper(field: np.ndarray) -> np.ndarray:
 # -- kernels (see hamiltonia.compiled.roles), one chain, in place
 
 
-def research_code_drift_kernel(q, p, v, h, aux, PF, PI):
+def research_code_drift_kernel(ctx, q, p, v, h):
     """The drift of the research code's map for a time ``h`` (role ``drift``); returns 0
     when the new position is finite, nan otherwise. Parameters: ``rank`` (r), the non-zero
     eigenvalues ``mu`` of :math:`S` and their eigenvectors ``U`` (stored by columns). The
@@ -165,15 +165,15 @@ def research_code_drift_kernel(q, p, v, h, aux, PF, PI):
     start, is no sign)."""
     r = own.rank
     if r == 0:
-        return position_flow(q, p, v, h, aux, PF, PI)
+        return position_flow(ctx, q, p, v, h)
     d = q.shape[0]
     U = own.U
     mu = own.mu
-    sign = field_sign(aux[offset.field_reversed])
+    sign = field_sign(ctx.aux[offset.field_reversed])
     at = offset.research_code_coordinates
-    y = aux[at : at + r]
+    y = ctx.aux[at : at + r]
     at = offset.research_code_coefficients
-    memo = aux[at : at + 2 + 2 * r]
+    memo = ctx.aux[at : at + 2 + 2 * r]
     if memo[0] != h or memo[1] != sign:
         memo[0] = h
         memo[1] = sign
@@ -186,7 +186,7 @@ def research_code_drift_kernel(q, p, v, h, aux, PF, PI):
         for i in range(d):
             s += U[k * d + i] * p[i]
         y[k] = s
-    check = position_flow(q, p, v, h, aux, PF, PI)
+    check = position_flow(ctx, q, p, v, h)
     for k in range(r):
         dp = memo[2 + 2 * k] * y[k]
         dq = memo[3 + 2 * k] * y[k]

@@ -61,8 +61,7 @@ def stage_probability(delta):
     return metropolis_probability(delta)
 
 
-def integrated(q, p, grad, lp, sign, eps, n_steps, h_eps, q1, p1, g1, v, aux, stats, PF, PI,
-               logp, fdata, idata):  # fmt: skip
+def integrated(ctx, q, p, grad, lp, sign, eps, n_steps, h_eps, q1, p1, g1, v):
     """``n_steps`` steps of size ``eps`` from :math:`(q, \\text{sign}\\cdot p)` into ``q1``,
     ``p1``, ``g1``: returns the end's log density, its energy at the step size ``h_eps``
     (``nan`` where the trajectory stopped being finite) and the gradients it took."""
@@ -70,78 +69,73 @@ def integrated(q, p, grad, lp, sign, eps, n_steps, h_eps, q1, p1, g1, v, aux, st
         q1[i] = q[i]
         p1[i] = sign * p[i]
         g1[i] = grad[i]
-    lp1, n_grad = integrate(q1, p1, g1, lp, eps, n_steps, v, aux, stats, PF, PI, logp, fdata,
-                            idata)  # fmt: skip
+    lp1, n_grad = integrate(ctx, q1, p1, g1, lp, eps, n_steps, v)
     h1 = np.nan
     if np.isfinite(lp1):
-        h1 = hamiltonian_energy(q1, p1, lp1, g1, v, h_eps, aux, PF, PI, logp, fdata, idata)
+        h1 = hamiltonian_energy(ctx, q1, p1, lp1, g1, v, h_eps)
     return lp1, h1, n_grad
 
 
-def delayed_rejection(rng, q, p, grad, lp, eps, aux, scratch, stats, PF, PI, logp, fdata, idata,
-                      ghost):  # fmt: skip
+def delayed_rejection(ctx, q, p, grad, lp, eps, ghost):
     """One delayed-rejection transition of one chain, in place (see :class:`DelayedRejection`).
 
     ``ghost`` is ``True`` in the kernel; ``False`` drops the ghost factor (accepting stage 2
     with :math:`\\min(1, e^{H_0 - H_2})`), which is **wrong**: the tests' and the tutorial's
     negative control, which the invariance check rejects."""
     flip = part.refresh.flip_on_reject
-    n_steps, eps1 = trajectory_length(rng, eps, aux, PF, PI)
+    n_steps, eps1 = trajectory_length(ctx, eps)
     d = q.shape[0]
-    q1, p1, g1, v = scratch[0, :d], scratch[1, :d], scratch[2, :d], scratch[3, :d]
-    h0 = hamiltonian_energy(q, p, lp, grad, v, eps1, aux, PF, PI, logp, fdata, idata)
+    q1, p1, g1, v = ctx.scratch[0, :d], ctx.scratch[1, :d], ctx.scratch[2, :d], ctx.scratch[3, :d]
+    h0 = hamiltonian_energy(ctx, q, p, lp, grad, v, eps1)
     # Stage 1: z1, L steps of size eps from z0.
-    lp1, h1, n_grad = integrated(q, p, grad, lp, 1.0, eps1, n_steps, eps1, q1, p1, g1, v, aux,
-                                 stats, PF, PI, logp, fdata, idata)  # fmt: skip
+    lp1, h1, n_grad = integrated(ctx, q, p, grad, lp, 1.0, eps1, n_steps, eps1, q1, p1, g1, v)
     alpha1 = stage_probability(h1 - h0)
     last = h1 - h0  # the energy error of the last stage tried
     total = n_steps
     stage = 0
-    if rng.random() < alpha1:
+    if ctx.rng.random() < alpha1:
         stage = 1
-    elif own.probabilistic == 0 or rng.random() < 1.0 - alpha1:
+    elif own.probabilistic == 0 or ctx.rng.random() < 1.0 - alpha1:
         # Stage 2: z2, a L steps of size eps / a from z0, over z1 (rows 0-2).
         a = own.reduction
-        lp2, h2, used = integrated(q, p, grad, lp, 1.0, eps1 / a, a * n_steps, eps1, q1, p1,
-                                   g1, v, aux, stats, PF, PI, logp, fdata, idata)  # fmt: skip
+        lp2, h2, used = integrated(
+            ctx, q, p, grad, lp, 1.0, eps1 / a, a * n_steps, eps1, q1, p1, g1, v
+        )
         n_grad += used
         total += a * n_steps
         last = h2 - h0
         ghost_factor = 1.0
         if ghost and not is_divergent(last):
             # The ghost z1': stage 1 from z2 reversed (its momentum, the structure's sign).
-            qg, pg, gg = scratch[4, :d], scratch[5, :d], scratch[6, :d]
-            reverse_structure(aux, PF, PI)
-            _, hg, used = integrated(q1, p1, g1, lp2, -1.0, eps1, n_steps, eps1, qg, pg, gg, v,
-                                     aux, stats, PF, PI, logp, fdata, idata)  # fmt: skip
-            reverse_structure(aux, PF, PI)
+            qg, pg, gg = ctx.scratch[4, :d], ctx.scratch[5, :d], ctx.scratch[6, :d]
+            reverse_structure(ctx)
+            _, hg, used = integrated(ctx, q1, p1, g1, lp2, -1.0, eps1, n_steps, eps1, qg, pg, gg, v)
+            reverse_structure(ctx)
             n_grad += used
             total += n_steps
             ghost_factor = (1.0 - stage_probability(hg - h2)) / (1.0 - alpha1)
             if own.probabilistic != 0:
                 ghost_factor = ghost_factor * ghost_factor  # the tries' probabilities too
         if not is_divergent(last) and ghost_factor > 0.0:
-            if rng.random() < metropolis_probability(last - np.log(ghost_factor)):
+            if ctx.rng.random() < metropolis_probability(last - np.log(ghost_factor)):
                 stage = 2
                 lp1, h1 = lp2, h2  # the proposal kept: z2, in rows 0-2
-    keep_or_reverse(stage > 0, q, p, grad, q1, p1, g1, flip, aux, PF, PI)
+    keep_or_reverse(ctx, stage > 0, q, p, grad, q1, p1, g1, flip)
     if stage > 0:
         lp = lp1
-    stats[column.accepted] = 1.0 if stage > 0 else 0.0
-    stats[column.acceptance_rate] = alpha1
-    stats[column.diverging] = 1.0 if stage == 0 and is_divergent(last) else 0.0
-    stats[column.energy] = h1 if stage > 0 else h0
-    stats[column.n_steps] = total
-    stats[column.n_grad] = n_grad
-    stats[column.stage] = stage
+    ctx.stats[column.accepted] = 1.0 if stage > 0 else 0.0
+    ctx.stats[column.acceptance_rate] = alpha1
+    ctx.stats[column.diverging] = 1.0 if stage == 0 and is_divergent(last) else 0.0
+    ctx.stats[column.energy] = h1 if stage > 0 else h0
+    ctx.stats[column.n_steps] = total
+    ctx.stats[column.n_grad] = n_grad
+    ctx.stats[column.stage] = stage
     return lp
 
 
-def delayed_rejection_kernel(rng, q, p, grad, lp, eps, aux, scratch, stats, PF, PI, logp, fdata,
-                             idata):  # fmt: skip
+def delayed_rejection_kernel(ctx, q, p, grad, lp, eps):
     """Kernel of :class:`DelayedRejection` for one chain (role ``transition``)."""
-    return delayed_rejection(rng, q, p, grad, lp, eps, aux, scratch, stats, PF, PI, logp, fdata,
-                             idata, True)  # fmt: skip
+    return delayed_rejection(ctx, q, p, grad, lp, eps, True)
 
 
 class DelayedRejection(TrajectoryPolicy):

@@ -35,11 +35,11 @@ def jittered_steps(duration, step_size, u, jitter):
     return max(1, int(np.ceil((1.0 - jitter + jitter * u) * duration / step_size)))
 
 
-def jittered_length_kernel(rng, eps, aux, PF, PI):
+def jittered_length_kernel(ctx, eps):
     """Kernel of :class:`JitteredLength` (role ``trajectory_length``): the number of steps
     of this iteration from the chain's Halton index, which it advances."""
-    i = aux[offset.halton_index]
-    aux[offset.halton_index] = i + 1.0
+    i = ctx.aux[offset.halton_index]
+    ctx.aux[offset.halton_index] = i + 1.0
     return jittered_steps(own.duration, eps, halton(i), own.jitter), eps
 
 

@@ -168,7 +168,7 @@ METROPOLIS_STATS = (
 )
 
 
-def keep_or_reverse(accepted, q, p, grad, q1, p1, g1, flip, aux, PF, PI):
+def keep_or_reverse(ctx, accepted, q, p, grad, q1, p1, g1, flip):
     """The chain's state after a Metropolis test, in place: the proposal ``(q1, p1, g1)``
     where ``accepted``; else the start, its momentum negated where ``flip`` (the refresh's
     ``flip_on_reject``) and the structure's auxiliary variables reversed (role
@@ -182,10 +182,10 @@ def keep_or_reverse(accepted, q, p, grad, q1, p1, g1, flip, aux, PF, PI):
         if flip:
             for i in range(p.shape[0]):
                 p[i] = -p[i]
-        reverse_structure(aux, PF, PI)
+        reverse_structure(ctx)
 
 
-def uniform_length_kernel(rng, eps, aux, PF, PI):
+def uniform_length_kernel(ctx, eps):
     """Kernel of :meth:`MetropolisTrajectory.n_steps` and :meth:`MetropolisTrajectory.jittered`
     for one chain (role ``trajectory_length``): a number of steps uniform on ``min_steps ..
     max_steps`` (no draw when they are equal), then the step size jittered by
@@ -194,39 +194,35 @@ def uniform_length_kernel(rng, eps, aux, PF, PI):
     hi = own.max_steps
     n_steps = lo
     if hi > lo:
-        n_steps = rng.integers(lo, hi + 1)
+        n_steps = ctx.rng.integers(lo, hi + 1)
     eps_used = eps
     if own.step_size_jitter > 0.0:
-        eps_used = jittered_step_size(eps, own.step_size_jitter, rng.random())
+        eps_used = jittered_step_size(eps, own.step_size_jitter, ctx.rng.random())
     return n_steps, eps_used
 
 
-def metropolis_transition_kernel(
-    rng, q, p, grad, lp, eps, aux, scratch, stats, PF, PI, logp, fdata, idata
-):
+def metropolis_transition_kernel(ctx, q, p, grad, lp, eps):
     """Kernel of :meth:`MetropolisTrajectory.transition` for one chain (role
     ``transition``): the role ``trajectory_length`` draws the number of steps and the step
     size; the refresh's ``flip_on_reject`` says whether a rejection negates the momentum. A
     rejection also reverses the structure's auxiliary variables (role ``reverse_structure``;
     nothing for the canonical one)."""
     flip = part.refresh.flip_on_reject
-    n_steps, eps_used = trajectory_length(rng, eps, aux, PF, PI)
+    n_steps, eps_used = trajectory_length(ctx, eps)
     d = q.shape[0]
-    q1 = scratch[0, :d]
-    p1 = scratch[1, :d]
-    g1 = scratch[2, :d]
-    v = scratch[3, :d]
-    h0 = hamiltonian_energy(q, p, lp, grad, v, eps_used, aux, PF, PI, logp, fdata, idata)
+    q1 = ctx.scratch[0, :d]
+    p1 = ctx.scratch[1, :d]
+    g1 = ctx.scratch[2, :d]
+    v = ctx.scratch[3, :d]
+    h0 = hamiltonian_energy(ctx, q, p, lp, grad, v, eps_used)
     for i in range(d):
         q1[i] = q[i]
         p1[i] = p[i]
         g1[i] = grad[i]
-    lp1, n_grad = integrate(
-        q1, p1, g1, lp, eps_used, n_steps, v, aux, stats, PF, PI, logp, fdata, idata
-    )
+    lp1, n_grad = integrate(ctx, q1, p1, g1, lp, eps_used, n_steps, v)
     h1 = np.nan
     if np.isfinite(lp1):
-        h1 = hamiltonian_energy(q1, p1, lp1, g1, v, eps_used, aux, PF, PI, logp, fdata, idata)
+        h1 = hamiltonian_energy(ctx, q1, p1, lp1, g1, v, eps_used)
     delta = h1 - h0
     ok = np.isfinite(delta)
     prob = 0.0
@@ -235,21 +231,21 @@ def metropolis_transition_kernel(
     diverging = is_divergent(delta)
     if own.publish:
         # The proposal, accepted or not, and its velocity, for the tuners that read them.
-        v1 = velocity(q1, p1, v, aux, PF, PI)
+        v1 = velocity(ctx, q1, p1, v)
         for i in range(d):
-            aux[offset.proposal + i] = q1[i]
-            aux[offset.proposal_velocity + i] = v1[i]
-    u = rng.random()
+            ctx.aux[offset.proposal + i] = q1[i]
+            ctx.aux[offset.proposal_velocity + i] = v1[i]
+    u = ctx.rng.random()
     accepted = ok and u < prob
-    keep_or_reverse(accepted, q, p, grad, q1, p1, g1, flip, aux, PF, PI)
+    keep_or_reverse(ctx, accepted, q, p, grad, q1, p1, g1, flip)
     if accepted:
         lp = lp1
-    stats[column.accepted] = 1.0 if accepted else 0.0
-    stats[column.acceptance_rate] = prob
-    stats[column.diverging] = 1.0 if diverging else 0.0
-    stats[column.energy] = h1 if accepted else h0
-    stats[column.n_steps] = n_steps
-    stats[column.n_grad] = n_grad
+    ctx.stats[column.accepted] = 1.0 if accepted else 0.0
+    ctx.stats[column.acceptance_rate] = prob
+    ctx.stats[column.diverging] = 1.0 if diverging else 0.0
+    ctx.stats[column.energy] = h1 if accepted else h0
+    ctx.stats[column.n_steps] = n_steps
+    ctx.stats[column.n_grad] = n_grad
     return lp
 
 

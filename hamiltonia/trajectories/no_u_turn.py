@@ -140,9 +140,9 @@ def _copy_rows(w, dst, src, first, n, d):
         _copy(w[dst + r], w[src + r], d)
 
 
-def _leaf(w, c, d, aux, PF, PI):
+def _leaf(ctx, w, c, d):
     """Summary ``c`` of the one-state subtree at the integration state."""
-    v = velocity(w[_ZQ, :d], w[_ZP, :d], w[_V, :d], aux, PF, PI)
+    v = velocity(ctx, w[_ZQ, :d], w[_ZP, :d], w[_V, :d])
     for r in (_RHO, _PL, _PR, _SP):
         _copy(w[c + r], w[_ZP], d)
     _copy(w[c + _SL], v, d)
@@ -207,24 +207,22 @@ def _take_sample(w, dst, src, d):
     w[dst + _SC, 2] = w[src + _SC, 2]
 
 
-def no_u_turn_transition_kernel(
-    rng, q, p, grad, lp, eps, aux, scratch, stats, PF, PI, logp, fdata, idata
-):
+def no_u_turn_transition_kernel(ctx, q, p, grad, lp, eps):
     """Kernel of :meth:`NoUTurn.transition` for one chain (role ``transition``), the tree
     built iteratively; its parameters are ``max_tree_depth`` and ``criterion`` (0 Stan's, 1
     NumPyro's)."""
     max_depth = own.max_tree_depth
     trapezoid = own.criterion == 1
     d = q.shape[0]
-    w = scratch
+    w = ctx.scratch
     tree = _TREE
     stack = _TREE + SUMMARY_ROWS
-    h0 = hamiltonian_energy(q, p, lp, grad, w[_V, :d], eps, aux, PF, PI, logp, fdata, idata)
+    h0 = hamiltonian_energy(ctx, q, p, lp, grad, w[_V, :d], eps)
     # The tree is the start state alone: both edges, the sample, the summary.
     _copy(w[_ZQ], q, d)
     _copy(w[_ZP], p, d)
     _copy(w[_ZG], grad, d)
-    _leaf(w, tree, d, aux, PF, PI)
+    _leaf(ctx, w, tree, d)
     w[tree + _SC, 0] = 0.0
     w[tree + _SC, 1] = lp
     w[tree + _SC, 2] = h0
@@ -239,7 +237,7 @@ def no_u_turn_transition_kernel(
     diverging = False
     depth = 0
     while depth < max_depth:
-        forward = rng.random() >= 0.5
+        forward = ctx.rng.random() >= 0.5
         step = eps if forward else -eps
         edge = _RQ if forward else _LQ
         for r in range(3):
@@ -254,17 +252,15 @@ def no_u_turn_transition_kernel(
         n_stacked = 0
         for leaf in range(2**depth):
             lp_z, used = integrate(
-                w[_ZQ, :d], w[_ZP, :d], w[_ZG, :d], lp_z, step, 1, w[_V, :d], aux, stats, PF, PI,
-                logp, fdata, idata,
-            )  # fmt: skip
+                ctx, w[_ZQ, :d], w[_ZP, :d], w[_ZG, :d], lp_z, step, 1, w[_V, :d]
+            )
             n_grad += used
             n_leapfrog += 1
             h = np.inf
             if np.isfinite(lp_z):
                 h = hamiltonian_energy(
-                    w[_ZQ, :d], w[_ZP, :d], lp_z, w[_ZG, :d], w[_V, :d], eps, aux, PF, PI,
-                    logp, fdata, idata,
-                )  # fmt: skip
+                    ctx, w[_ZQ, :d], w[_ZP, :d], lp_z, w[_ZG, :d], w[_V, :d], eps
+                )
                 if not np.isfinite(h):
                     h = np.inf
             delta = h - h0
@@ -274,7 +270,7 @@ def no_u_turn_transition_kernel(
                 valid = False
                 break
             new = stack + n_stacked * SUMMARY_ROWS
-            _leaf(w, new, d, aux, PF, PI)
+            _leaf(ctx, w, new, d)
             w[new + _SC, 0] = h0 - h
             w[new + _SC, 1] = lp_z
             w[new + _SC, 2] = h
@@ -286,7 +282,7 @@ def no_u_turn_transition_kernel(
                     break
                 lw_old = w[old + _SC, 0]
                 lw_new = w[new + _SC, 0]
-                if rng.random() < subtree_probability(lw_new, lw_old):
+                if ctx.rng.random() < subtree_probability(lw_new, lw_old):
                     _take_sample(w, old, new, d)
                 w[old + _SC, 0] = np.logaddexp(lw_old, lw_new)
                 _absorb(w, old, new, forward, d)
@@ -309,7 +305,7 @@ def no_u_turn_transition_kernel(
         depth += 1
         lw_tree = w[tree + _SC, 0]
         lw_new = w[new + _SC, 0]
-        if rng.random() < progressive_probability(lw_new, lw_tree):
+        if ctx.rng.random() < progressive_probability(lw_new, lw_tree):
             _take_sample(w, tree, new, d)
         w[tree + _SC, 0] = np.logaddexp(lw_tree, lw_new)
         turned = not _merge_ok(w, tree, new, forward, d, trapezoid)
@@ -324,13 +320,13 @@ def no_u_turn_transition_kernel(
         q[i] = w[tree + _SQ, i]
         p[i] = w[tree + _SP, i]
         grad[i] = w[tree + _SG, i]
-    stats[column.accepted] = 1.0 if moved else 0.0
-    stats[column.acceptance_rate] = sum_prob / n_leapfrog if n_leapfrog > 0 else 0.0
-    stats[column.diverging] = 1.0 if diverging else 0.0
-    stats[column.energy] = w[tree + _SC, 2]
-    stats[column.n_steps] = n_leapfrog
-    stats[column.n_grad] = n_grad
-    stats[column.tree_depth] = depth
+    ctx.stats[column.accepted] = 1.0 if moved else 0.0
+    ctx.stats[column.acceptance_rate] = sum_prob / n_leapfrog if n_leapfrog > 0 else 0.0
+    ctx.stats[column.diverging] = 1.0 if diverging else 0.0
+    ctx.stats[column.energy] = w[tree + _SC, 2]
+    ctx.stats[column.n_steps] = n_leapfrog
+    ctx.stats[column.n_grad] = n_grad
+    ctx.stats[column.tree_depth] = depth
     return w[tree + _SC, 1]
 
 

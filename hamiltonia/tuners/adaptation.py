@@ -73,13 +73,13 @@ def dual_averaging_step(mu, h_bar, log_eps_bar, m, alpha, target_accept, gamma, 
     return h_bar, log_eps, log_eps_bar, m
 
 
-def dual_averaging_kernel(eps, state, stats, PF, PI):
+def dual_averaging_kernel(ctx, eps, state):
     """Kernel of :meth:`DualAveraging.update` for one chain (role ``tune``):
     ``state`` = (mu, h_bar, log_eps_bar, m); the parameters ``target_accept``, ``gamma``,
     ``t0`` and ``kappa``; it reads the statistics ``acceptance_rate`` and ``diverging``,
     whichever part records them."""
-    alpha = stats[column.acceptance_rate]
-    if stats[column.diverging] > 0.0:
+    alpha = ctx.stats[column.acceptance_rate]
+    if ctx.stats[column.diverging] > 0.0:
         alpha = 0.0
     h_bar, log_eps, log_eps_bar, m = dual_averaging_step(
         state[0], state[1], state[2], state[3], alpha, own.target_accept, own.gamma, own.t0,

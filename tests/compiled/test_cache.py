@@ -19,8 +19,8 @@ from hamiltonia.refresh.momentum import MomentumRefresh
 from scaled_helper import scale
 
 
-def scaled_refresh_kernel(rng, q, p, grad, lp, eps, aux, stats, PF, PI, logp, fdata, idata):
-    draw_momentum(rng, q, p, aux, PF, PI)
+def scaled_refresh_kernel(ctx, q, p, grad, lp, eps):
+    draw_momentum(ctx, q, p)
     for i in range(p.shape[0]):
         p[i] = scale(p[i])
 

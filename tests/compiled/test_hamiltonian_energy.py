@@ -17,6 +17,7 @@ import hamiltonia as hm
 from hamiltonia.compiled import NotCompilable, plan_for
 from hamiltonia.compiled.chain import energy_without_target_kernel, no_op_kernels
 from hamiltonia.compiled.compose import CompositionError, compose, module_text
+from hamiltonia.compiled.context import chain_context
 from hamiltonia.compiled.roles import (
     COMPOSED_ROLES,
     ROLE_SLOTS,
@@ -29,28 +30,30 @@ from hamiltonia.compiled.roles import (
 # -- kernels (module level: the composer reads their source)
 
 
-def toy_energy_kernel(q, p, lp, grad, v, eps, aux, PF, PI):
+def toy_energy_kernel(ctx, q, p, lp, grad, v, eps):
     h = -lp
     for i in range(p.shape[0]):
         h += 0.5 * p[i] * p[i]
     return h
 
 
-def toy_target_energy_kernel(q, p, lp, grad, v, eps, aux, PF, PI, logp, fdata, idata):
+def toy_target_energy_kernel(ctx, q, p, lp, grad, v, eps):
     """An energy that reads the target's data: ``energy`` plus its first float."""
-    return energy(q, p, lp, grad, v, eps, aux, PF, PI) + fdata[0]
+    return energy(ctx, q, p, lp, grad, v, eps) + ctx.fdata[0]
 
 
 def new_entry(q, p, lp, grad, v, eps, aux, PF, PI, logp, fdata, idata):
-    return hamiltonian_energy(q, p, lp, grad, v, eps, aux, PF, PI, logp, fdata, idata)
+    ctx = chain_context(None, aux, None, None, PF, PI, logp, fdata, idata)
+    return hamiltonian_energy(ctx, q, p, lp, grad, v, eps)
 
 
 def legacy_entry(q, p, lp, grad, v, eps, aux, PF, PI, logp, fdata, idata):
     """A plugin's kernel written against the roles before ``hamiltonian_energy``."""
+    ctx = chain_context(None, aux, None, None, PF, PI, logp, fdata, idata)
     if energy_reads_target:
-        h = target_energy(q, p, lp, grad, v, eps, aux, PF, PI, logp, fdata, idata)
+        h = target_energy(ctx, q, p, lp, grad, v, eps)
     else:
-        h = energy(q, p, lp, grad, v, eps, aux, PF, PI)
+        h = energy(ctx, q, p, lp, grad, v, eps)
     return h
 
 
@@ -83,7 +86,7 @@ def test_it_binds_the_energy_the_flag_chooses_and_agrees_with_the_idiom(reads):
     text, _ = module_text(_roles(reads), new_entry)
     if reads:
         # The target's energy itself: no wrapper, no branch.
-        assert "return role_target_energy(q, p, lp" in text
+        assert "return role_target_energy(ctx, q, p, lp" in text
         assert "def role_hamiltonian_energy" not in text
     else:
         # The energy without the target; the target's energy is not composed at all.

@@ -19,8 +19,8 @@ from hamiltonia.tuners import DualAveraging, Tuner
 from tests.interrupting import interrupted
 
 
-def per_chain_length_kernel(rng, eps, aux, PF, PI):
-    return int(aux[offset.steps]), eps
+def per_chain_length_kernel(ctx, eps):
+    return int(ctx.aux[offset.steps]), eps
 
 
 class PerChainLength(MetropolisTrajectory):
@@ -36,8 +36,8 @@ class PerChainLength(MetropolisTrajectory):
         return kernels
 
 
-def fixed_time_kernel(eps, stats, aux, PF, PI):
-    aux[offset.steps] = max(1.0, np.ceil(own.duration / eps[0]))
+def fixed_time_kernel(ctx, eps):
+    ctx.aux[offset.steps] = max(1.0, np.ceil(own.duration / eps[0]))
 
 
 class FixedTime(Tuner):
@@ -50,8 +50,8 @@ class FixedTime(Tuner):
         return PartKernels({"adapt": fixed_time_kernel}, params={"duration": self.duration})
 
 
-def at_least_kernel(eps, stats, aux, PF, PI):
-    aux[offset.steps] = max(aux[offset.steps], own.minimum)
+def at_least_kernel(ctx, eps):
+    ctx.aux[offset.steps] = max(ctx.aux[offset.steps], own.minimum)
 
 
 class AtLeast(Tuner):

@@ -9,7 +9,7 @@ import pytest
 
 import hamiltonia as hm
 from hamiltonia.compiled import plan_for
-from hamiltonia.compiled.compose import NameBindingError
+from hamiltonia.compiled.compose import KernelSignatureError, NameBindingError
 from hamiltonia.compiled.parts import PartKernels
 from hamiltonia.compiled.roles import column, draw_momentum, offset, own, part
 from hamiltonia.refresh.momentum import PartialRefresh, partial_mix
@@ -31,40 +31,44 @@ def _sampler(refresh, target="gaussian"):
 # -- kernels of test refreshes (module level: the composer reads their source)
 
 
-def named_refresh_kernel(rng, q, p, grad, lp, eps, aux, stats, PF, PI, logp, fdata, idata):
+def named_refresh_kernel(ctx, q, p, grad, lp, eps):
     """The partial refresh, reading its memory by name and the trajectory's length."""
     rho = own.memory
     u = np.empty(p.shape[0])
-    draw_momentum(rng, q, u, aux, PF, PI)
+    draw_momentum(ctx, q, u)
     for i in range(p.shape[0]):
         p[i] = partial_mix(p[i], u[i], rho)
-    stats[column.refresh_seen_steps] = part.trajectory.max_steps
-    aux[offset.refresh_memo] = rho
+    ctx.stats[column.refresh_seen_steps] = part.trajectory.max_steps
+    ctx.aux[offset.refresh_memo] = rho
 
 
-def misspelt_refresh_kernel(rng, q, p, grad, lp, eps, aux, stats, PF, PI, logp, fdata, idata):
-    draw_momentum(rng, q, p, aux, PF, PI)
+def misspelt_refresh_kernel(ctx, q, p, grad, lp, eps):
+    draw_momentum(ctx, q, p)
     p[0] *= own.memroy
 
 
-def other_part_kernel(rng, q, p, grad, lp, eps, aux, stats, PF, PI, logp, fdata, idata):
-    draw_momentum(rng, q, p, aux, PF, PI)
+def other_part_kernel(ctx, q, p, grad, lp, eps):
+    draw_momentum(ctx, q, p)
     p[0] *= part.trajectory.no_such_length
 
 
-def unknown_column_kernel(rng, q, p, grad, lp, eps, aux, stats, PF, PI, logp, fdata, idata):
-    draw_momentum(rng, q, p, aux, PF, PI)
-    stats[column.no_such_statistic] = 1.0
+def unknown_column_kernel(ctx, q, p, grad, lp, eps):
+    draw_momentum(ctx, q, p)
+    ctx.stats[column.no_such_statistic] = 1.0
 
 
 def _scale_without_params(p):
     p[0] *= own.memory
 
 
-def helper_without_params_kernel(rng, q, p, grad, lp, eps, aux, stats, PF, PI, logp, fdata,
-                                 idata):  # fmt: skip
-    draw_momentum(rng, q, p, aux, PF, PI)
+def helper_without_params_kernel(ctx, q, p, grad, lp, eps):
+    draw_momentum(ctx, q, p)
     _scale_without_params(p)
+
+
+def old_style_refresh_kernel(rng, q, p, grad, lp, eps, aux, stats, PF, PI, logp, fdata, idata):
+    """A kernel of the positional convention before the kernel context."""
+    draw_momentum(rng, q, p, aux, PF, PI)
 
 
 class NamedRefresh(PartialRefresh):
@@ -119,7 +123,7 @@ def test_a_kernel_reads_its_own_and_other_parts_values_by_name():
         (misspelt_refresh_kernel, ["own.memroy", "refresh Refresh", "memory"]),
         (other_part_kernel, ["part.trajectory.no_such_length", "trajectory StaticLength"]),
         (unknown_column_kernel, ["column.no_such_statistic", "statistic"]),
-        (helper_without_params_kernel, ["_scale_without_params", "PF"]),
+        (helper_without_params_kernel, ["_scale_without_params", "ctx"]),
     ],
     ids=["own", "part", "column", "helper"],
 )
@@ -157,3 +161,20 @@ def test_a_name_read_outside_a_composition_says_so():
         _ = own.rho
     with pytest.raises(RuntimeError, match="only inside a compiled composition"):
         _ = column.lp
+
+
+def test_a_kernel_of_the_old_signature_is_refused_naming_the_part_role_and_signature():
+    """A kernel that still takes ``aux, PF, PI, ...`` is the part's bug, shown when the plan
+    is built with the signature to write, not a fallback to the NumPy path."""
+    sampler = _sampler(_with_kernel(old_style_refresh_kernel))
+    with pytest.raises(KernelSignatureError) as info:
+        plan_for(sampler)
+    message = str(info.value)
+    for word in [
+        "refresh Refresh",
+        "'refresh'",
+        "old_style_refresh_kernel(ctx, q, p, grad, lp, eps)",
+    ]:
+        assert word in message
+    with pytest.raises(KernelSignatureError):
+        hm.sample(sampler.target, sampler, **RUN)

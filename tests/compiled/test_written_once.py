@@ -31,10 +31,10 @@ def numba_gaussian():
     return DiagonalGaussian(3, scales=SCALES)
 
 
-def halving_refresh_kernel(rng, q, p, grad, lp, eps, aux, stats, PF, PI, logp, fdata, idata):
+def halving_refresh_kernel(ctx, q, p, grad, lp, eps):
     """With probability ``prob`` a fresh momentum, else keep it (one uniform first)."""
-    if rng.random() < own.prob:
-        draw_momentum(rng, q, p, aux, PF, PI)
+    if ctx.rng.random() < own.prob:
+        draw_momentum(ctx, q, p)
 
 
 class OccasionalRefresh(hm.MomentumRefresh):
@@ -50,9 +50,9 @@ class OccasionalRefresh(hm.MomentumRefresh):
         return PartKernels({"refresh": halving_refresh_kernel}, params=params)
 
 
-def geometric_length_kernel(rng, eps, aux, PF, PI):
+def geometric_length_kernel(ctx, eps):
     """1 + a geometric number of steps of mean ``mean_steps`` - 1, capped at max_steps."""
-    u = rng.random()
+    u = ctx.rng.random()
     n = 1 + math.floor(math.log1p(-u) / math.log1p(-own.stop))
     return min(n, own.max_steps), eps
 
@@ -189,11 +189,11 @@ def test_a_python_targets_errors_keep_the_numpy_paths_meaning():
     assert isinstance(info.value.__cause__, OutsideSupport)
 
 
-def counting_refresh_kernel(rng, q, p, grad, lp, eps, aux, stats, PF, PI, logp, fdata, idata):
+def counting_refresh_kernel(ctx, q, p, grad, lp, eps):
     """A full refresh that counts the refreshes of its chain in its own per-chain state."""
-    draw_momentum(rng, q, p, aux, PF, PI)
-    aux[offset.refreshes_done] += 1.0
-    stats[column.refreshes_done] = aux[offset.refreshes_done]
+    draw_momentum(ctx, q, p)
+    ctx.aux[offset.refreshes_done] += 1.0
+    ctx.stats[column.refreshes_done] = ctx.aux[offset.refreshes_done]
 
 
 class CountingRefresh(hm.FullRefresh):
@@ -223,18 +223,16 @@ def test_per_chain_state_starts_at_its_initial_value_and_is_carried_on():
     np.testing.assert_array_equal(run.stats["refreshes_done"], [[14, 15, 16, 17, 18]] * 2)
 
 
-def jump_transition_kernel(rng, q, p, grad, lp, eps, aux, scratch, stats, PF, PI, logp, fdata,
-                           idata):  # fmt: skip
+def jump_transition_kernel(ctx, q, p, grad, lp, eps):
     """The Metropolis transition, recording the squared distance the chain jumped."""
-    start = scratch[4, : q.shape[0]]
+    start = ctx.scratch[4, : q.shape[0]]
     for i in range(q.shape[0]):
         start[i] = q[i]
-    lp = metropolis_transition_kernel(rng, q, p, grad, lp, eps, aux, scratch, stats, PF, PI,
-                                      logp, fdata, idata)  # fmt: skip
+    lp = metropolis_transition_kernel(ctx, q, p, grad, lp, eps)
     jump = 0.0
     for i in range(q.shape[0]):
         jump += (q[i] - start[i]) ** 2
-    stats[column.squared_jump] = jump
+    ctx.stats[column.squared_jump] = jump
     return lp
 
 

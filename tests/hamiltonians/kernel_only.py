@@ -33,20 +33,20 @@ def gaussian_target():
 # -- a fixed diagonal mass: p ~ N(0, M), K = p^T M^-1 p / 2
 
 
-def scaled_draw_kernel(rng, q, p, aux, PF, PI):
+def scaled_draw_kernel(ctx, q, p):
     sqrt_mass = own.sqrt_mass
     for i in range(p.shape[0]):
-        p[i] = rng.standard_normal() * sqrt_mass[i]
+        p[i] = ctx.rng.standard_normal() * sqrt_mass[i]
 
 
-def scaled_velocity_kernel(q, p, out, aux, PF, PI):
+def scaled_velocity_kernel(ctx, q, p, out):
     inverse_mass = own.inverse_mass
     for i in range(p.shape[0]):
         out[i] = inverse_mass[i] * p[i]
     return out
 
 
-def half_dot_kernel(q, p, v, aux, PF, PI):
+def half_dot_kernel(ctx, q, p, v):
     """:math:`p^\\top v / 2`, the Gaussian kinetic energy given ``v = velocity(p)``."""
     s = 0.0
     for i in range(p.shape[0]):
@@ -98,23 +98,23 @@ class KernelOnlyMetric(Metric):
 #    every iteration by a Gibbs step that keeps z = M^-1/2 p (as RandomMassHamiltonian)
 
 
-def scale_update_kernel(rng, q, p, aux, PF, PI):
+def scale_update_kernel(ctx, q, p):
     at = offset.log_scale
-    new = own.volatility * rng.standard_normal()
-    factor = math.exp(0.5 * (new - aux[at]))
+    new = own.volatility * ctx.rng.standard_normal()
+    factor = math.exp(0.5 * (new - ctx.aux[at]))
     for i in range(p.shape[0]):
         p[i] *= factor
-    aux[at] = new
+    ctx.aux[at] = new
 
 
-def scale_draw_kernel(rng, q, p, aux, PF, PI):
-    scale = math.exp(0.5 * aux[offset.log_scale])
+def scale_draw_kernel(ctx, q, p):
+    scale = math.exp(0.5 * ctx.aux[offset.log_scale])
     for i in range(p.shape[0]):
-        p[i] = rng.standard_normal() * scale
+        p[i] = ctx.rng.standard_normal() * scale
 
 
-def scale_velocity_kernel(q, p, out, aux, PF, PI):
-    inverse = math.exp(-aux[offset.log_scale])
+def scale_velocity_kernel(ctx, q, p, out):
+    inverse = math.exp(-ctx.aux[offset.log_scale])
     for i in range(p.shape[0]):
         out[i] = inverse * p[i]
     return out

@@ -179,25 +179,25 @@ def test_the_leapfrog_integrates_it_to_second_order():
 # -- negative controls: broken copies the kit must reject
 
 
-def gaussian_draw_kernel(rng, q, p, aux, PF, PI):
+def gaussian_draw_kernel(ctx, q, p):
     """A Gaussian momentum with the relativistic energy: the wrong law."""
     for i in range(p.shape[0]):
-        p[i] = rng.standard_normal()
+        p[i] = ctx.rng.standard_normal()
 
 
-def unrejected_draw_kernel(rng, q, p, aux, PF, PI):
+def unrejected_draw_kernel(ctx, q, p):
     """The paper's proposal Gamma(d, 1/c) taken as it comes, the rejection forgotten."""
     d = p.shape[0]
-    r = rng.gamma(d, 1.0 / own.light_speed)
+    r = ctx.rng.gamma(d, 1.0 / own.light_speed)
     norm = 0.0
     for i in range(d):
-        p[i] = rng.standard_normal()
+        p[i] = ctx.rng.standard_normal()
         norm += p[i] * p[i]
     for i in range(d):
         p[i] *= r / math.sqrt(norm)
 
 
-def double_velocity_kernel(q, p, out, aux, PF, PI):
+def double_velocity_kernel(ctx, q, p, out):
     """Twice the velocity: the flow of 2K, not of K."""
     scale = 2.0 / (own.mass * lorentz_factor(p, own.mass, own.light_speed))
     for i in range(p.shape[0]):
@@ -205,7 +205,7 @@ def double_velocity_kernel(q, p, out, aux, PF, PI):
     return out
 
 
-def double_kinetic_kernel(q, p, v, aux, PF, PI):
+def double_kinetic_kernel(ctx, q, p, v):
     """Twice the kinetic energy, with the draws and the velocity of K."""
     return 2.0 * own.mass * own.light_speed**2 * lorentz_factor(p, own.mass, own.light_speed)
 
