@@ -116,8 +116,8 @@ def test_the_checks_see_a_cycle():
 #: ``_text`` and ``_numba_cache`` are the bottom layer, and ``_numba_cache`` may read
 #: ``datasets``' cache folder).
 LAYERS = [
-    "cli", "reproduce", "plots", "bench", "testing", "runner", "results", "samplers",
-    "reducers", "tuners", "hamiltonians", "integrators", "refresh", "trajectories",
+    "cli", "reproduce", "plots", "bench", "testing", "posteriors", "runner", "results",
+    "samplers", "reducers", "tuners", "hamiltonians", "integrators", "refresh", "trajectories",
     "structures", "targets", "modelling", "diagnostics", "compiled", "state", "elementary",
     "backend", "registry", "_numba_cache", "datasets", "_validation", "_system", "_version",
     "_warnings", "_text",

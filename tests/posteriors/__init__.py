@@ -1,0 +1,1 @@
+"""Tests of the reference-posterior suite (hamiltonia.posteriors)."""
