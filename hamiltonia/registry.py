@@ -267,9 +267,24 @@ class Registry:
             if unknown:
                 raise ValueError(
                     f"unknown option {unknown[0]!r} for {self.kind} {name!r}; "
-                    f"valid options: {', '.join(valid) or 'none'}"
+                    f"valid options: {', '.join(valid) or 'none'}" + self._elsewhere(unknown[0])
                 )
         return factory(*args, **options)
+
+    def _elsewhere(self, option: str) -> str:
+        """Which other entries take ``option`` (``trajectory=`` is an option of ``hmc``, not
+        of ``nuts``), as the end of an unknown option's message; ``""`` where none does."""
+        others = []
+        for other in self.names():
+            try:
+                if option in self.options(other):
+                    others.append(other)
+            except Exception:  # a plugin's broken entry must not hide the user's mistake
+                continue
+        if not others:
+            return ""
+        shown = ", ".join(others[:6]) + (", ..." if len(others) > 6 else "")
+        return f" ({option!r} is an option of the {self.kind} {shown})"
 
     def build(self, name: str, *args, **options):
         """:meth:`call`, then check that the product is a ``returns`` (``TypeError`` naming

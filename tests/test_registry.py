@@ -721,3 +721,13 @@ def test_describe_gives_the_whole_first_sentence_as_plain_text():
     assert text == (
         "A test target whose first sentence runs over two lines, with ρ and code in it."
     )
+
+
+def test_an_unknown_option_names_the_samplers_that_take_it():
+    """``trajectory=`` is an option of ``hmc``, not of ``nuts`` (the default): the message
+    says where it belongs."""
+    with pytest.raises(ValueError, match=r"unknown option 'trajectory' for sampler 'nuts'.*"
+                       r"'trajectory' is an option of the sampler .*\bhmc\b"):  # fmt: skip
+        hm.samplers.build("nuts", hm.targets.get("banana"), trajectory="delayed-rejection")
+    with pytest.raises(ValueError, match=r"valid options: [^(]*$"):
+        hm.samplers.build("nuts", hm.targets.get("banana"), no_such_option=1)
