@@ -104,4 +104,15 @@ def write(missing_only: bool = False) -> None:
 
 
 if __name__ == "__main__":
-    write(missing_only="--missing" in sys.argv)
+    import argparse
+
+    # An argument parser, so that --help (or a mistyped flag) prints and exits instead of
+    # rewriting the whole table.
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.samplers.regression_cases",
+        description="Rewrite the regression table (every cell), or add the rows it lacks.",
+    )
+    parser.add_argument(
+        "--missing", action="store_true", help="compute only the rows of samplers added since"
+    )
+    write(missing_only=parser.parse_args().missing)
