@@ -313,6 +313,8 @@ class Result(DataTreeConversion):
                     stats={k: v[c : c + 1] for k, v in self.stats.items()},
                     names=self.names,
                     log_weights=None if self.log_weights is None else self.log_weights[c : c + 1],
+                    # A chain that keeps its momentum gets the batched MCSE alone too.
+                    attrs={"momentum_memory": self.attrs.get("momentum_memory", 0.0)},
                 ).summary(quantiles, lp=lp)
                 for c in range(self.n_chains)
             ]

@@ -61,3 +61,13 @@ def test_a_partial_refresh_run_reports_the_batched_mcse():
                      progress=False)  # fmt: skip
     assert not full.attrs["momentum_memory"] > 0
     np.testing.assert_allclose(full.summary()["mcse"], univariate.mcse(full.draws, "mean"))
+
+
+def test_each_chain_of_a_partial_refresh_run_reports_its_batched_mcse_too():
+    run = hm.sample("correlated-gaussian", "phmc", chains=2, warmup=200, draws=500, seed=0,
+                    progress=False)  # fmt: skip
+    per_chain = run.summary(per_chain=True)
+    for c in range(2):
+        np.testing.assert_allclose(
+            per_chain.loc[c]["mcse"], batched_mcse(run.draws[c : c + 1]), rtol=1e-12
+        )
