@@ -10,13 +10,14 @@ module writes one small Python module per composition, in which
   kernel with ``inline="always"``,
 
 then imports it by name. Inlining at numba's level puts the parts into the chain loop as one
-function: a call that is left to LLVM passes the parameter tuples ``PF`` and ``PI`` by value
-and counts references to each of their arrays, which made a leapfrog step on a 2-d target
-2.5 times slower. Numba caches the result on disk (measured; ``docs/compiled.rst``,
-"Caching": a closure over a part, or a part passed as an argument, silently defeats the
-cache; an importable module does not). The module's file name is a hash of its text, which
-holds the source of every part, and of the source files of the compiled helpers it imports,
-so an edited part gives a new module and a stale kernel is never served.
+function: a call that is left to LLVM passes the kernel context (the parameter tuples ``PF``
+and ``PI`` and the chain's arrays) by value and counts references to each of their arrays,
+which made a leapfrog step on a 2-d target 2.5 times slower. Numba caches the result on disk
+(measured; ``docs/compiled.rst``, "Caching": a closure over a part, or a part passed as an
+argument, silently defeats the cache; an importable module does not). The module's file name
+is a hash of its text, which holds the source of every part, and of the source files of the
+compiled helpers it imports, so an edited part gives a new module and a stale kernel is never
+served.
 
 The generated modules live in ``<cache root>/kernels`` (``$HAMILTONIA_KERNEL_DIR``
 overrides it; see :func:`hamiltonia.datasets.fetch.cache_root`).

@@ -69,16 +69,16 @@ class PartKernels:
         parts' kernels as ``part.SLOT.NAME``): ints (bools become 0 or 1), floats, and float
         arrays (flattened). The plan lays them out; a kernel never sees their positions.
     stats : tuple of (name, dtype)
-        The per-iteration statistics the part's kernels write, at ``stats[column.NAME]``.
+        The per-iteration statistics the part's kernels write, at ``ctx.stats[column.NAME]``.
     aux : tuple of (name, size) or (name, size, initial)
         Per-chain auxiliary variables (``state.aux[name]``, ``size`` values a chain) the
-        kernels use, at ``aux[offset.NAME : offset.NAME + size]``. A chain that does not
+        kernels use, at ``ctx.aux[offset.NAME : offset.NAME + size]``. A chain that does not
         hold the variable yet starts it at ``initial`` (a number, or ``size`` numbers;
         default 0), once: after that it is the chain's state, carried from chunk to chunk
         and saved with checkpoints.
     workspace : tuple of (name, size)
         Per-chain working storage the kernels keep between calls within one compiled run
-        (a normal form derived from an auxiliary variable), at ``aux[offset.NAME:]`` too. It
+        (a normal form derived from an auxiliary variable), at ``ctx.aux[offset.NAME:]`` too. It
         starts at zero in every run and is neither returned to the chain state nor saved:
         kernels recompute it before reading it.
     scratch_rows : int

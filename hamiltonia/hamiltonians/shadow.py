@@ -117,19 +117,23 @@ def _check_shadow_base(base, kind: str) -> None:
         )
 
 
+def gradient_term_kernel(ctx, q, grad, v, eps):
+    """:math:`\\tfrac{\\varepsilon^2}{12} K(\\nabla\\log\\pi)`, the separable shadow's
+    correction to :math:`H` and its log weight; ``v`` is scratch space."""
+    return backward_error_term(eps, kinetic(ctx, q, grad, velocity(ctx, q, grad, v)))
+
+
 def separable_shadow_energy_kernel(ctx, q, p, lp, grad, v, eps):
     """Kernel of :meth:`SeparableShadowHamiltonian.energy` (role ``energy``):
     :math:`H + \\tfrac{\\varepsilon^2}{12} K(\\nabla\\log\\pi)`; ``v`` is scratch space."""
     h = separable_energy_kernel(ctx, q, p, lp, grad, v, eps)
-    k = kinetic(ctx, q, grad, velocity(ctx, q, grad, v))
-    return h + backward_error_term(eps, k)
+    return h + gradient_term_kernel(ctx, q, grad, v, eps)
 
 
 def separable_shadow_weight_kernel(ctx, q, p, lp, grad, v, eps):
     """Kernel of :meth:`SeparableShadowHamiltonian.log_weight` (role ``weigh``): writes
     :math:`\\tfrac{\\varepsilon^2}{12} K(\\nabla\\log\\pi)` into the part's column."""
-    k = kinetic(ctx, q, grad, velocity(ctx, q, grad, v))
-    ctx.stats[column.log_weight] = backward_error_term(eps, k)
+    ctx.stats[column.log_weight] = gradient_term_kernel(ctx, q, grad, v, eps)
 
 
 class SeparableShadowHamiltonian(ShadowHamiltonian):

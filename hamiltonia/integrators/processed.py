@@ -203,7 +203,7 @@ def post_process(hamiltonian, q_hat, p_hat, eps, aux, tolerance, max_iterations)
 
 
 def _pre_process_kernel(ctx, q, p, eps, tol, max_iter, at):
-    """:math:`X` in place for one chain (working rows from ``aux[at]`` on): returns
+    """:math:`X` in place for one chain (working rows from ``ctx.aux[at]`` on): returns
     ``(iterations, converged)``."""
     d = q.shape[0]
     p_hat = ctx.aux[at : at + d]
@@ -248,7 +248,7 @@ def _pre_process_kernel(ctx, q, p, eps, tol, max_iter, at):
 
 
 def _post_process_kernel(ctx, q, p, eps, tol, max_iter, at):
-    """:math:`X^{-1}` in place for one chain (working rows from ``aux[at]`` on): returns
+    """:math:`X^{-1}` in place for one chain (working rows from ``ctx.aux[at]`` on): returns
     ``(iterations, converged)``."""
     d = q.shape[0]
     x = ctx.aux[at : at + d]

@@ -64,6 +64,7 @@ from hamiltonia.diagnostics.pairs import pair_correlation, pairs_of
 from hamiltonia.reducers.base import (
     ReducerWrapper,
     VarianceReducer,
+    _squared_ratio,
     linearised_values,
     reduction_table,
 )
@@ -136,8 +137,7 @@ def pair_summary(result):
     series = pair_means(draws, lw)
     error = pair_mcse(series)
     sd = primary["sd"].to_numpy()
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ess = sd**2 / error.mcse**2
+    ess = _squared_ratio(sd, error.mcse)
     return reduction_table(
         result.names,
         primary,

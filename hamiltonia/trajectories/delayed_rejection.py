@@ -26,7 +26,6 @@ from hamiltonia.compiled.roles import (
     hamiltonian_energy,
     integrate,
     own,
-    part,
     reverse_structure,
     trajectory_length,
 )
@@ -82,7 +81,6 @@ def delayed_rejection(ctx, q, p, grad, lp, eps, ghost):
     ``ghost`` is ``True`` in the kernel; ``False`` drops the ghost factor (accepting stage 2
     with :math:`\\min(1, e^{H_0 - H_2})`), which is **wrong**: the tests' and the tutorial's
     negative control, which the invariance check rejects."""
-    flip = part.refresh.flip_on_reject
     n_steps, eps1 = trajectory_length(ctx, eps)
     d = q.shape[0]
     q1, p1, g1, v = ctx.scratch[0, :d], ctx.scratch[1, :d], ctx.scratch[2, :d], ctx.scratch[3, :d]
@@ -120,7 +118,7 @@ def delayed_rejection(ctx, q, p, grad, lp, eps, ghost):
             if ctx.rng.random() < metropolis_probability(last - np.log(ghost_factor)):
                 stage = 2
                 lp1, h1 = lp2, h2  # the proposal kept: z2, in rows 0-2
-    keep_or_reverse(ctx, stage > 0, q, p, grad, q1, p1, g1, flip)
+    keep_or_reverse(ctx, stage > 0, q, p, grad, q1, p1, g1)
     if stage > 0:
         lp = lp1
     ctx.stats[column.accepted] = 1.0 if stage > 0 else 0.0

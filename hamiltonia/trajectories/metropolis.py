@@ -168,10 +168,10 @@ METROPOLIS_STATS = (
 )
 
 
-def keep_or_reverse(ctx, accepted, q, p, grad, q1, p1, g1, flip):
+def keep_or_reverse(ctx, accepted, q, p, grad, q1, p1, g1):
     """The chain's state after a Metropolis test, in place: the proposal ``(q1, p1, g1)``
-    where ``accepted``; else the start, its momentum negated where ``flip`` (the refresh's
-    ``flip_on_reject``) and the structure's auxiliary variables reversed (role
+    where ``accepted``; else the start, its momentum negated where the refresh's
+    ``flip_on_reject`` says so and the structure's auxiliary variables reversed (role
     ``reverse_structure``). Every transition kernel that ends in an accept step calls it."""
     if accepted:
         for i in range(q.shape[0]):
@@ -179,7 +179,7 @@ def keep_or_reverse(ctx, accepted, q, p, grad, q1, p1, g1, flip):
             p[i] = p1[i]
             grad[i] = g1[i]
     else:
-        if flip:
+        if part.refresh.flip_on_reject:
             for i in range(p.shape[0]):
                 p[i] = -p[i]
         reverse_structure(ctx)
@@ -207,7 +207,6 @@ def metropolis_transition_kernel(ctx, q, p, grad, lp, eps):
     size; the refresh's ``flip_on_reject`` says whether a rejection negates the momentum. A
     rejection also reverses the structure's auxiliary variables (role ``reverse_structure``;
     nothing for the canonical one)."""
-    flip = part.refresh.flip_on_reject
     n_steps, eps_used = trajectory_length(ctx, eps)
     d = q.shape[0]
     q1 = ctx.scratch[0, :d]
@@ -237,7 +236,7 @@ def metropolis_transition_kernel(ctx, q, p, grad, lp, eps):
             ctx.aux[offset.proposal_velocity + i] = v1[i]
     u = ctx.rng.random()
     accepted = ok and u < prob
-    keep_or_reverse(ctx, accepted, q, p, grad, q1, p1, g1, flip)
+    keep_or_reverse(ctx, accepted, q, p, grad, q1, p1, g1)
     if accepted:
         lp = lp1
     ctx.stats[column.accepted] = 1.0 if accepted else 0.0
