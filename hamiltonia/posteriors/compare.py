@@ -164,15 +164,15 @@ class Comparison:
         return self.max_abs_z <= self.bound
 
     def failures(self) -> list[str]:
-        """One line per z-score past the bound, naming the parameter."""
+        """One line per z-score past the bound (or not a number), naming the parameter."""
         out = []
         for i, name in enumerate(self.names):
-            if abs(self.z_mean[i]) > self.bound:
+            if not abs(self.z_mean[i]) <= self.bound:
                 out.append(
                     f"{name}: mean {self.mean[i]:.6g} against {self.ref_mean[i]:.6g} "
                     f"(z = {self.z_mean[i]:.2f}, bound {self.bound:.2f})"
                 )
-            if abs(self.z_sd[i]) > self.bound:
+            if not abs(self.z_sd[i]) <= self.bound:
                 out.append(
                     f"{name}: sd {self.sd[i]:.6g} against {self.ref_sd[i]:.6g} (ratio "
                     f"{self.sd_ratio[i]:.4f}, z = {self.z_sd[i]:.2f}, bound {self.bound:.2f})"

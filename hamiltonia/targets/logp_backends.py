@@ -72,6 +72,11 @@ def autograd_functions(f: Callable, dim: int, vectorized: bool | None, label: st
 
     import autograd
 
+    from hamiltonia.modelling.autograd_scalars import install
+
+    # A 0-d value indexed and used twice more (a model's scalar block): autograd's sum of its
+    # gradients fails without the mend (hamiltonia.modelling.autograd_scalars).
+    install()
     dim = check_dim(dim)
     if vectorized is None:
         vectorized, reason = accepts_batches(f, dim)

@@ -527,10 +527,6 @@ def _namespace(backend: str):
         return jnp
     import autograd.numpy as anp
 
-    from hamiltonia.modelling.autograd_scalars import install
-
-    # A scalar block is a 0-d value, whose gradients autograd cannot always sum (the module).
-    install()
     return anp
 
 

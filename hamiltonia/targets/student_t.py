@@ -26,10 +26,10 @@ import math
 
 import numpy as np
 
-from hamiltonia._validation import check_int, check_positive
+from hamiltonia._validation import check_positive
 from hamiltonia.backend import BACKENDS, DeviceData, namespace_of
 from hamiltonia.targets.base import ExactMoments, Target, check_setting, with_setting
-from hamiltonia.targets.gaussian import MAX_DENSE_DIM
+from hamiltonia.targets.gaussian import CorrelatedGaussian
 
 __all__ = ["StudentT", "student_t"]
 
@@ -70,18 +70,14 @@ class StudentT(DeviceData, Target):
     backends = BACKENDS
 
     def __init__(self, dim: int = 8, nu: float = 10.0, rho: float = 0.5):
-        dim = check_int(dim, "dim", minimum=1, maximum=MAX_DENSE_DIM)
-        super().__init__(dim)
         nu = check_positive(nu, "nu")
         if not nu > 2:
             raise ValueError(f"nu must be above 2 (a finite covariance), got {nu!r}")
-        if not -1 < rho < 1:
-            raise ValueError(f"rho must lie in (-1, 1), got {rho!r}")
-        self.nu, self.rho = float(nu), float(rho)
-        idx = np.arange(dim)
-        self.scale_matrix = self.rho ** np.abs(idx[:, None] - idx[None, :])
-        precision = np.linalg.inv(self.scale_matrix)
-        self.precision = 0.5 * (precision + precision.T)
+        # The Gaussian of the same scale matrix checks dim and rho and holds Sigma, P.
+        gaussian = CorrelatedGaussian(dim, rho)
+        super().__init__(gaussian.dim)
+        self.nu, self.rho = float(nu), gaussian.rho
+        self.scale_matrix, self.precision = gaussian.covariance, gaussian.precision
 
     def _quadratic(self, x):
         xp = namespace_of(x)
@@ -119,7 +115,7 @@ class StudentT(DeviceData, Target):
     @property
     def exact_moments(self):
         variance = self.nu / (self.nu - 2.0) * np.diag(self.scale_matrix)
-        return ExactMoments(np.zeros(self.dim), variance.copy())
+        return ExactMoments(np.zeros(self.dim), variance)
 
     def __repr__(self):
         return f"StudentT(dim={self.dim}, nu={self.nu:g}, rho={self.rho:g})"

@@ -129,3 +129,16 @@ def test_autograd_sums_the_gradients_of_an_indexed_scalar():
         assert float(autograd.hessian(f)(x)) == 2.0
     # Containers' gradients (a tuple's, a dict's) are not numbers and are left alone.
     assert autograd.grad(lambda t: t[0] * t[1] + t[0] ** 2)((1.0, 2.0)) == (4.0, 1.0)
+
+
+def test_from_logp_with_autograd_sums_the_gradients_of_an_indexed_0d_value():
+    """The mend is installed by the autograd backend itself, not only by a Model built
+    earlier in the process: a 0-d value indexed and used twice more, d/da = 1 + 2a + 3."""
+
+    def logp(x):
+        a = x[0]
+        return anp.sum(a[None]) + a**2 + 3 * a - 0.5 * anp.sum(x**2)
+
+    target = hm.Target.from_logp(logp, dim=2, backend="autograd", vectorized=False)
+    _, grad = target.log_prob_and_grad(np.ones(2))
+    np.testing.assert_allclose(grad, [1 + 2 + 3 - 1, -1])

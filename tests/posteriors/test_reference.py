@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from scipy.stats import norm
@@ -52,8 +54,8 @@ def _iid_run(ref, shift_in_mcse=0.0, scale=1.0, n=4000, seed=0):
     rng = np.random.default_rng(seed)
     draws = rng.standard_normal((4, n // 4, len(ref.names))) * ref.sd * scale + ref.mean
     draws += shift_in_mcse * ref.sd / np.sqrt(n) * (np.arange(len(ref.names)) == 0)
-    names = [n.replace("[1]", "[0]").replace("[2]", "[1]").replace("[3]", "[2]")
-             .replace("[4]", "[3]") for n in ref.names]  # fmt: skip
+    # Stan's 1-based indices to hamiltonia's 0-based names, any index.
+    names = [re.sub(r"\[(\d+)\]", lambda m: f"[{int(m[1]) - 1}]", n) for n in ref.names]
     return _Run(names, draws)
 
 
