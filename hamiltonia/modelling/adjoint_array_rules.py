@@ -42,7 +42,15 @@ class Concatenate(Rule):
 
 
 class ArrayFromArgs(Rule):
-    """``np.array([a, b, ...])`` of traced numbers: the adjoint of each is its entry."""
+    """``np.array([a, b, ...])`` of traced numbers: the adjoint of each is its entry.
+
+    Consecutive entries that are the passes of one value of a rolled loop, in order or
+    reversed (``np.array(terms)`` of terms appended in the loop), are read as a slice of its
+    tape (:meth:`runs`), their adjoint added back into the adjoint tape by a loop
+    (:meth:`run_adjoint`): the code does not grow with the passes."""
+
+    #: The fewest consecutive passes read as a slice.
+    MIN_RUN = 3
 
     def forward(self, e, op, a):
         if (
@@ -51,7 +59,73 @@ class ArrayFromArgs(Rule):
             or (op.args[1])
         ):
             raise TraceError("np.array(...) of traced values can be compiled for numbers only")
-        return f"np.array([{', '.join(a[2:])}])"
+        pieces, singles = [], []
+        for run in self.runs(e, op):
+            if run[0] == "single":
+                singles.append(a[run[1]])
+                continue
+            if singles:
+                pieces.append(f"np.array([{', '.join(singles)}])")
+                singles = []
+            _, _, name, first, step, count = run
+            if step == 1:
+                pieces.append(f"{name}[{first}:{first + count}]")
+            else:
+                pieces.append(f"{name}[{first - count + 1}:{first + 1}][::-1]")
+        if singles:
+            pieces.append(f"np.array([{', '.join(singles)}])")
+        if len(pieces) == 1:
+            return pieces[0] if pieces[0].startswith("np.array(") else f"{pieces[0]}.copy()"
+        parts = ", ".join(f"np.ascontiguousarray({p})" for p in pieces)
+        return f"np.concatenate(({parts},))"
+
+    def runs(self, e, op) -> list[tuple]:
+        """The entries in order, as ``("single", position)`` or ``("run", position, tape,
+        first row, step, count)``: ``count`` consecutive entries from ``position`` that are
+        the passes of one value of a rolled loop, in order (``step`` 1) or reversed (-1)."""
+        from hamiltonia.modelling.adjoint_loops import tape
+
+        out, i, size = [], 2, len(op.args)
+        while i < size:
+            j = op.parents.get(i)
+            loop = None if j is None else e.loop_of(j)
+            if loop is None:
+                out.append(("single", i))
+                i += 1
+                continue
+            step, count = 0, 1
+            while i + count < size:
+                nxt = op.parents.get(i + count)
+                if nxt is None or e.loop_of(nxt) is not loop:
+                    break
+                diff = nxt - op.parents[i + count - 1]
+                if step == 0 and diff in (loop.period, -loop.period):
+                    step = diff // loop.period
+                if diff != step * loop.period:
+                    break
+                count += 1
+            if count < self.MIN_RUN:
+                out.extend(("single", i + m) for m in range(count))
+            else:
+                slot, k = loop.locate(j)
+                out.append(("run", i, tape(loop, slot), loop.depth + k, step, count))
+            i += count
+        return out
+
+    def run_adjoint(self, e, op, g: str) -> tuple[list[str], set[int]]:
+        """Statements adding the adjoint of every entry read as a slice into its adjoint
+        tape, and the positions they cover (the other entries are :meth:`adjoint`'s)."""
+        lines, covered = [], set()
+        for run in self.runs(e, op):
+            if run[0] == "single":
+                continue
+            _, position, name, first, step, count = run
+            m = e.temp("m")
+            row = f"{first} + {m}" if step == 1 else f"{first} - {m}"
+            lines += [f"for {m} in range({count}):",
+                      f"    g{name[1:]}[{row}] += {g}[{position - 2} + {m}]"]  # fmt: skip
+            covered.update(range(position, position + count))
+        return lines, covered
 
     def adjoint(self, e, op, i, g, a, out):
         return f"{g}[{i - 2}]"

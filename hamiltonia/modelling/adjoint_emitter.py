@@ -105,8 +105,11 @@ class SourceFunction:
 class _Emitter:
     """Names the values of a graph and lays the data out in ``fdata``/``idata``."""
 
-    def __init__(self, graph: Graph):
+    def __init__(self, graph: Graph, loops: list | None = None):
         self.graph = graph
+        #: The rolled loops (:class:`~hamiltonia.modelling.loop_rolling.Loop`), in order.
+        self.loops = list(loops or [])
+        self._starts = [loop.start for loop in self.loops]
         self.fdata: list[np.ndarray] = []
         self.idata: list[np.ndarray] = []
         self.offsets = [0, 0]
@@ -157,18 +160,46 @@ class _Emitter:
         self.constants[key] = name
         return name
 
+    def loop_of(self, index: int):
+        """The rolled loop holding operation ``index``, or ``None``."""
+        import bisect
+
+        at = bisect.bisect_right(self._starts, index) - 1
+        if at >= 0 and index < self.loops[at].stop:
+            return self.loops[at]
+        return None
+
+    def value(self, index: int) -> str:
+        """Source of the value of operation ``index`` outside a loop's body: ``v_index``,
+        or its row of a loop's tape."""
+        loop = self.loop_of(index)
+        if loop is None:
+            return f"v_{index}"
+        from hamiltonia.modelling.adjoint_loops import tape_row
+
+        return tape_row(loop, index)
+
+    def adjoint_of(self, index: int) -> str:
+        """Source of the adjoint of operation ``index`` (as :meth:`value`)."""
+        loop = self.loop_of(index)
+        if loop is None:
+            return f"g_{index}"
+        from hamiltonia.modelling.adjoint_loops import tape_row
+
+        return tape_row(loop, index, adjoint=True)
+
+    def operands_of_constant(self, arg):
+        """Source of a constant argument: a constant's source for a number or an array,
+        ``None`` for anything else (shapes, axes, indices)."""
+        return self.constant(arg) if _numeric(arg) else None
+
     def operands(self, k: int, op: Op) -> list:
-        """Source of each positional argument: ``v_j`` for a traced one, a constant's source
-        for a number or an array, ``None`` for anything else (shapes, axes, indices)."""
-        codes = []
-        for i, arg in enumerate(op.args):
-            if i in op.parents:
-                codes.append(f"v_{op.parents[i]}")
-            elif _numeric(arg):
-                codes.append(self.constant(arg))
-            else:
-                codes.append(None)
-        return codes
+        """Source of each positional argument: the value's source (:meth:`value`) for a
+        traced one, else :meth:`operands_of_constant`."""
+        return [
+            self.value(op.parents[i]) if i in op.parents else self.operands_of_constant(arg)
+            for i, arg in enumerate(op.args)
+        ]
 
 
 def _numeric(arg) -> bool:

@@ -181,63 +181,125 @@ def supported_functions() -> list[str]:
 
 
 # ---------------------------------------------------------------------------- generation
-def gradient_source(graph: Graph, name: str = "log_prob_and_grad") -> SourceFunction:
+def _segments(size: int, loops: list) -> list[tuple[str, object]]:
+    """The recording in order: ``("op", index)`` for an operation written on its own,
+    ``("loop", loop)`` for a rolled loop (the input, operation 0, left out)."""
+    out, k, at = [], 1, 0
+    while k < size:
+        if at < len(loops) and loops[at].start == k:
+            out.append(("loop", loops[at]))
+            k = loops[at].stop
+            at += 1
+        else:
+            out.append(("op", k))
+            k += 1
+    return out
+
+
+def gradient_source(graph: Graph, name: str = "log_prob_and_grad",
+                    loops: list | None = None) -> SourceFunction:  # fmt: skip
     """The source of ``name(q, grad_out, fdata, idata) -> float`` computing the traced log
-    density at ``q`` and writing its gradient into ``grad_out``."""
-    e = _Emitter(graph)
+    density at ``q`` and writing its gradient into ``grad_out``.
+
+    The loops of the recording (``loops``, by default
+    :func:`~hamiltonia.modelling.loop_rolling.find_loops`; ``[]`` for none) are written as
+    loops (:mod:`hamiltonia.modelling.adjoint_loops`), the rest as straight-line code."""
+    from hamiltonia.modelling.adjoint_loops import LoopAdjoint, accumulate, forward_loop
+    from hamiltonia.modelling.loop_rolling import find_loops
+
+    loops = find_loops(graph) if loops is None else loops
+    e = _Emitter(graph, loops)
     ops = graph.ops
     out = len(ops) - 1
-    forward = ["v_0 = q"]
-    for k in range(1, len(ops)):
-        op = ops[k]
+    segments = _segments(len(ops), loops)
+    for op in ops[1:]:
         kind = np.asarray(op.value).dtype.kind
         if kind not in "fbiu":
             raise TraceError(f"{op.name} gives values of dtype {np.asarray(op.value).dtype}")
-        forward.append(f"v_{k} = {_rule(op).forward(e, op, e.operands(k, op))}")
-    # Contributions to each adjoint, from the output back to the input.
+    forward = ["v_0 = q"]
+    for kind, item in segments:
+        if kind == "op":
+            op = ops[item]
+            forward.append(f"v_{item} = {_rule(op).forward(e, op, e.operands(item, op))}")
+        else:
+            forward.extend(forward_loop(e, item, _rule))
+    # Contributions to each adjoint, from the output back to the input; a loop's, to the
+    # values before it, are added in every pass.
     contributions: dict[int, list] = {}
+    adjoints: dict[int, LoopAdjoint] = {}
     reached = {out}
-    for k in range(out, 0, -1):
+    counts: dict[int, int] = {}
+    scatters = set()
+    for kind, item in reversed(segments):
+        if kind == "loop":
+            plan = adjoints[item.number] = LoopAdjoint(e, item, _rule, reached)
+            for j, _ in plan.outside():
+                reached.add(j)
+                counts[j] = counts.get(j, 0) + 2  # added to, never assigned
+            continue
+        k = item
         if k not in reached:
             continue
         op = ops[k]
         rule, a = _rule(op), e.operands(k, op)
+        covered: set[int] = set()
+        if hasattr(rule, "run_adjoint"):  # entries at once, into a loop's adjoint tape
+            lines, covered = rule.run_adjoint(e, op, f"g_{k}")
+            if lines:
+                contributions.setdefault(k, []).append((None, lines))
+                reached.update(op.parents[i] for i in covered)
         for i, j in sorted(op.parents.items()):
+            if i in covered:
+                continue
             code = rule.adjoint(e, op, i, f"g_{k}", a, f"v_{k}")
             if code is None:
                 continue
             contributions.setdefault(k, []).append((j, code))
             reached.add(j)
-    counts: dict[int, int] = {}
-    scatters = set()
-    for items in contributions.values():
-        for j, code in items:
             counts[j] = counts.get(j, 0) + 1
-            if isinstance(code, list):
+            if isinstance(code, list) or e.loop_of(j) is not None:
                 scatters.add(j)
-    backward = [f"g_{out} = 1.0", "g_0 = grad_out", "g_0[:] = 0.0"]
-    declared = {0, out}
-    for k in range(out, 0, -1):
-        for j, code in contributions.get(k, []):
+    backward = ["g_0 = grad_out", "g_0[:] = 0.0"]
+    for plan in adjoints.values():
+        backward.extend(plan.tapes())
+    declared = {0}
+    if e.loop_of(out) is None:
+        backward.append(f"g_{out} = 1.0")
+        declared.add(out)
+    else:
+        backward.append(f"{e.adjoint_of(out)} = 1.0")
+
+    def declare(j: int) -> None:
+        if j not in declared and e.loop_of(j) is None:
+            declared.add(j)
             shape = ops[j].shape
-            accumulate = j == 0 or counts[j] > 1 or j in scatters
-            if j not in declared:
+            backward.append(f"g_{j} = np.zeros({_shape_code(shape)})" if shape else f"g_{j} = 0.0")
+
+    for kind, item in reversed(segments):
+        if kind == "loop":
+            plan = adjoints[item.number]
+            found = plan.outside()
+            for j, _ in found:
+                declare(j)
+            backward.extend(plan.statements())
+            for j, row in found:
+                if row is not None:
+                    backward.extend(accumulate(e, e.adjoint_of(j), row, ops[j].shape))
+            continue
+        for j, code in contributions.get(item, []):
+            if j is None:
+                backward.extend(code)
+                continue
+            accumulating = j == 0 or counts[j] > 1 or j in scatters
+            if j not in declared and e.loop_of(j) is None and not accumulating:
                 declared.add(j)
-                if accumulate:
-                    backward.append(f"g_{j} = np.zeros({_shape_code(shape)})" if shape
-                                    else f"g_{j} = 0.0")  # fmt: skip
-                else:
-                    backward.append(f"g_{j} = {code}")
-                    continue
-            if isinstance(code, list):
-                backward.extend(line.format(target=f"g_{j}") for line in code)
-            elif shape:
-                backward.append(f"g_{j} += {code}")
-            else:
-                backward.append(f"g_{j} = g_{j} + {code}")
+                backward.append(f"g_{j} = {code}")
+                continue
+            declare(j)
+            backward.extend(accumulate(e, e.adjoint_of(j), code, ops[j].shape))
     if 0 not in reached:
         raise TraceError("the log density does not depend on its parameters")
-    body = [*e.setup, *forward, *backward, f"return v_{out}"]
+    body = [*e.setup, *forward, *backward, f"return {e.value(out)}"]
     text = f"def {name}(q, grad_out, fdata, idata):\n" + "\n".join("    " + ln for ln in body)
     fdata = np.concatenate(e.fdata) if e.fdata else np.zeros(0)
     idata = np.concatenate(e.idata) if e.idata else np.zeros(0, dtype=np.int64)

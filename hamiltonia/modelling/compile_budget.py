@@ -1,14 +1,16 @@
 """How long numba would take to compile a recorded log density, known before it starts.
 
-The compiled path writes a log density and its gradient as one straight-line function, one
-statement per recorded operation (:mod:`~hamiltonia.modelling.adjoint_source`); a Python loop
-over the data is recorded unrolled, one set of operations per pass. numba's and LLVM's time
-grows with that function's size, and faster than linearly once it holds many arrays: a model
-that takes seconds at 25 time steps can take minutes at 200, inside LLVM, with nothing to
-say so. The recording itself takes milliseconds, so its size is known first:
-:func:`estimated_seconds` predicts the compile time from the counts of scalar and array
-operations (:func:`operation_counts`), and :func:`check_budget` refuses to start a compile
-predicted to take more than :data:`COMPILE_BUDGET_SECONDS`, with a
+The compiled path writes a log density and its gradient as straight-line code, one
+statement per recorded operation (:mod:`~hamiltonia.modelling.adjoint_source`), but for the
+loops found again in the recording (:mod:`~hamiltonia.modelling.loop_rolling`), written as
+loops with their body once. A Python loop whose passes differ (a slice growing with the
+pass, a branch on the pass's index) stays written out, one set of operations per pass, and
+numba's and LLVM's time grows with the function's size, faster than linearly once it holds
+many arrays: a model that takes seconds at 25 passes can take minutes at 200, inside LLVM,
+with nothing to say so. The recording itself takes milliseconds, so the size is known
+first: :func:`estimated_seconds` predicts the compile time from the counts of scalar and
+array operations written (:func:`operation_counts`), and :func:`check_budget` refuses to
+start a compile predicted to take more than :data:`COMPILE_BUDGET_SECONDS`, with a
 :class:`CompileBudgetError` (a :class:`~hamiltonia.modelling.trace.TraceError`) that names the
 size, the prediction and the ways out. The default backend of :class:`hamiltonia.Model`
 then runs the model with autograd at once, with a ``CompileWarning`` giving that reason;
@@ -39,8 +41,10 @@ __all__ = [
 #:
 #: Measured on the development machine (two cores shared with other work, load average 3-5;
 #: numba 0.68, llvmlite 0.50), each a cold compile (a fresh process, an empty kernel folder)
-#: of a model written with a Python loop over ``T`` data points; ``S`` and ``A`` are its
-#: recorded operations on scalars and on arrays, "predicted" :func:`estimated_seconds`:
+#: of a model written with a Python loop over ``T`` data points, written out pass by pass (as
+#: all loops were before :mod:`~hamiltonia.modelling.loop_rolling`; these loops are now
+#: compiled as loops); ``S`` and ``A`` are its recorded operations on scalars and on
+#: arrays, "predicted" :func:`estimated_seconds`:
 #:
 #: ===================================  ======  =====  ===  ============  =========
 #: model                                T       S      A    compile (s)   predicted
@@ -100,11 +104,17 @@ class CompileBudgetError(TraceError):
         self.scalar_ops, self.array_ops, self.seconds = scalar_ops, array_ops, seconds
 
 
-def operation_counts(graph: Graph) -> tuple[int, int]:
-    """``(scalar, array)``: the recorded operations of ``graph`` whose value is a number and
-    those whose value is an array (the input excluded)."""
-    arrays = sum(np.ndim(op.value) > 0 for op in graph.ops[1:])
-    return len(graph.ops) - 1 - int(arrays), int(arrays)
+def operation_counts(graph: Graph, loops: list | None = None) -> tuple[int, int]:
+    """``(scalar, array)``: the operations of ``graph`` written in the compiled code whose
+    value is a number and those whose value is an array (the input excluded): a rolled loop
+    (:class:`~hamiltonia.modelling.loop_rolling.Loop`, of ``loops``) counts its body once."""
+    written = np.ones(len(graph.ops), dtype=bool)
+    written[0] = False
+    for loop in loops or ():
+        written[loop.start + loop.period : loop.stop] = False
+    ops = [op for op, w in zip(graph.ops, written, strict=True) if w]
+    arrays = int(sum(np.ndim(op.value) > 0 for op in ops))
+    return len(ops) - arrays, arrays
 
 
 def estimated_seconds(scalar_ops: int, array_ops: int) -> float:
@@ -137,24 +147,26 @@ def over_budget(handler: Callable[[str], None] | None) -> Iterator[None]:
         _OVER.reset(token)
 
 
-def check_budget(graph: Graph, label: str = "logp") -> None:
+def check_budget(graph: Graph, label: str = "logp", loops: list | None = None) -> None:
     """Refuse (or, inside :func:`over_budget`, announce) a recorded log density predicted
-    to take longer than :data:`COMPILE_BUDGET_SECONDS` to compile.
+    to take longer than :data:`COMPILE_BUDGET_SECONDS` to compile (its rolled loops,
+    ``loops``, counted once: :func:`operation_counts`).
 
     Raises
     ------
     CompileBudgetError
         Over the budget, outside :func:`over_budget`.
     """
-    scalar_ops, array_ops = operation_counts(graph)
+    scalar_ops, array_ops = operation_counts(graph, loops)
     seconds = estimated_seconds(scalar_ops, array_ops)
     if seconds <= COMPILE_BUDGET_SECONDS:
         return
     what = (
-        f"{label} is recorded as {scalar_ops + array_ops:,} operations ({array_ops:,} on "
+        f"{label} is written as {scalar_ops + array_ops:,} operations ({array_ops:,} on "
         f"arrays), which numba would take about {seconds:,.0f} s to compile (over the compile "
-        f"budget of {COMPILE_BUDGET_SECONDS:g} s; a Python loop is recorded unrolled, one "
-        "set of operations per pass)"
+        f"budget of {COMPILE_BUDGET_SECONDS:g} s; a Python loop compiles as a loop when its "
+        "passes repeat the same operations, and is written out pass by pass when they "
+        "differ, as when a pass branches on its index or the passes are few)"
     )
     handler = _OVER.get()
     if handler is None:

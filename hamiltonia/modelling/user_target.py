@@ -110,27 +110,61 @@ def compile_log_density(
         (a ``TraceError``) when its compile is predicted to take longer than the budget,
         outside :func:`~hamiltonia.modelling.compile_budget.over_budget`.
     """
-    import autograd
-
-    from hamiltonia.modelling.adjoint_source import gradient_source
+    from hamiltonia.modelling.loop_rolling import find_loops
 
     install_scalar_fix()
     began = time.perf_counter()
     points = np.random.default_rng(seed).normal(size=(3, dim))
     graph = trace_graph(fn, points[0], label)
+    loops = find_loops(graph)
+    try:
+        target = _compiled(fn, graph, loops, points, label)
+    except _Disagrees as err:
+        if not loops:
+            raise err.error from err.error.__cause__
+        from hamiltonia._warnings import warn_at_user
+        from hamiltonia.targets.logp_warnings import CompileWarning
+
+        warn_at_user(
+            f"{label} with its loops compiled as loops failed its check ({err.error}); its "
+            "loops are written out pass by pass instead (a gap in hamiltonia's loop rolling: "
+            "please report it with the model)",
+            CompileWarning,
+        )
+        target = _compiled(fn, graph, [], points, label)
+    return replace(target, seconds=time.perf_counter() - began)
+
+
+class _Disagrees(Exception):
+    """The generated code did not compile, or its values are not autograd's (``error``,
+    the :class:`TraceError` to raise)."""
+
+    def __init__(self, error: TraceError):
+        self.error = error
+
+
+def _compiled(fn: Callable, graph, loops: list, points: np.ndarray, label: str):
+    """The checked :class:`CompiledDensity` of ``graph`` with ``loops`` rolled
+    (:func:`compile_log_density`'s steps 1-4)."""
+    import autograd
+
+    from hamiltonia.modelling.adjoint_source import gradient_source
+
     # Milliseconds after the recording, before what could take minutes.
-    check_budget(graph, label)
-    source = gradient_source(graph)
+    check_budget(graph, label, loops)
+    source = gradient_source(graph, loops=loops)
     text = _header(source.text) + source.text
     try:
         _, function = _load(text)
     except Exception as err:  # numba's typing errors have no common public base
-        raise TraceError(
+        error = TraceError(
             f"numba could not compile the code generated for {label}: "
             f"{str(err).splitlines()[0]}. This is a gap in hamiltonia's "
             "code generation (please report it with the model); the autograd backend runs "
             "the model meanwhile"
-        ) from err
+        )
+        error.__cause__ = err
+        raise _Disagrees(error) from err
     target = CompiledDensity(
         function,
         np.ascontiguousarray(source.fdata, dtype=np.float64),
@@ -144,13 +178,13 @@ def compile_log_density(
             want_lp, want_grad = reference(point)
         got_lp, got_grad = target.evaluate(point)
         if not _agree(got_lp, got_grad, want_lp, want_grad):
-            raise TraceError(
+            raise _Disagrees(TraceError(
                 f"the compiled {label} differs from autograd's at a test point (log density "
                 f"{got_lp!r} against {float(want_lp)!r}): its computation depends on the "
                 "parameters' values (a branch, a data-dependent index), which a compiled "
                 "gradient cannot follow; use np.where for a branch, or the autograd backend"
-            )
-    return replace(target, seconds=time.perf_counter() - began)
+            ))  # fmt: skip
+    return target
 
 
 def _agree(got_lp, got_grad, want_lp, want_grad) -> bool:

@@ -67,8 +67,9 @@ _BUILDERS: dict[str, Callable] = {
     "sblri-blr": regression.sblri_blr,
 }
 
-#: The posteriors whose default run takes seconds (the regressions), checked in every test
-#: run; the others (HMMs on autograd, GPs) are the slow part of the suite.
+#: The posteriors whose default run takes seconds (the regressions and the shorter HMM),
+#: checked in every test run; the others (the HMM over 416 steps, the GPs) are the slow part
+#: of the suite.
 FAST = (
     "kidiq-kidscore_momhsiq",
     "kidiq_with_mom_work-kidscore_mom_work",
@@ -76,6 +77,7 @@ FAST = (
     "nes1980-nes",
     "sblri-blr",
     "kilpisjarvi_mod-kilpisjarvi",
+    "hmm_example-hmm_example",
 )
 
 

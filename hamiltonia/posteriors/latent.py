@@ -20,8 +20,8 @@ steps :math:`\\delta` a ``hm.positive(K)`` block: the map :math:`\\delta \\mapst
 triangular with unit diagonal, so its Jacobian is 1, the log density of :math:`\\phi` is
 used unchanged, and the unconstrained coordinates :math:`\\log\\delta` are Stan's.
 :math:`\\phi` is reported as a generated quantity under Stan's name. The loop is recorded
-unrolled, past the compile budget (:mod:`hamiltonia.modelling.compile_budget`): these
-models run with autograd after a ``CompileWarning``.
+unrolled and found again (:mod:`hamiltonia.modelling.loop_rolling`): it compiles as a loop,
+whatever the number of steps.
 
 **Gaussian processes**. ``gp_pois_regr-gp_regr``: an exact GP regression,
 :math:`y \\sim N(0, K)`, :math:`K_{ij} = \\alpha^2 \\exp(-(x_i - x_j)^2 / 2\\rho^2) +

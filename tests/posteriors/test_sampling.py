@@ -1,8 +1,8 @@
 """Default NUTS (4 chains of 1,000 + 1,000) on the suite's posteriors agrees with
 posteriordb's reference means and sds, by MCSE z-scores within Bonferroni's bound
-(:mod:`hamiltonia.posteriors.compare`). The regressions run in seconds, compiled, in every
-test run; the hidden Markov models (autograd: their loop over time is past the compile
-budget) and the Gaussian processes are ``slow``."""
+(:mod:`hamiltonia.posteriors.compare`). The regressions and the HMM over 100 steps run in
+seconds, compiled, in every test run; the HMM over 416 steps and the Gaussian processes are
+``slow``."""
 
 from __future__ import annotations
 

@@ -1,0 +1,246 @@
+"""A rolled loop (:class:`~hamiltonia.modelling.loop_rolling.Loop`) written as numba source:
+its forward pass as a ``for`` loop over the passes, and its reverse-mode adjoint as a loop
+backwards over them, for :func:`hamiltonia.modelling.adjoint_source.gradient_source`.
+
+The forward loop writes each body value of pass :math:`k` into a *tape*, an array with one
+row per pass (``v_T{loop}_{slot}``, shape ``(depth + count, ...)``, the first ``depth`` rows
+holding the carries' initial values), which the code after the loop and the reverse loop
+read. The reverse loop runs the same rules
+(:data:`~hamiltonia.modelling.adjoint_source.RULES`) on the tape's rows: for pass
+:math:`k = n - 1, \\dots, 0` and body operation :math:`j` from last to first,
+
+.. math::
+
+    \\bar v_{j'}^{(k - d)} \\mathrel{+}= \\bar v_j^{(k)}\\,
+        \\frac{\\partial f_j}{\\partial v_{j'}^{(k - d)}},
+
+into an adjoint tape of the same shape (``g_T{loop}_{slot}``) for a value of the loop (a
+carry :math:`d \\ge 1` passes back, or the same pass), and into the adjoint of a value
+computed before the loop otherwise, added over the passes. The rows before pass 0 are then
+added into the adjoints of the carries' initial values. This is the reverse mode of a loop
+with a stored tape (Griewank and Walther 2008, ch. 12), the tape being every body value.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hamiltonia.modelling.adjoint_emitter import _Emitter, _shape_code
+from hamiltonia.modelling.loop_rolling import Loop, Ref
+
+__all__ = ["LoopAdjoint", "body_operands", "forward_loop", "tape", "tape_row"]
+
+
+def tape(loop: Loop, slot: int, adjoint: bool = False) -> str:
+    """The name of the tape of body operation ``slot`` (of its adjoint)."""
+    return f"{'g' if adjoint else 'v'}_T{loop.number}_{slot}"
+
+
+def tape_row(loop: Loop, index: int, adjoint: bool = False) -> str:
+    """Source of the value (adjoint) of operation ``index`` of the loop, read after it."""
+    slot, k = loop.locate(index)
+    return f"{tape(loop, slot, adjoint)}[{loop.depth + k}]"
+
+
+def _counter(loop: Loop) -> str:
+    return f"i_{loop.number}"
+
+
+def _local(loop: Loop, slot: int, adjoint: bool = False) -> str:
+    return f"{'g' if adjoint else 'v'}_L{loop.number}_{slot}"
+
+
+def _read(e: _Emitter, loop: Loop, ref: Ref, reverse: bool, adjoint: bool = False) -> str:
+    """Source of what ``ref`` reads in the current pass (its adjoint, with ``adjoint``)."""
+    i = _counter(loop)
+    if ref.kind == "fixed":
+        return e.adjoint_of(ref.index) if adjoint else e.value(ref.index)
+    if ref.kind == "body":
+        if ref.lag == 0 and not reverse and not adjoint:
+            return _local(loop, ref.slot)
+        return f"{tape(loop, ref.slot, adjoint)}[{i} + {loop.depth - ref.lag}]"
+    other = e.loops[ref.loop]
+    first = other.depth + ref.shift
+    row = f"{i} + {first}" if ref.step == 1 else f"{first} - {i}"
+    return f"{tape(other, ref.slot, adjoint)}[{row}]"
+
+
+def body_operands(e: _Emitter, loop: Loop, slot: int, reverse: bool) -> list:
+    """Source of each positional argument of body operation ``slot`` in the current pass
+    (``_Emitter.operands`` for a body operation)."""
+    op = loop.body(e.graph)[slot]
+    codes = []
+    for i, arg in enumerate(op.args):
+        if i in op.parents:
+            codes.append(_read(e, loop, loop.refs[(slot, i)], reverse))
+        elif (slot, i) in loop.stacked:
+            codes.append(f"{e.constant(loop.stacked[(slot, i)])}[{_counter(loop)}]")
+        else:
+            codes.append(e.operands_of_constant(arg))
+    return codes
+
+
+def _index_codes(e: _Emitter, loop: Loop, slot: int) -> None:
+    """Put the index of a body indexing operation whose index differs between passes, read
+    from arrays of the passes' integers, where its rule looks for it (``e.memo``)."""
+    from hamiltonia.modelling.adjoint_array_rules import GetItem
+
+    plan = loop.indices.get(slot)
+    if plan is None:
+        return
+    op = loop.body(e.graph)[slot]
+    parts, codes, array_at, index_array = GetItem()._parse(op)
+    codes = list(codes)
+    i = _counter(loop)
+    for p, varying in enumerate(plan):
+        if varying is None:
+            continue
+        if isinstance(varying, tuple):
+            step = parts[p].step
+            codes[p] = f"{e.constant(varying[0])}[{i}]:{e.constant(varying[1])}[{i}]"
+            codes[p] += "" if step is None else f":{int(step)}"
+        else:
+            codes[p] = f"{e.constant(varying)}[{i}]"
+    e.memo[id(op)] = (parts, codes, array_at, index_array)
+
+
+def _dtype(op) -> str:
+    kind = np.asarray(op.value).dtype.kind
+    return {"b": ", dtype=np.bool_", "i": ", dtype=np.int64", "u": ", dtype=np.int64"}.get(kind, "")
+
+
+def _by_element(e: _Emitter, row: str, value: str, shape: tuple, how: str) -> list[str]:
+    """Statements writing (``how`` ``"="``) or adding (``"+="``) the array ``value`` of
+    ``shape`` into ``row`` of a tape (``"v_T0_1[i_0 + 1]"``) element by element: numba
+    compiles an array assigned to (or added into) a row with the error message it formats
+    for a mismatch of shapes, about 1.7 s per kind of row, where the shapes are known to
+    agree."""
+    tape_name, _, index = row.partition("[")
+    ks = [e.temp("k") for _ in shape]
+    lines = []
+    for depth, (k, n) in enumerate(zip(ks, shape, strict=True)):
+        lines.append("    " * depth + f"for {k} in range({n}):")
+    at = ", ".join(ks)
+    lines.append("    " * len(shape) + f"{tape_name}[{index[:-1]}, {at}] {how} {value}[{at}]")
+    return lines
+
+
+def forward_loop(e: _Emitter, loop: Loop, rule_of) -> list[str]:
+    """The forward pass of ``loop``: its tapes, their initial rows, and the loop."""
+    lines = []
+    rows = loop.depth + loop.count
+    body = loop.body(e.graph)
+    for slot, op in enumerate(body):
+        lines.append(f"{tape(loop, slot)} = np.empty({_shape_code((rows, *op.shape))}{_dtype(op)})")
+    body = loop.body(e.graph)
+    for (slot, m), index in sorted(loop.initial.items()):
+        row = f"{tape(loop, slot)}[{loop.depth + m}]"
+        if body[slot].shape:
+            lines.extend(_by_element(e, row, e.value(index), body[slot].shape, "="))
+        else:
+            lines.append(f"{row} = {e.value(index)}")
+    i = _counter(loop)
+    lines.append(f"for {i} in range({loop.count}):")
+    for slot, op in enumerate(body):
+        _index_codes(e, loop, slot)
+        code = rule_of(op).forward(e, op, body_operands(e, loop, slot, reverse=False))
+        lines.append(f"    {_local(loop, slot)} = {code}")
+        row = f"{tape(loop, slot)}[{i} + {loop.depth}]"
+        if op.shape:
+            stores = _by_element(e, row, _local(loop, slot), op.shape, "=")
+            lines.extend("    " + ln for ln in stores)
+        else:
+            lines.append(f"    {row} = {_local(loop, slot)}")
+    return lines
+
+
+def accumulate(e: _Emitter, target: str, code, shape: tuple) -> list[str]:
+    """Statements adding a contribution ``code`` (source of an expression, or statements
+    writing into ``{target}``) into ``target``: a whole adjoint, or a row of an adjoint
+    tape (``g_T...[...]``), added into element by element (:func:`_by_element`)."""
+    if isinstance(code, list):
+        return [line.format(target=target) for line in code]
+    if not shape:
+        return [f"{target} = {target} + {code}"]
+    if target.startswith("g_T"):
+        value = e.temp("add")
+        return [f"{value} = {code}", *_by_element(e, target, value, shape, "+=")]
+    return [f"{target} += {code}"]
+
+
+class LoopAdjoint:
+    """The reverse pass of one loop: which body values need an adjoint (those the output
+    depends on), each argument's contribution, and the statements."""
+
+    def __init__(self, e: _Emitter, loop: Loop, rule_of, reached: set[int]):
+        self.e, self.loop = e, loop
+        body = loop.body(e.graph)
+        self.codes: dict[tuple[int, int], object] = {}
+        for slot, op in enumerate(body):
+            rule = rule_of(op)
+            operands = body_operands(e, loop, slot, reverse=True)
+            out = f"{tape(loop, slot)}[{_counter(loop)} + {loop.depth}]"
+            for i in sorted(op.parents):
+                code = rule.adjoint(e, op, i, _local(loop, slot, adjoint=True), operands, out)
+                if code is not None:
+                    self.codes[(slot, i)] = code
+        # The body values reached from after the loop, then through the body's own reads.
+        slots = {loop.locate(r)[0] for r in reached if loop.start <= r < loop.stop}
+        changed = True
+        while changed:
+            changed = False
+            for slot, i in self.codes:
+                ref = loop.refs[(slot, i)]
+                if slot in slots and ref.kind == "body" and ref.slot not in slots:
+                    slots.add(ref.slot)
+                    changed = True
+        self.slots = slots
+
+    def outside(self) -> list[tuple[int, str | None]]:
+        """The operations outside the loop whose adjoints it adds to: ``(index, None)`` for
+        one added to in every pass, ``(index, row)`` for a carry's initial value, added
+        once the loop is done from the adjoint tape's row ``row``."""
+        found = []
+        for (slot, i), _ in self.codes.items():
+            ref = self.loop.refs[(slot, i)]
+            if slot not in self.slots:
+                continue
+            if ref.kind == "fixed":
+                found.append((ref.index, None))
+            elif ref.kind == "other":
+                other = self.e.loops[ref.loop]
+                for k in range(self.loop.count):
+                    p = ref.shift + ref.step * k
+                    found.append((other.start + p * other.period + ref.slot, None))
+        for (slot, m), index in sorted(self.loop.initial.items()):
+            if slot in self.slots:
+                found.append((index, f"{tape(self.loop, slot, True)}[{self.loop.depth + m}]"))
+        return found
+
+    def tapes(self) -> list[str]:
+        """The adjoint tapes, zero, declared before any contribution to them."""
+        rows = self.loop.depth + self.loop.count
+        body = self.loop.body(self.e.graph)
+        return [
+            f"{tape(self.loop, slot, True)} = np.zeros({_shape_code((rows, *body[slot].shape))})"
+            for slot in sorted(self.slots)
+        ]
+
+    def statements(self) -> list[str]:
+        """The reverse loop."""
+        loop, e = self.loop, self.e
+        i = _counter(loop)
+        lines = [f"for {i} in range({loop.count - 1}, -1, -1):"]
+        body = loop.body(e.graph)
+        for slot in sorted(self.slots, reverse=True):
+            lines.append(f"    {_local(loop, slot, True)} = "
+                         f"{tape(loop, slot, True)}[{i} + {loop.depth}]")  # fmt: skip
+            for i_arg in sorted(body[slot].parents):
+                code = self.codes.get((slot, i_arg))
+                if code is None:
+                    continue
+                ref = loop.refs[(slot, i_arg)]
+                target = _read(e, loop, ref, reverse=True, adjoint=True)
+                shape = e.graph.ops[body[slot].parents[i_arg]].shape
+                lines.extend("    " + ln for ln in accumulate(e, target, code, shape))
+        return lines
