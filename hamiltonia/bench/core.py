@@ -288,6 +288,7 @@ SUBCOMMANDS = {
     "scale": "many chains on a process pool and on Dask",
     "split": "split HMC's integrators, memory and subset gradients",
     "models": "a user's own models against NumPyro, first run included",
+    "loops": "a loop over the data compiled as a loop: ARMA(1,1), cold build and sampling",
     "adaptation": "pooled against per-chain metric adaptation, ESS per gradient",
     "postrun": "the work after sampling (diagnostics, the final write) against sampling",
     "device": "many chains on a GPU (CuPy) beside BlackJAX and the compiled CPU path",
@@ -306,7 +307,8 @@ def main(argv=None) -> int:
     if argv[:1] and argv[0] in SUBCOMMANDS:
         import importlib
 
-        return importlib.import_module(f"hamiltonia.bench.{argv[0]}").main(argv[1:])
+        module = argv[0].replace("-", "_")  # "many-chains" is hamiltonia.bench.many_chains
+        return importlib.import_module(f"hamiltonia.bench.{module}").main(argv[1:])
     parser = _build_parser()
     args = parser.parse_args(argv)
     if args.baseline:
