@@ -83,8 +83,6 @@ class ArrayFromArgs(Rule):
         """The entries in order, as ``("single", position)`` or ``("run", position, tape,
         first row, step, count)``: ``count`` consecutive entries from ``position`` that are
         the passes of one value of a rolled loop, in order (``step`` 1) or reversed (-1)."""
-        from hamiltonia.modelling.adjoint_loops import tape
-
         out, i, size = [], 2, len(op.args)
         while i < size:
             j = op.parents.get(i)
@@ -108,7 +106,7 @@ class ArrayFromArgs(Rule):
                 out.extend(("single", i + m) for m in range(count))
             else:
                 slot, k = loop.locate(j)
-                out.append(("run", i, tape(loop, slot), loop.depth + k, step, count))
+                out.append(("run", i, loop.tape(slot), loop.depth + k, step, count))
             i += count
         return out
 
@@ -144,6 +142,8 @@ class ArrayOf(Rule):
 class GetItem(Rule):
     """Indexing ``a[idx]`` with integers, slices, ``None``, ``...`` and one integer (or
     boolean) array: the adjoint is scattered back, adding over repeated indices."""
+
+    indexes = True
 
     def _index(self, e, op):
         memo = e.memo.setdefault(id(op), None)

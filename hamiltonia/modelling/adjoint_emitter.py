@@ -173,20 +173,12 @@ class _Emitter:
         """Source of the value of operation ``index`` outside a loop's body: ``v_index``,
         or its row of a loop's tape."""
         loop = self.loop_of(index)
-        if loop is None:
-            return f"v_{index}"
-        from hamiltonia.modelling.adjoint_loops import tape_row
-
-        return tape_row(loop, index)
+        return f"v_{index}" if loop is None else loop.tape_row(index)
 
     def adjoint_of(self, index: int) -> str:
         """Source of the adjoint of operation ``index`` (as :meth:`value`)."""
         loop = self.loop_of(index)
-        if loop is None:
-            return f"g_{index}"
-        from hamiltonia.modelling.adjoint_loops import tape_row
-
-        return tape_row(loop, index, adjoint=True)
+        return f"g_{index}" if loop is None else loop.tape_row(index, adjoint=True)
 
     def operands_of_constant(self, arg):
         """Source of a constant argument: a constant's source for a number or an array,

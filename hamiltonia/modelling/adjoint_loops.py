@@ -28,18 +28,7 @@ import numpy as np
 from hamiltonia.modelling.adjoint_emitter import _Emitter, _shape_code
 from hamiltonia.modelling.loop_rolling import Loop, Ref
 
-__all__ = ["LoopAdjoint", "body_operands", "forward_loop", "tape", "tape_row"]
-
-
-def tape(loop: Loop, slot: int, adjoint: bool = False) -> str:
-    """The name of the tape of body operation ``slot`` (of its adjoint)."""
-    return f"{'g' if adjoint else 'v'}_T{loop.number}_{slot}"
-
-
-def tape_row(loop: Loop, index: int, adjoint: bool = False) -> str:
-    """Source of the value (adjoint) of operation ``index`` of the loop, read after it."""
-    slot, k = loop.locate(index)
-    return f"{tape(loop, slot, adjoint)}[{loop.depth + k}]"
+__all__ = ["LoopAdjoint", "accumulate", "body_operands", "forward_loop"]
 
 
 def _counter(loop: Loop) -> str:
@@ -58,11 +47,11 @@ def _read(e: _Emitter, loop: Loop, ref: Ref, reverse: bool, adjoint: bool = Fals
     if ref.kind == "body":
         if ref.lag == 0 and not reverse and not adjoint:
             return _local(loop, ref.slot)
-        return f"{tape(loop, ref.slot, adjoint)}[{i} + {loop.depth - ref.lag}]"
+        return f"{loop.tape(ref.slot, adjoint)}[{i} + {loop.depth - ref.lag}]"
     other = e.loops[ref.loop]
     first = other.depth + ref.shift
     row = f"{i} + {first}" if ref.step == 1 else f"{first} - {i}"
-    return f"{tape(other, ref.slot, adjoint)}[{row}]"
+    return f"{other.tape(ref.slot, adjoint)}[{row}]"
 
 
 def body_operands(e: _Emitter, loop: Loop, slot: int, reverse: bool) -> list:
@@ -131,10 +120,10 @@ def forward_loop(e: _Emitter, loop: Loop, rule_of) -> list[str]:
     rows = loop.depth + loop.count
     body = loop.body(e.graph)
     for slot, op in enumerate(body):
-        lines.append(f"{tape(loop, slot)} = np.empty({_shape_code((rows, *op.shape))}{_dtype(op)})")
+        lines.append(f"{loop.tape(slot)} = np.empty({_shape_code((rows, *op.shape))}{_dtype(op)})")
     body = loop.body(e.graph)
     for (slot, m), index in sorted(loop.initial.items()):
-        row = f"{tape(loop, slot)}[{loop.depth + m}]"
+        row = f"{loop.tape(slot)}[{loop.depth + m}]"
         if body[slot].shape:
             lines.extend(_by_element(e, row, e.value(index), body[slot].shape, "="))
         else:
@@ -145,7 +134,7 @@ def forward_loop(e: _Emitter, loop: Loop, rule_of) -> list[str]:
         _index_codes(e, loop, slot)
         code = rule_of(op).forward(e, op, body_operands(e, loop, slot, reverse=False))
         lines.append(f"    {_local(loop, slot)} = {code}")
-        row = f"{tape(loop, slot)}[{i} + {loop.depth}]"
+        row = f"{loop.tape(slot)}[{i} + {loop.depth}]"
         if op.shape:
             stores = _by_element(e, row, _local(loop, slot), op.shape, "=")
             lines.extend("    " + ln for ln in stores)
@@ -179,7 +168,7 @@ class LoopAdjoint:
         for slot, op in enumerate(body):
             rule = rule_of(op)
             operands = body_operands(e, loop, slot, reverse=True)
-            out = f"{tape(loop, slot)}[{_counter(loop)} + {loop.depth}]"
+            out = f"{loop.tape(slot)}[{_counter(loop)} + {loop.depth}]"
             for i in sorted(op.parents):
                 code = rule.adjoint(e, op, i, _local(loop, slot, adjoint=True), operands, out)
                 if code is not None:
@@ -214,7 +203,7 @@ class LoopAdjoint:
                     found.append((other.start + p * other.period + ref.slot, None))
         for (slot, m), index in sorted(self.loop.initial.items()):
             if slot in self.slots:
-                found.append((index, f"{tape(self.loop, slot, True)}[{self.loop.depth + m}]"))
+                found.append((index, f"{self.loop.tape(slot, True)}[{self.loop.depth + m}]"))
         return found
 
     def tapes(self) -> list[str]:
@@ -222,7 +211,7 @@ class LoopAdjoint:
         rows = self.loop.depth + self.loop.count
         body = self.loop.body(self.e.graph)
         return [
-            f"{tape(self.loop, slot, True)} = np.zeros({_shape_code((rows, *body[slot].shape))})"
+            f"{self.loop.tape(slot, True)} = np.zeros({_shape_code((rows, *body[slot].shape))})"
             for slot in sorted(self.slots)
         ]
 
@@ -234,7 +223,7 @@ class LoopAdjoint:
         body = loop.body(e.graph)
         for slot in sorted(self.slots, reverse=True):
             lines.append(f"    {_local(loop, slot, True)} = "
-                         f"{tape(loop, slot, True)}[{i} + {loop.depth}]")  # fmt: skip
+                         f"{loop.tape(slot, True)}[{i} + {loop.depth}]")  # fmt: skip
             for i_arg in sorted(body[slot].parents):
                 code = self.codes.get((slot, i_arg))
                 if code is None:

@@ -50,7 +50,15 @@ class Rule:
     """How one primitive is written: its forward value and the vector-Jacobian product of
     each argument. ``adjoint`` returns the contribution's source (shape of the argument), a
     list of statements ``(…, target)`` writing into the argument's adjoint, or ``None`` when
-    the argument has no derivative."""
+    the argument has no derivative.
+
+    For the rolling of loops (:mod:`hamiltonia.modelling.loop_rolling`): ``data_arguments``
+    says that the number and array arguments are data written into the code as values
+    (which may then differ between a loop's passes), not numbers read to decide the code;
+    ``indexes``, that the rule is indexing (whose index may differ between passes)."""
+
+    data_arguments = False
+    indexes = False
 
     def forward(self, e: _Emitter, op: Op, a: list) -> str:
         raise NotImplementedError
@@ -62,6 +70,8 @@ class Rule:
 class Elementwise(Rule):
     """An elementwise function: ``forward`` and each argument's derivative as templates in
     ``{0}``, ``{1}`` (the arguments), ``{g}`` (the adjoint) and ``{out}`` (the value)."""
+
+    data_arguments = True
 
     def __init__(self, forward: str, *adjoints: str | None):
         self.template, self.adjoints = forward, adjoints
@@ -272,6 +282,8 @@ class Dot(Rule):
     """``np.dot`` and ``@`` of vectors and matrices: for :math:`v = A b`,
     :math:`\\bar A = \\bar v\\, b^{\\top}` and :math:`\\bar b = A^{\\top} \\bar v`."""
 
+    data_arguments = True
+
     def forward(self, e, op, a):
         left, right = _shape_of(e.graph, op, 0), _shape_of(e.graph, op, 1)
         if not left or not right:
@@ -300,6 +312,8 @@ class Where(Rule):
     """``np.where(c, x, y)``: the adjoint goes to ``x`` where ``c`` holds, to ``y``
     elsewhere."""
 
+    data_arguments = True
+
     def forward(self, e, op, a):
         if op.shape == ():
             return f"({a[1]} if {a[0]} else {a[2]})"
@@ -317,6 +331,8 @@ class Where(Rule):
 class NormalLogPdf(Rule):
     """``scipy.stats.norm.logpdf(x, loc, scale)``:
     :math:`-\\tfrac12 z^2 - \\log s - \\tfrac12\\log 2\\pi`, :math:`z = (x - m)/s`."""
+
+    data_arguments = True
 
     _HALF_LOG_2PI = 0.9189385332046727
 

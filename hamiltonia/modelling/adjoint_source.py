@@ -70,7 +70,7 @@ from hamiltonia.modelling.adjoint_rules import (
 )
 from hamiltonia.modelling.trace import Graph, Op, TraceError
 
-__all__ = ["RULES", "SourceFunction", "gradient_source", "supported_functions"]
+__all__ = ["RULES", "SourceFunction", "gradient_source", "rolled_loops", "supported_functions"]
 
 
 # One template per elementwise function: forward, then the derivative of each argument.
@@ -170,6 +170,21 @@ def _rule(op: Op) -> Rule:
     return rule
 
 
+def _rule_or_none(op: Op) -> Rule | None:
+    try:
+        return _rule(op)
+    except TraceError:
+        return None
+
+
+def rolled_loops(graph: Graph) -> list:
+    """The loops of ``graph`` the compiled path writes as loops
+    (:func:`hamiltonia.modelling.loop_rolling.find_loops` with this module's rules)."""
+    from hamiltonia.modelling.loop_rolling import find_loops
+
+    return find_loops(graph, _rule_or_none)
+
+
 def supported_functions() -> list[str]:
     """Names of the functions a compiled gradient can be generated for."""
     _register_stats()
@@ -201,13 +216,12 @@ def gradient_source(graph: Graph, name: str = "log_prob_and_grad",
     """The source of ``name(q, grad_out, fdata, idata) -> float`` computing the traced log
     density at ``q`` and writing its gradient into ``grad_out``.
 
-    The loops of the recording (``loops``, by default
-    :func:`~hamiltonia.modelling.loop_rolling.find_loops`; ``[]`` for none) are written as
+    The loops of the recording (``loops``, by default :func:`rolled_loops`; ``[]`` for
+    none) are written as
     loops (:mod:`hamiltonia.modelling.adjoint_loops`), the rest as straight-line code."""
     from hamiltonia.modelling.adjoint_loops import LoopAdjoint, accumulate, forward_loop
-    from hamiltonia.modelling.loop_rolling import find_loops
 
-    loops = find_loops(graph) if loops is None else loops
+    loops = rolled_loops(graph) if loops is None else loops
     e = _Emitter(graph, loops)
     ops = graph.ops
     out = len(ops) - 1

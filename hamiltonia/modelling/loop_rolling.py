@@ -34,13 +34,16 @@ straight-line code, which numba compiles quickly and runs without the loop's tap
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from hamiltonia.modelling.adjoint_emitter import _numeric
 from hamiltonia.modelling.trace import Graph, Op
 
-__all__ = ["MAX_PERIOD", "MIN_PASSES", "MIN_SAVED", "Loop", "Ref", "find_loops", "signatures"]
+__all__ = ["MAX_PERIOD", "MIN_PASSES", "MIN_SAVED", "Loop", "Ref", "RuleOf", "find_loops",
+           "signatures"]  # fmt: skip
 
 #: The longest body (operations) searched for.
 MAX_PERIOD = 2048
@@ -124,22 +127,29 @@ class Loop:
         """The body's operations as recorded in pass 0."""
         return graph.ops[self.start : self.start + self.period]
 
+    def tape(self, slot: int, adjoint: bool = False) -> str:
+        """The name, in the generated code, of the tape of body operation ``slot`` (of its
+        adjoint): one row per pass, after :attr:`depth` rows of initial values."""
+        return f"{'g' if adjoint else 'v'}_T{self.number}_{slot}"
+
+    def tape_row(self, index: int, adjoint: bool = False) -> str:
+        """Source of the value (adjoint) of operation ``index`` of the loop, read after it."""
+        slot, k = self.locate(index)
+        return f"{self.tape(slot, adjoint)}[{self.depth + k}]"
+
 
 # ---------------------------------------------------------------------------- signatures
-def _rule_of(op: Op):
-    from hamiltonia.modelling.adjoint_source import RULES
+#: ``rule_of(op)``: the rule that writes ``op``
+#: (:class:`~hamiltonia.modelling.adjoint_rules.Rule`), or ``None``. A rule's
+#: ``data_arguments`` says that its number and array arguments are data it writes into the
+#: code as values (which may then differ between passes), not numbers it reads to decide the
+#: code (an exponent, an axis); its ``indexes``, that it is indexing, whose index may differ.
+RuleOf = Callable[[Op], object]
 
-    return RULES.get(op.fun)
 
-
-def _stackable(op: Op, position: int) -> bool:
-    """Whether a number or array argument of ``op`` may differ between passes: data that
-    the rule writes into the code as a value, not a number it reads to decide the code (an
-    exponent, an axis)."""
-    from hamiltonia.modelling.adjoint_rules import Dot, Elementwise, NormalLogPdf, Where
-
-    rule = _rule_of(op)
-    return isinstance(rule, Elementwise | Dot | Where | NormalLogPdf)
+def _stackable(op: Op, rule_of: RuleOf) -> bool:
+    """Whether the number and array arguments of ``op`` may differ between passes."""
+    return bool(getattr(rule_of(op), "data_arguments", False))
 
 
 def _freeze(value):
@@ -172,28 +182,20 @@ def _index_shape(part):
     return _freeze(part)
 
 
-def _numeric(arg) -> bool:
-    from hamiltonia.modelling.adjoint_emitter import _numeric
-
-    return _numeric(arg)
+def _is_getitem(op: Op, rule_of: RuleOf) -> bool:
+    return bool(getattr(rule_of(op), "indexes", False))
 
 
-def _is_getitem(op: Op) -> bool:
-    from hamiltonia.modelling.adjoint_array_rules import GetItem
-
-    return isinstance(_rule_of(op), GetItem)
-
-
-def _signature(op: Op) -> tuple:
+def _signature(op: Op, rule_of: RuleOf) -> tuple:
     value = np.asarray(op.value)
     parts: list = [op.fun, value.shape, value.dtype.kind, tuple(sorted(op.parents))]
-    getitem = _is_getitem(op)
+    getitem = _is_getitem(op, rule_of)
     for i, arg in enumerate(op.args):
         if i in op.parents:
             continue
         if getitem and i == 1:
             parts.append(_index_shape(arg))
-        elif _numeric(arg) and _stackable(op, i):
+        elif _numeric(arg) and _stackable(op, rule_of):
             array = np.asarray(arg)
             parts.append(("data", array.shape, array.dtype.kind))
         else:
@@ -202,7 +204,7 @@ def _signature(op: Op) -> tuple:
     return tuple(parts)
 
 
-def signatures(graph: Graph) -> np.ndarray:
+def signatures(graph: Graph, rule_of: RuleOf) -> np.ndarray:
     """Each operation's signature as an integer: two operations of one body in different
     passes have the same one (the input, operation 0, has its own)."""
     labels: dict = {}
@@ -210,7 +212,7 @@ def signatures(graph: Graph) -> np.ndarray:
     out[0] = -1
     for k in range(1, len(graph.ops)):
         try:
-            key = _signature(graph.ops[k])
+            key = _signature(graph.ops[k], rule_of)
         except TypeError:  # an unhashable argument: never part of a loop
             key = ("alone", k)
         out[k] = labels.setdefault(key, len(labels))
@@ -298,13 +300,13 @@ def _parent_refs(graph: Graph, loop: Loop, loops: list[Loop], j: int, i: int) ->
     loop.refs[(j, i)] = ref
 
 
-def _constants(graph: Graph, loop: Loop, j: int) -> None:
+def _constants(graph: Graph, loop: Loop, j: int, rule_of: RuleOf) -> None:
     """The constants of body operation ``j`` that differ between passes (into
     ``loop.stacked`` and ``loop.indices``)."""
     s, period, n = loop.start, loop.period, loop.count
     ops = [graph.ops[s + k * period + j] for k in range(n)]
     first = ops[0]
-    getitem = _is_getitem(first)
+    getitem = _is_getitem(first, rule_of)
     for i, arg in enumerate(first.args):
         if i in first.parents:
             continue
@@ -312,7 +314,7 @@ def _constants(graph: Graph, loop: Loop, j: int) -> None:
         if getitem and i == 1:
             _index_constants(loop, j, values)
             continue
-        if not _numeric(arg) or not _stackable(first, i):
+        if not _numeric(arg) or not _stackable(first, rule_of):
             continue  # the signature has it the same in every pass
         if all(_same(arg, v) for v in values[1:]):
             continue
@@ -347,8 +349,8 @@ def _index_constants(loop: Loop, j: int, values: list) -> None:
         loop.indices[j] = plan
 
 
-def _build(graph: Graph, loops: list[Loop], start: int, period: int, count: int,
-           depth: int = 0) -> Loop | None:  # fmt: skip
+def _build(graph: Graph, loops: list[Loop], rule_of: RuleOf, start: int, period: int,
+           count: int, depth: int = 0) -> Loop | None:  # fmt: skip
     """The loop of ``count`` passes from ``start`` if the passes follow one pattern, else
     the loop of the longest run of passes between those that break it (at least
     :data:`MIN_PASSES` passes), else ``None``."""
@@ -359,17 +361,19 @@ def _build(graph: Graph, loops: list[Loop], start: int, period: int, count: int,
         for j in range(period):
             for i in sorted(graph.ops[start + j].parents):
                 _parent_refs(graph, loop, loops, j, i)
-            _constants(graph, loop, j)
+            _constants(graph, loop, j, rule_of)
     except _Broken as broken:
         first, passes = broken.run
-        return _build(graph, loops, start + first * period, period, passes, depth + 1)
+        return _build(graph, loops, rule_of, start + first * period, period, passes,
+                      depth + 1)  # fmt: skip
     return loop
 
 
-def find_loops(graph: Graph) -> list[Loop]:
+def find_loops(graph: Graph, rule_of: RuleOf) -> list[Loop]:
     """The loops of ``graph`` (module docs), in the order of the recording, not
-    overlapping."""
-    labels = signatures(graph)
+    overlapping; ``rule_of`` gives each operation's rule (:data:`RuleOf`;
+    :func:`hamiltonia.modelling.adjoint_source.rolled_loops` passes the compiled path's)."""
+    labels = signatures(graph, rule_of)
     loops: list[Loop] = []
     taken: list[tuple[int, int]] = []
     pending = _runs(labels, 1, len(labels))
@@ -380,7 +384,7 @@ def find_loops(graph: Graph) -> list[Loop]:
             stop = start + period * count
             if any(a < stop and start < b for a, b in taken):
                 continue
-            loop = _build(graph, loops, start, period, count)
+            loop = _build(graph, loops, rule_of, start, period, count)
             if loop is None:
                 left.append((saved, period, start, count))
                 continue

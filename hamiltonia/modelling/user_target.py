@@ -60,6 +60,9 @@ class CompiledDensity(NumbaTarget):
 
     source: str = ""
     seconds: float = 0.0
+    #: Why the loops were written out pass by pass, where rolling them failed its check
+    #: (empty otherwise); :func:`hamiltonia.targets.logp_backends.numba_functions` warns it.
+    note: str = ""
 
     def __reduce__(self):
         # A compiled function does not pickle; its source does, and the receiving process
@@ -110,28 +113,24 @@ def compile_log_density(
         (a ``TraceError``) when its compile is predicted to take longer than the budget,
         outside :func:`~hamiltonia.modelling.compile_budget.over_budget`.
     """
-    from hamiltonia.modelling.loop_rolling import find_loops
+    from hamiltonia.modelling.adjoint_source import rolled_loops
 
     install_scalar_fix()
     began = time.perf_counter()
     points = np.random.default_rng(seed).normal(size=(3, dim))
     graph = trace_graph(fn, points[0], label)
-    loops = find_loops(graph)
+    loops = rolled_loops(graph)
     try:
         target = _compiled(fn, graph, loops, points, label)
     except _Disagrees as err:
         if not loops:
             raise err.error from err.error.__cause__
-        from hamiltonia._warnings import warn_at_user
-        from hamiltonia.targets.logp_warnings import CompileWarning
-
-        warn_at_user(
+        note = (
             f"{label} with its loops compiled as loops failed its check ({err.error}); its "
             "loops are written out pass by pass instead (a gap in hamiltonia's loop rolling: "
-            "please report it with the model)",
-            CompileWarning,
+            "please report it with the model)"
         )
-        target = _compiled(fn, graph, [], points, label)
+        target = replace(_compiled(fn, graph, [], points, label), note=note)
     return replace(target, seconds=time.perf_counter() - began)
 
 

@@ -144,6 +144,8 @@ def numba_functions(f: Callable, dim: int, label: str = "logp"):
 
     dim = check_dim(dim)
     kernel = compile_log_density(f, dim, label)
+    if kernel.note:
+        warn_at_user(kernel.note, CompileWarning)
     batches = accepts_batches(f, dim)[0]
     _, _, row_hvp, _ = autograd_functions(f, dim, batches, label)
     hvp = row_hvp if batches else _row_by_row(row_hvp, dim)

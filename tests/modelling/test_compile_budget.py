@@ -18,13 +18,13 @@ import pytest
 
 import hamiltonia as hm
 from hamiltonia.modelling import compile_budget, user_target
+from hamiltonia.modelling.adjoint_source import rolled_loops
 from hamiltonia.modelling.compile_budget import (
     COMPILE_BUDGET_SECONDS,
     CompileBudgetError,
     estimated_seconds,
     operation_counts,
 )
-from hamiltonia.modelling.loop_rolling import find_loops
 from hamiltonia.modelling.parameters import ParameterLayout
 from hamiltonia.modelling.trace import TraceError, trace_graph
 
@@ -111,7 +111,7 @@ def test_the_budget_counts_a_rolled_loop_once_and_stops_a_loop_written_out():
     for name, logp, params in (("arma", arma_logp(1000), ARMA), ("hmm", hmm_logp(200), HMM),
                                ("growing", growing_logp(150), GROWING)):  # fmt: skip
         graph = _recorded(logp, params)
-        counts[name] = operation_counts(graph), operation_counts(graph, find_loops(graph))
+        counts[name] = operation_counts(graph), operation_counts(graph, rolled_loops(graph))
     assert time.perf_counter() - began < 5.0
     assert counts["arma"][0][0] > 5000 and counts["arma"][1][0] < 100
     assert counts["hmm"][0][1] > 500 and sum(counts["hmm"][1]) < 200

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 from autograd.scipy.special import logsumexp
 
-from hamiltonia.modelling.adjoint_source import gradient_source
-from hamiltonia.modelling.loop_rolling import MIN_PASSES, find_loops
+from hamiltonia.modelling.adjoint_source import gradient_source, rolled_loops
+from hamiltonia.modelling.loop_rolling import MIN_PASSES
 from hamiltonia.modelling.trace import trace_graph
 from hamiltonia.modelling.user_target import compile_log_density
 
@@ -113,7 +113,7 @@ def test_a_loop_compiles_as_a_loop_and_agrees_with_autograd(name):
     dim = _dim(name, T)
     f = lambda q: fn(q, T)  # noqa: E731
     graph = trace_graph(f, np.random.default_rng(0).normal(size=dim) * 0.3)
-    loops = find_loops(graph)
+    loops = rolled_loops(graph)
     assert loops, "the loop was not found"
     assert sum(loop.count * loop.period for loop in loops) > len(graph.ops) / 2
     density = compile_log_density(f, dim)
@@ -169,9 +169,9 @@ def test_passes_that_differ_in_shape_or_are_few_stay_written_out():
             lp = lp - 0.5 * anp.sum((Y[:t] - q[0]) ** 2)
         return lp
 
-    assert find_loops(trace_graph(growing, np.zeros(1))) == []
+    assert rolled_loops(trace_graph(growing, np.zeros(1))) == []
     short = lambda q: arma(q, MIN_PASSES - 1)  # noqa: E731
-    assert find_loops(trace_graph(short, np.full(4, 0.1))) == []
+    assert rolled_loops(trace_graph(short, np.full(4, 0.1))) == []
 
 
 def test_a_data_dependent_branch_inside_the_loop_still_compiles_per_pass():
@@ -199,16 +199,19 @@ def test_a_data_dependent_branch_inside_the_loop_still_compiles_per_pass():
 
 def test_a_rolled_loop_that_fails_its_check_is_written_out_with_a_warning(monkeypatch):
     """The check against autograd guards the rolling too: a defect in a loop's code (here
-    its reverse loop dropped) is caught, named in a CompileWarning, and the loop is written
-    out pass by pass instead, so the model still compiles right."""
+    its reverse loop dropped) is caught, and the loop is written out pass by pass instead,
+    so the model still compiles right; a Model says so in a CompileWarning."""
     import hamiltonia as hm
     from hamiltonia.modelling import adjoint_loops
 
     monkeypatch.setattr(adjoint_loops.LoopAdjoint, "statements", lambda self: [])
     f = lambda q: arma(q, 40)  # noqa: E731
-    with pytest.warns(hm.CompileWarning, match="written out pass by pass instead"):
-        density = compile_log_density(f, 4)
+    density = compile_log_density(f, 4)
+    assert "written out pass by pass instead" in density.note
     assert "for i_0 in range(" not in density.source
+    with pytest.warns(hm.CompileWarning, match="written out pass by pass instead"):
+        model = hm.Model(lambda p: arma(p["q"], 40), {"q": hm.real(4)})
+    assert model.backend == "numba"
     point = np.array([0.2, 0.1, -0.3, 0.05])
     np.testing.assert_allclose(density.evaluate(point)[1], autograd.grad(f)(point), rtol=1e-8)
 

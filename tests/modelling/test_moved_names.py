@@ -11,8 +11,9 @@ import hamiltonia.modelling.adjoint_source as source
 
 
 def test_adjoint_source_exports_what_it_did():
+    """What it exported, and ``rolled_loops`` (issue 50), added since."""
     assert sorted(source.__all__) == ["RULES", "SourceFunction", "gradient_source",
-                                      "supported_functions"]  # fmt: skip
+                                      "rolled_loops", "supported_functions"]  # fmt: skip
     assert source.SourceFunction is emitter.SourceFunction
 
 
