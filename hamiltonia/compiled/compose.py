@@ -421,15 +421,11 @@ def compose(roles: dict[str, Callable], entry: Callable, names: dict | None = No
     return import_generated(text, files, "hk_").chain
 
 
-def import_generated(text: str, files=(), prefix: str = "hk_") -> types.ModuleType:
-    """The module of source ``text``, written into :func:`kernel_dir` under a name hashing
-    the text, numba's version and the source ``files`` it imports from, and imported."""
+def generated_name(text: str, files=(), prefix: str = "hk_") -> str:
+    """The module name :func:`import_generated` gives source ``text``: a hash of the text,
+    numba's version and the source ``files`` it imports from."""
     import numba
 
-    from hamiltonia.compiled import inlining
-
-    # Before numba first compiles the module's functions (on their first call).
-    inlining.install()
     digest = hashlib.sha256(text.encode())
     digest.update(numba.__version__.encode())
     for file in sorted(files):
@@ -437,7 +433,31 @@ def import_generated(text: str, files=(), prefix: str = "hk_") -> types.ModuleTy
             digest.update(Path(file).read_bytes())
         except OSError:
             digest.update(file.encode())
-    name = prefix + digest.hexdigest()[:20]
+    return prefix + digest.hexdigest()[:20]
+
+
+def is_cached(text: str, files=(), prefix: str = "hk_") -> bool:
+    """Whether numba's disk cache holds a compilation of the module of source ``text``
+    (:func:`import_generated`), so that loading it takes no compile: an index file of it
+    next to the module, or under ``NUMBA_CACHE_DIR``."""
+    name = generated_name(text, files, prefix)
+    if name in _LOADED:
+        return True
+    folders = [kernel_dir() / "__pycache__"]
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        folders.append(Path(os.environ["NUMBA_CACHE_DIR"]))
+    pattern = f"{name}.*.nbi"
+    return any(any(folder.rglob(pattern)) for folder in folders if folder.is_dir())
+
+
+def import_generated(text: str, files=(), prefix: str = "hk_") -> types.ModuleType:
+    """The module of source ``text``, written into :func:`kernel_dir` under a name hashing
+    the text, numba's version and the source ``files`` it imports from, and imported."""
+    from hamiltonia.compiled import inlining
+
+    # Before numba first compiles the module's functions (on their first call).
+    inlining.install()
+    name = generated_name(text, files, prefix)
     if name in _LOADED:
         return _LOADED[name]
     folder = kernel_dir()

@@ -147,10 +147,13 @@ def over_budget(handler: Callable[[str], None] | None) -> Iterator[None]:
         _OVER.reset(token)
 
 
-def check_budget(graph: Graph, label: str = "logp", loops: list | None = None) -> None:
+def check_budget(graph: Graph, label: str = "logp", loops: list | None = None,
+                 cached: Callable[[], bool] | None = None) -> None:  # fmt: skip
     """Refuse (or, inside :func:`over_budget`, announce) a recorded log density predicted
     to take longer than :data:`COMPILE_BUDGET_SECONDS` to compile (its rolled loops,
-    ``loops``, counted once: :func:`operation_counts`).
+    ``loops``, counted once: :func:`operation_counts`), unless ``cached()`` (asked only
+    then) says that numba's disk cache holds its compilation already: loading takes no
+    compile, so a model once compiled with ``backend="numba"`` is compiled by default too.
 
     Raises
     ------
@@ -159,7 +162,7 @@ def check_budget(graph: Graph, label: str = "logp", loops: list | None = None) -
     """
     scalar_ops, array_ops = operation_counts(graph, loops)
     seconds = estimated_seconds(scalar_ops, array_ops)
-    if seconds <= COMPILE_BUDGET_SECONDS:
+    if seconds <= COMPILE_BUDGET_SECONDS or (cached is not None and cached()):
         return
     what = (
         f"{label} is written as {scalar_ops + array_ops:,} operations ({array_ops:,} on "

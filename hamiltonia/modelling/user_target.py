@@ -83,14 +83,24 @@ class CompiledDensity(NumbaTarget):
         return lp.reshape(x.shape[:-1]), grad.reshape(x.shape)
 
 
+def _special_file() -> str:
+    return importlib.util.find_spec("hamiltonia.modelling.special").origin
+
+
+def _is_cached(text: str) -> bool:
+    """Whether numba has compiled the generated module ``text`` to its disk cache."""
+    from hamiltonia.compiled.compose import is_cached
+
+    return is_cached(text, [_special_file()], prefix="hg_")
+
+
 def _load(text: str):
     """The module of generated source ``text`` and its compiled ``log_prob_and_grad``."""
     from hamiltonia.compiled.compose import import_generated
 
     # The file of the special functions (hashed into the module's name), found without
     # importing them (see _header).
-    special = importlib.util.find_spec("hamiltonia.modelling.special").origin
-    module = import_generated(text, [special], prefix="hg_")
+    module = import_generated(text, [_special_file()], prefix="hg_")
     return module, compile_log_prob(module.log_prob_and_grad)
 
 
@@ -149,10 +159,10 @@ def _compiled(fn: Callable, graph, loops: list, points: np.ndarray, label: str):
 
     from hamiltonia.modelling.adjoint_source import gradient_source
 
-    # Milliseconds after the recording, before what could take minutes.
-    check_budget(graph, label, loops)
     source = gradient_source(graph, loops=loops)
     text = _header(source.text) + source.text
+    # Milliseconds after the recording, before what could take minutes.
+    check_budget(graph, label, loops, cached=lambda: _is_cached(text))
     try:
         _, function = _load(text)
     except Exception as err:  # numba's typing errors have no common public base

@@ -131,6 +131,7 @@ def test_a_model_over_the_budget_runs_with_autograd_at_once_and_says_why(monkeyp
     the predicted time, the budget and the ways out; numba never starts; the model samples
     with autograd."""
     monkeypatch.setattr(user_target, "_load", _no_compile)
+    monkeypatch.setattr(user_target, "_is_cached", lambda text: False)  # never compiled
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         model = hm.Model(growing_logp(150), GROWING)
@@ -151,6 +152,7 @@ def test_from_logp_falls_back_over_the_budget_too(monkeypatch):
     CompileWarning and autograd, without compiling."""
     monkeypatch.setattr(compile_budget, "COMPILE_BUDGET_SECONDS", 0.5)
     monkeypatch.setattr(user_target, "_load", _no_compile)
+    monkeypatch.setattr(user_target, "_is_cached", lambda text: False)  # never compiled
     with pytest.warns(hm.CompileWarning, match="over the compile budget of 0.5 s"):
         target = hm.Target.from_logp(lambda x: -0.5 * anp.sum(x**2), dim=3)
     assert target.numba_kernel() is None
@@ -171,6 +173,7 @@ def test_an_explicit_numba_backend_compiles_over_the_budget_after_a_warning(monk
     """``backend="numba"`` is the user's choice: honoured, with the CompileWarning given
     before numba starts (so a long compile is never a silent one)."""
     monkeypatch.setattr(compile_budget, "COMPILE_BUDGET_SECONDS", 0.5)
+    monkeypatch.setattr(user_target, "_is_cached", lambda text: False)  # a first compile
     seen = []
     load = user_target._load
 
@@ -194,6 +197,26 @@ def test_from_logp_with_an_explicit_numba_backend_compiles_over_the_budget_too(m
     """``Target.from_logp(backend="numba")`` is the same choice as the model's: honoured,
     warned first, not a CompileBudgetError."""
     monkeypatch.setattr(compile_budget, "COMPILE_BUDGET_SECONDS", 0.5)
+    monkeypatch.setattr(user_target, "_is_cached", lambda text: False)  # a first compile
     with pytest.warns(hm.CompileWarning, match="as backend='numba' asks"):
         target = hm.Target.from_logp(lambda x: -0.5 * anp.sum(x**2), dim=3, backend="numba")
     assert target.numba_kernel() is not None
+
+
+def test_a_model_compiled_before_is_compiled_by_default_over_the_budget(monkeypatch):
+    """The budget bounds a compile, not a load: once ``backend="numba"`` has compiled a
+    model over the budget into numba's disk cache, the default backend loads it, without a
+    warning, in this process and in a new one (the cache is found on disk)."""
+    from hamiltonia.compiled import compose
+
+    monkeypatch.setattr(compile_budget, "COMPILE_BUDGET_SECONDS", 0.5)
+    logp = lambda p: arma_logp(7)(p) + 0.25 * p["mu"]  # noqa: E731 (a model of this test's own)
+    with monkeypatch.context() as first, pytest.warns(hm.CompileWarning, match="numba' asks"):
+        first.setattr(user_target, "_is_cached", lambda text: False)  # as on a fresh machine
+        hm.Model(logp, ARMA, backend="numba")
+    # A new process has nothing loaded: only the files on disk say it is compiled.
+    monkeypatch.setattr(compose, "_LOADED", {})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", hm.CompileWarning)
+        model = hm.Model(logp, ARMA)
+    assert model.backend == "numba"
