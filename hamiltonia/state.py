@@ -21,6 +21,8 @@ __all__ = [
     "PhaseState",
     "check_reject_on",
     "evaluate_target",
+    "is_rejection",
+    "model_error_text",
     "rejecting",
 ]
 
@@ -204,6 +206,37 @@ def check_reject_on(reject_on) -> tuple:
     return types
 
 
+#: Words of a linear-algebra error where the mathematics is undefined at the point (NumPy's
+#: and SciPy's messages for a factorisation or solve of a matrix that is not positive
+#: definite, or singular): a rejected proposal whatever ``reject_on`` says, as Stan rejects a
+#: proposal whose ``cholesky_decompose`` fails.
+_UNDEFINED_LINEAR_ALGEBRA = ("positive definite", "singular matrix", "is singular")
+
+
+def is_rejection(err: BaseException, reject_on: tuple) -> bool:
+    """Whether the target's exception ``err`` means "outside the support": one of the run's
+    ``reject_on`` types, or a ``LinAlgError`` of a matrix that is not positive definite or
+    is singular (:data:`_UNDEFINED_LINEAR_ALGEBRA`)."""
+    if isinstance(err, reject_on):
+        return True
+    if isinstance(err, np.linalg.LinAlgError):
+        text = str(err).lower()
+        return any(words in text for words in _UNDEFINED_LINEAR_ALGEBRA)
+    return False
+
+
+def model_error_text(target, what: str, err: BaseException, where: str) -> str:
+    """The message of a :class:`ModelError`: what raised, where, and (the error may mean
+    "outside the support" to its author) how to declare it a rejection instead."""
+    name = type(err).__name__
+    return (
+        f"{type(target).__name__}.{what} raised {name}: {err} ({where}). If {name} means "
+        f"that this point is outside the model's support, pass reject_on=({name},) to "
+        "hamiltonia.sample to reject such proposals as Stan does; otherwise it is a bug in "
+        "the model"
+    )
+
+
 @contextmanager
 def rejecting(reject_on):
     """Within this block, exceptions of the types ``reject_on`` raised by a target mean
@@ -244,15 +277,15 @@ def _evaluate_rows(target, q, with_grad: bool):
                 out = target.log_prob_and_grad(backend.asarray(row))
             else:
                 out = target.log_prob(backend.asarray(row)), None
-        except reject_on:
-            continue  # declared "outside the support": a rejected proposal
         except Exception as err:
+            if is_rejection(err, reject_on):
+                continue  # "outside the support": a rejected proposal
             raise ModelError(
-                f"{type(target).__name__}.{what} raised {type(err).__name__}: {err} "
-                f"(chain {i}, position {_position_text(row, target)})",
+                model_error_text(target, what, err,
+                                 f"chain {i}, position {_position_text(row, target)}"),
                 chain=i,
                 position=np.array(row),
-            ) from err
+            ) from err  # fmt: skip
         lps[i], g = one_point(target, what, out, flat.shape[1], with_grad)
         if with_grad:
             grads[i] = g

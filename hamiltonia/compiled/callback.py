@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from hamiltonia.compiled.targets import NumbaTarget
-from hamiltonia.state import ModelError, _position_text, one_point
+from hamiltonia.state import ModelError, _position_text, is_rejection, model_error_text, one_point
 
 __all__ = ["CallbackEntry", "python_target", "registered"]
 
@@ -67,17 +67,17 @@ def call_target(handle: int, q: np.ndarray, grad: np.ndarray) -> float:
     chain = getattr(_CHAIN, "index", None)
     try:
         out = target.log_prob_and_grad(point)
-    except entry.reject_on:
-        grad[:] = np.nan
-        return np.nan
     except BaseException as err:
+        if is_rejection(err, entry.reject_on):
+            grad[:] = np.nan
+            return np.nan
         where = f"chain {chain}, " if chain is not None else ""
         error = ModelError(
-            f"{type(target).__name__}.log_prob_and_grad raised {type(err).__name__}: {err} "
-            f"({where}position {_position_text(point, target)})",
+            model_error_text(target, "log_prob_and_grad", err,
+                             f"{where}position {_position_text(point, target)}"),
             chain=chain,
             position=point,
-        )
+        )  # fmt: skip
         error.__cause__ = err
         if not isinstance(err, Exception):  # KeyboardInterrupt, SystemExit: as they are
             error = err

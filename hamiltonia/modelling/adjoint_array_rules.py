@@ -53,12 +53,15 @@ class ArrayFromArgs(Rule):
     MIN_RUN = 3
 
     def forward(self, e, op, a):
-        if (
-            any(_shape_of(e.graph, op, i) for i in range(2, len(op.args)))
-            or op.args[0]
-            or (op.args[1])
-        ):
-            raise TraceError("np.array(...) of traced values can be compiled for numbers only")
+        shapes = {_shape_of(e.graph, op, i) for i in range(2, len(op.args))}
+        if op.args[0] or op.args[1] or len(shapes) > 1:
+            raise TraceError(
+                "np.array(...) of traced values can be compiled for numbers, or for arrays "
+                "of one shape (rows of a matrix), without dtype= or other options"
+            )
+        if shapes != {()}:  # rows of one shape (np.array([[1.0, r], [r, 1.0]])): stacked
+            rows = ", ".join(f"np.ascontiguousarray({code})" for code in a[2:])
+            return f"np.stack(({rows},))"
         pieces, singles = [], []
         for run in self.runs(e, op):
             if run[0] == "single":

@@ -44,6 +44,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from hamiltonia.modelling import adjoint_linalg
 from hamiltonia.modelling.adjoint_array_rules import ArrayFromArgs, ArrayOf, Concatenate, GetItem
 from hamiltonia.modelling.adjoint_emitter import (
     SourceFunction,
@@ -143,6 +144,7 @@ def _register_wrapped() -> None:
     RULES[special.expit] = Elementwise("1.0 / (1.0 + np.exp(-{0}))", "{g} * {out} * (1.0 - {out})")
     RULES[special.gammaln] = Elementwise("lgamma({0})", "{g} * digamma({0})")
     RULES[special.logsumexp] = LogSumExp()
+    adjoint_linalg.register(RULES)
 
 
 def _register_stats() -> None:
@@ -196,6 +198,12 @@ def supported_functions() -> list[str]:
 
 
 # ---------------------------------------------------------------------------- generation
+def _adjoint_shape(op: Op) -> tuple:
+    """The shape of an operation's adjoint: its value's, but a number for a pair whose
+    first element has no derivative (``slogdet``'s sign and log-determinant)."""
+    return () if isinstance(op.value, tuple) else op.shape
+
+
 def _segments(size: int, loops: list) -> list[tuple[str, object]]:
     """The recording in order: ``("op", index)`` for an operation written on its own,
     ``("loop", loop)`` for a rolled loop (the input, operation 0, left out)."""
@@ -227,6 +235,8 @@ def gradient_source(graph: Graph, name: str = "log_prob_and_grad",
     out = len(ops) - 1
     segments = _segments(len(ops), loops)
     for op in ops[1:]:
+        if isinstance(op.value, tuple) and getattr(RULES.get(op.fun), "tuple_value", False):
+            continue  # a pair of numbers (slogdet), read by indexing
         kind = np.asarray(op.value).dtype.kind
         if kind not in "fbiu":
             raise TraceError(f"{op.name} gives values of dtype {np.asarray(op.value).dtype}")
@@ -286,7 +296,7 @@ def gradient_source(graph: Graph, name: str = "log_prob_and_grad",
     def declare(j: int) -> None:
         if j not in declared and e.loop_of(j) is None:
             declared.add(j)
-            shape = ops[j].shape
+            shape = _adjoint_shape(ops[j])
             backward.append(f"g_{j} = np.zeros({_shape_code(shape)})" if shape else f"g_{j} = 0.0")
 
     for kind, item in reversed(segments):
@@ -298,7 +308,7 @@ def gradient_source(graph: Graph, name: str = "log_prob_and_grad",
             backward.extend(plan.statements())
             for j, row in found:
                 if row is not None:
-                    backward.extend(accumulate(e, e.adjoint_of(j), row, ops[j].shape))
+                    backward.extend(accumulate(e, e.adjoint_of(j), row, _adjoint_shape(ops[j])))
             continue
         for j, code in contributions.get(item, []):
             if j is None:
@@ -310,7 +320,7 @@ def gradient_source(graph: Graph, name: str = "log_prob_and_grad",
                 backward.append(f"g_{j} = {code}")
                 continue
             declare(j)
-            backward.extend(accumulate(e, e.adjoint_of(j), code, ops[j].shape))
+            backward.extend(accumulate(e, e.adjoint_of(j), code, _adjoint_shape(ops[j])))
     if 0 not in reached:
         raise TraceError("the log density does not depend on its parameters")
     body = [*e.setup, *forward, *backward, f"return {e.value(out)}"]

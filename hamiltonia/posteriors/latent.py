@@ -27,9 +27,10 @@ whatever the number of steps.
 :math:`y \\sim N(0, K)`, :math:`K_{ij} = \\alpha^2 \\exp(-(x_i - x_j)^2 / 2\\rho^2) +
 \\sigma\\,\\delta_{ij}` (:math:`\\sigma`, not :math:`\\sigma^2`, on the diagonal, as in the
 program), by its Cholesky factor, :math:`\\rho \\sim \\Gamma(25, 4)`, half-normal
-:math:`\\alpha`, :math:`\\sigma`; written for one point (``numpy.linalg.cholesky`` has no
-compiled derivative: autograd). ``mcycle_gp-accel_gp``: brms's Hilbert-space approximate
-GPs for the mean and the log sd, :math:`f = \\Phi\\,(\\sqrt{S(\\sqrt\\lambda)} \\odot z)`,
+:math:`\\alpha`, :math:`\\sigma`; written for one point (``numpy.linalg.cholesky`` and
+``solve_triangular`` compile with their adjoints, :mod:`hamiltonia.modelling.adjoint_linalg`).
+``mcycle_gp-accel_gp``: brms's Hilbert-space approximate GPs for the mean and the log sd,
+:math:`f = \\Phi\\,(\\sqrt{S(\\sqrt\\lambda)} \\odot z)`,
 :math:`S(\\omega) = s^2 \\sqrt{2\\pi}\\,\\ell\\, e^{-\\ell^2\\omega^2/2}`, with brms's priors
 (Student-t intercepts and scales, inverse-gamma length-scales, :math:`z \\sim N(0, I)`).
 """
