@@ -46,6 +46,7 @@ import numpy as np
 
 from hamiltonia.modelling import adjoint_linalg
 from hamiltonia.modelling.adjoint_array_rules import ArrayFromArgs, ArrayOf, Concatenate, GetItem
+from hamiltonia.modelling.adjoint_einsum import Einsum, Outer
 from hamiltonia.modelling.adjoint_emitter import (
     SourceFunction,
     _Emitter,
@@ -69,7 +70,7 @@ from hamiltonia.modelling.adjoint_rules import (
     Transpose,
     Where,
 )
-from hamiltonia.modelling.trace import Graph, Op, TraceError
+from hamiltonia.modelling.trace import Graph, Op, TraceError, UnsupportedOperation
 
 __all__ = ["RULES", "SourceFunction", "gradient_source", "rolled_loops", "supported_functions"]
 
@@ -145,6 +146,8 @@ def _register_wrapped() -> None:
     RULES[special.gammaln] = Elementwise("lgamma({0})", "{g} * digamma({0})")
     RULES[special.logsumexp] = LogSumExp()
     adjoint_linalg.register(RULES)
+    RULES[np.einsum] = Einsum()
+    RULES[np.outer] = Outer()
 
 
 def _register_stats() -> None:
@@ -165,9 +168,10 @@ def _rule(op: Op) -> Rule:
         _register_stats()
         rule = RULES.get(op.fun)
     if rule is None:
-        raise TraceError(
+        raise UnsupportedOperation(
             f"{op.name} has no compiled derivative; the functions that have one are: "
-            f"{', '.join(supported_functions())}"
+            f"{', '.join(supported_functions())}",
+            op.fun,
         )
     return rule
 

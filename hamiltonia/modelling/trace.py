@@ -42,11 +42,20 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["Graph", "Op", "TraceError", "trace_graph"]
+__all__ = ["Graph", "Op", "TraceError", "UnsupportedOperation", "call_site", "trace_graph"]
 
 
 class TraceError(ValueError):
     """A log density cannot be recorded as one fixed graph (the message says why)."""
+
+
+class UnsupportedOperation(TraceError):
+    """A recorded function without a compiled derivative (``fun``); the message lists those
+    with one."""
+
+    def __init__(self, message: str, fun: Callable):
+        super().__init__(message)
+        self.fun = fun
 
 
 @dataclass
@@ -150,6 +159,10 @@ def _machinery():
         def __init__(self, value, fun, args, kwargs, parent_argnums, parents):
             self.value = value
             self.fun = getattr(fun, "fun", fun)
+            # Where a function was first called, when asked (call_site): found on a second
+            # recording, so that a first one costs no stack walk per operation.
+            if self.fun is _RECORDING.get("site_of") and not _RECORDING.get("site"):
+                _RECORDING["site"] = _user_site(traceback.extract_stack())
             self.args = tuple(args)
             self.kwargs = dict(kwargs)
             self.argnums = tuple(parent_argnums)
@@ -313,6 +326,22 @@ def _library(filename: str) -> bool:
         if path and real.startswith(str(Path(path).resolve().parent) + os.sep):
             return True
     return False
+
+
+def call_site(fn: Callable, x: np.ndarray, fun: Callable) -> str:
+    """Where ``fn``'s recording at ``x`` first calls the primitive ``fun`` (the user's
+    file, line and code, as a refusal names them), or ``""``: for a message about that
+    operation (one without a compiled derivative)."""
+    with _LOCK:  # re-entered by trace_graph
+        _RECORDING.update(site_of=fun, site="")
+        try:
+            trace_graph(fn, x)
+        except TraceError:
+            pass
+        finally:
+            site = _RECORDING.pop("site", "")
+            _RECORDING.pop("site_of", None)
+    return site
 
 
 def trace_graph(fn: Callable, x: np.ndarray, label: str = "logp") -> Graph:

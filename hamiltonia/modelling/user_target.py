@@ -33,7 +33,7 @@ import numpy as np
 from hamiltonia.compiled.targets import NumbaTarget, compile_log_prob
 from hamiltonia.modelling.autograd_scalars import install as install_scalar_fix
 from hamiltonia.modelling.compile_budget import check_budget
-from hamiltonia.modelling.trace import TraceError, trace_graph
+from hamiltonia.modelling.trace import TraceError, UnsupportedOperation, call_site, trace_graph
 
 __all__ = ["CompiledDensity", "compile_log_density"]
 
@@ -142,6 +142,14 @@ def compile_log_density(
     loops = rolled_loops(graph)
     try:
         target = _compiled(fn, graph, loops, points, label)
+    except UnsupportedOperation as err:
+        site = call_site(fn, points[0], err.fun)
+        name = getattr(err.fun, "__name__", repr(err.fun))
+        where = f" ({name} at {site})" if site else ""
+        raise TraceError(
+            f"{label}{where}: {err}. Write it with those (np.einsum, np.dot and whole-array "
+            "arithmetic cover most), or use the autograd backend"
+        ) from err
     except _Disagrees as err:
         if not loops:
             raise err.error from err.error.__cause__
