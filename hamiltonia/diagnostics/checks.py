@@ -211,7 +211,9 @@ def _coordinates(result):
     with np.errstate(all="ignore"):
         for name, param in layout.params.items():
             size = param.unconstrained_size
-            parts.append(np.reshape(param.constraint.inverse(values[name]), (*batch, size)))
+            # A block whose bounds read others is inverted at its own draws' bounds.
+            constraint = layout.constraint_at(name, values, batch)
+            parts.append(np.reshape(constraint.inverse(values[name]), (*batch, size)))
             # Identity coordinates are the model's own numbers; an elementwise constraint
             # maps its coordinate through exp (positive, bounded, interval).
             identity = param.constraint.description == "real"

@@ -27,12 +27,16 @@ Every function takes arrays with leading batch axes (chains): :math:`z` has shap
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
 __all__ = [
+    "Bound",
     "CholeskyCorr",
     "Constraint",
+    "DependentBounds",
+    "EvaluatedBounds",
     "Interval",
     "LowerBounded",
     "Ordered",
@@ -40,6 +44,12 @@ __all__ = [
     "Simplex",
     "UpperBounded",
 ]
+
+
+#: A bound of :func:`~hamiltonia.lower`, :func:`~hamiltonia.upper` or
+#: :func:`~hamiltonia.interval`: a number, or a function of the other blocks
+#: (:class:`DependentBounds`).
+Bound = float | Callable
 
 
 def _softplus(xp, z):
@@ -228,6 +238,184 @@ class Interval(Constraint):
     def contains_closure(self, x):
         x = np.asarray(x)
         return (x >= self.lower) & (x <= self.upper)
+
+
+class EvaluatedBounds(Constraint):
+    """Elementwise bounds given as arrays (a side without a bound ``None``): the constraint
+    of a block with :class:`DependentBounds` once its bounds are evaluated at the values of
+    the blocks they read (:meth:`ParameterLayout.constrain
+    <hamiltonia.ParameterLayout.constrain>` does it). The bounds broadcast against the
+    block (their leading axes are the chains'); the transforms are those of
+    :class:`LowerBounded` (:math:`x = a + e^z`), :class:`UpperBounded` (:math:`x = b - e^z`)
+    and :class:`Interval` (computed from the nearer bound), with
+    :math:`\\log J = z` and :math:`\\log(b-a) - \\operatorname{softplus}(-z) -
+    \\operatorname{softplus}(z)`. Neither bound: the identity.
+
+    Where an interval is empty (:math:`b \\le a`, which bounds computed from other blocks can
+    make), there is no value: the transform is evaluated with the width 1 (a placeholder
+    in :math:`(a, a + 1)`, finite, so that ``logp`` and the gradients stay finite) and the
+    log-Jacobian is :math:`-\\infty`, so that such a point has density zero and a sampler
+    never accepts it.
+    """
+
+    description = "between its bounds"
+
+    def __init__(self, lower=None, upper=None):
+        self.lower, self.upper = lower, upper
+
+    def forward(self, z, xp=np):
+        lower, upper = self.lower, self.upper
+        if lower is None and upper is None:
+            return z, z * 0.0
+        if upper is None:
+            return lower + xp.exp(z), z
+        if lower is None:
+            return upper - xp.exp(z), z
+        width = upper - lower
+        ok = width > 0.0
+        width = xp.where(ok, width, 1.0)
+        upper = xp.where(ok, upper, lower + 1.0)
+        sp_neg, sp_pos = _softplus(xp, -z), _softplus(xp, z)
+        x = xp.where(z < 0.0, lower + width * xp.exp(-sp_neg), upper - width * xp.exp(-sp_pos))
+        return x, xp.where(ok, xp.log(width), -np.inf) - sp_neg - sp_pos
+
+    def inverse(self, x):
+        x = np.asarray(x, dtype=float)
+        above = None if self.lower is None else np.log(x - self.lower)
+        below = None if self.upper is None else np.log(self.upper - x)
+        if above is None:
+            return x if below is None else below
+        return above if below is None else above - below
+
+    def contains(self, x):
+        return self._inside(np.asarray(x), strict=True)
+
+    def contains_closure(self, x):
+        return self._inside(np.asarray(x), strict=False)
+
+    def _inside(self, x, strict: bool):
+        inside = np.isfinite(x)
+        if self.lower is not None:
+            inside = inside & ((x > self.lower) if strict else (x >= self.lower))
+        if self.upper is not None:
+            inside = inside & ((x < self.upper) if strict else (x <= self.upper))
+        return inside
+
+
+class DependentBounds(Constraint):
+    """Elementwise bounds of which at least one is a function of other blocks: Stan's
+    ``real<lower=0, upper=1 - alpha1> beta1``, declared as ``hm.interval(0, lambda p: 1 -
+    p["alpha1"])``.
+
+    Each bound is ``None`` (no bound on that side), a finite number, or a callable taking
+    the constrained blocks by name (a mapping) and returning the bound, a number or an
+    array that broadcasts against the block. :class:`~hamiltonia.ParameterLayout` finds the
+    blocks each bound reads, constrains those first (in an order of the dependencies, not
+    necessarily that of the declaration; a cycle is refused) and transforms the block with
+    its bounds evaluated there (:class:`EvaluatedBounds`).
+
+    **The Jacobian.** Let :math:`x_a = T_a(z_a)` be the blocks a bound reads and
+    :math:`x_b = T(z_b;\\, l(x_a), u(x_a))` the block with dependent bounds (for the
+    interval, :math:`x_b = l + (u - l)\\,\\sigma(z_b)`). The map
+    :math:`(z_a, z_b) \\mapsto (x_a, x_b)` is block triangular, since :math:`x_a` does not
+    depend on :math:`z_b`:
+
+    .. math::
+
+        J = \\begin{pmatrix} \\partial x_a / \\partial z_a & 0 \\\\
+                             \\partial x_b / \\partial z_a & \\partial x_b / \\partial z_b
+            \\end{pmatrix}, \\qquad
+        \\log\\lvert\\det J\\rvert = \\log\\lvert\\det \\partial x_a/\\partial z_a\\rvert
+            + \\log\\lvert\\det \\partial x_b/\\partial z_b\\rvert ,
+
+    so the bounds' dependence on :math:`z_a` (the lower-left block) adds no term: the
+    log-Jacobian of :math:`x_b` is that of the transform at the evaluated bounds,
+    :math:`\\log(u - l) + \\log\\sigma(z_b) + \\log(1 - \\sigma(z_b))` for the interval and
+    :math:`z_b` for a lower or an upper bound, summed over the block. With several
+    dependent blocks the same holds in the order the layout evaluates them (a permutation
+    of the blocks, applied to rows and columns alike, leaves :math:`|\\det J|` unchanged).
+
+    A point where the interval is empty (:math:`u \\le l`) has density zero
+    (:class:`EvaluatedBounds`): the support of the blocks read is, in effect, restricted to
+    where :math:`l < u`, as Stan rejects such a point.
+
+    Without the blocks the bounds read (:meth:`inverse`, :meth:`contains`), only the numeric
+    bounds are known: those methods take the others as absent, and
+    :meth:`~hamiltonia.ParameterLayout.constraint_at` gives the constraint with every bound
+    evaluated.
+    """
+
+    def __init__(self, lower: Bound | None = None, upper: Bound | None = None):
+        if not (callable(lower) or callable(upper)):
+            raise ValueError("DependentBounds needs a bound that is a function of other blocks")
+        sides = []
+        for side, bound in (("lower", lower), ("upper", upper)):
+            if bound is not None and not callable(bound):
+                bound = float(bound)
+                if not math.isfinite(bound):
+                    raise ValueError(f"{side} must be a finite number or a function, got {bound!r}")
+            sides.append(bound)
+        self.lower, self.upper = sides
+        low, high = (
+            _bound_text(b, side) for b, side in zip(sides, ("lower", "upper"), strict=True)
+        )
+        if lower is None:
+            self.description = f"less than {high}"
+        elif upper is None:
+            self.description = f"greater than {low}"
+        else:
+            self.description = f"in ({low}, {high})"
+
+    def functions(self) -> dict:
+        """The bounds that are functions, by side (``"lower"``, ``"upper"``)."""
+        return {
+            side: b for side, b in (("lower", self.lower), ("upper", self.upper)) if callable(b)
+        }
+
+    def at(self, lower=None, upper=None) -> EvaluatedBounds:
+        """The constraint with the function bounds replaced by their values ``lower`` and
+        ``upper`` (the numeric bounds are kept; a side without a bound stays without)."""
+        return EvaluatedBounds(
+            lower if callable(self.lower) else self.lower,
+            upper if callable(self.upper) else self.upper,
+        )
+
+    def _known(self) -> EvaluatedBounds:
+        """Only the numeric bounds (the functions taken as absent)."""
+        return EvaluatedBounds(*(None if callable(b) else b for b in (self.lower, self.upper)))
+
+    def forward(self, z, xp=np):
+        raise TypeError(
+            "a block with bounds computed from other blocks is transformed by "
+            "ParameterLayout.constrain, which evaluates them (or by constraint.at(lower, upper))"
+        )
+
+    def inverse(self, x):
+        """:math:`T^{-1}` relative to the numeric bounds only (the identity where both are
+        functions): an approximation for a caller without the other blocks;
+        :meth:`~hamiltonia.ParameterLayout.unconstrain` is exact."""
+        return self._known().inverse(x)
+
+    def contains(self, x):
+        """Inside the numeric bounds only (see the class)."""
+        return self._known().contains(x)
+
+    def contains_closure(self, x):
+        return self._known().contains_closure(x)
+
+    def __repr__(self):
+        sides = ((self.lower, "lower"), (self.upper, "upper"))
+        args = ", ".join(_bound_text(b, side, name=True) for b, side in sides)
+        return f"DependentBounds({args})"
+
+
+def _bound_text(bound, side: str, name: bool = False) -> str:
+    """A bound for messages: the number, or ``its upper bound`` (with ``name``, the
+    function's name, for ``repr``)."""
+    if callable(bound):
+        named = getattr(bound, "__qualname__", type(bound).__name__).rpartition(".")[2]
+        return f"{side}={named}" if name else f"its {side} bound"
+    return "None" if bound is None else f"{bound:g}"
 
 
 class Ordered(Constraint):

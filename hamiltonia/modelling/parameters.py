@@ -18,14 +18,17 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
 from hamiltonia.modelling.constraints import (
+    Bound,
     CholeskyCorr,
     Constraint,
+    DependentBounds,
+    EvaluatedBounds,
     Interval,
     LowerBounded,
     Ordered,
@@ -194,18 +197,38 @@ def positive(shape=(), *, dims=None) -> Param:
     return Param(LowerBounded(0.0), shape, dims)
 
 
-def lower(bound: float, shape=(), *, dims=None) -> Param:
-    """A block of values above ``bound``."""
+def lower(bound: Bound, shape=(), *, dims=None) -> Param:
+    """A block of values above ``bound``: a number, or a function of the other blocks
+    (:func:`interval`)."""
+    if callable(bound):
+        return Param(DependentBounds(lower=bound), shape, dims)
     return Param(LowerBounded(bound), shape, dims)
 
 
-def upper(bound: float, shape=(), *, dims=None) -> Param:
-    """A block of values below ``bound``."""
+def upper(bound: Bound, shape=(), *, dims=None) -> Param:
+    """A block of values below ``bound``: a number, or a function of the other blocks
+    (:func:`interval`)."""
+    if callable(bound):
+        return Param(DependentBounds(upper=bound), shape, dims)
     return Param(UpperBounded(bound), shape, dims)
 
 
-def interval(low: float, high: float, shape=(), *, dims=None) -> Param:
-    """A block of values in ``(low, high)`` (a logistic transform)."""
+def interval(low: Bound, high: Bound, shape=(), *, dims=None) -> Param:
+    """A block of values in ``(low, high)`` (a logistic transform).
+
+    A bound may be a function of the other blocks, ``p -> bound``, taking the constrained
+    blocks by name and returning a number or an array that broadcasts against the block:
+    Stan's ``real<lower=0, upper=1 - alpha1> beta1`` is
+    ``"beta1": hm.interval(0, lambda p: 1 - p["alpha1"])``. The blocks it reads are
+    constrained first, and the log-Jacobian is that of the transform at the evaluated
+    bounds, :math:`\\log(b - a) + \\log\\sigma(z) + \\log(1 - \\sigma(z))`: the
+    bounds' dependence on the other blocks adds no term, the map being triangular
+    (:class:`~hamiltonia.modelling.constraints.DependentBounds`). A point where the
+    bounds leave no room (``high <= low``) has density zero. Such a function is written as
+    ``logp`` is (``autograd.numpy`` or ``jax.numpy``, elementwise arithmetic), and runs on
+    every backend."""
+    if callable(low) or callable(high):
+        return Param(DependentBounds(low, high), shape, dims)
     return Param(Interval(low, high), shape, dims)
 
 
@@ -264,20 +287,168 @@ class ParameterLayout:
             n for name, p in self.params.items() for n in element_names(name, p.shape)
         )
         self.size = len(self.names)
+        #: The blocks each block with bounds computed from others reads (by name).
+        self.reads: dict[str, tuple[str, ...]] = {}
+        # The shape each such bound has at one point, by (block, side).
+        self._bound_shapes: dict[tuple[str, str], tuple] = {}
+        #: The order :meth:`constrain` takes the blocks in: that of :attr:`params`, but a
+        #: block whose bounds read others after those.
+        self.order: tuple[str, ...] = self._plan()
+
+    def _plan(self) -> tuple[str, ...]:
+        """The order of the blocks for :meth:`constrain`, found by evaluating every bound
+        that is a function at the centre of the unconstrained space (:math:`z = 0`),
+        recording the blocks it reads (:attr:`reads`) and the shape it returns; a bound that
+        reads an unknown block, or a cycle of bounds, is a ``ValueError`` naming them."""
+        at_centre: dict[str, Constraint] = {}  # each block's constraint, bounds evaluated
+        centre: dict[str, np.ndarray] = {}  # the values read by a bound, when first read
+        order: list[str] = []
+
+        def value(name: str, path: tuple) -> np.ndarray:
+            if name not in centre:
+                visit(name, path)
+                param = self.params[name]
+                with np.errstate(all="ignore"):
+                    x, _ = at_centre[name].forward(np.zeros(param.unconstrained_shape), np)
+                centre[name] = np.asarray(x)
+            return centre[name]
+
+        def visit(name: str, path: tuple) -> None:
+            if name in at_centre:
+                return
+            if name in path:
+                cycle = " -> ".join((*path[path.index(name) :], name))
+                raise _BoundError(
+                    f"the bounds of {name!r} read {name!r} itself"
+                    if len(path) - path.index(name) == 1
+                    else f"the bounds of blocks {sorted(set(path[path.index(name) :]))} read "
+                    f"each other in a cycle ({cycle}: each arrow reads the next block); a "
+                    "bound may read only blocks whose own bounds do not read it back"
+                )
+            param = self.params[name]
+            constraint = param.constraint
+            if isinstance(constraint, DependentBounds):
+                reads: list[str] = []
+                found = {}
+                inner = (*path, name)
+
+                def fetch(key: str) -> np.ndarray:
+                    return value(key, inner)
+
+                for side, fn in constraint.functions().items():
+                    try:
+                        with np.errstate(all="ignore"):
+                            bound = fn(_Blocks(self.params, fetch, name, side, reads))
+                    except _BoundError:
+                        raise
+                    except Exception as err:
+                        err.add_note(
+                            f"hamiltonia: raised by the {side} bound of {name!r}, called with "
+                            "the blocks it reads at the centre of the unconstrained space"
+                        )
+                        raise
+                    found[side] = self._check_bound(name, side, bound, param.shape)
+                self.reads[name] = tuple(dict.fromkeys(reads))
+                constraint = constraint.at(**found)
+            at_centre[name] = constraint
+            order.append(name)
+
+        for name in self.params:
+            visit(name, ())
+        return tuple(order)
+
+    def _check_bound(self, name: str, side: str, value, shape: tuple) -> np.ndarray:
+        """The value of a bound at the centre: finite numbers of a shape that broadcasts
+        against the block (recorded, to tell the chains' leading axes later)."""
+        try:
+            value = np.asarray(value, dtype=float)
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"the {side} bound of {name!r} must return numbers, got {value!r:.80}"
+            ) from None
+        fits = value.ndim <= len(shape) and all(
+            a in (1, b) for a, b in zip(value.shape[::-1], shape[::-1], strict=False)
+        )
+        if not fits:
+            raise ValueError(
+                f"the {side} bound of {name!r} returned shape {value.shape}, which does not "
+                f"broadcast against the block's shape {shape}"
+            )
+        if not np.all(np.isfinite(value)):
+            raise ValueError(
+                f"the {side} bound of {name!r} is {value.tolist()!r:.80} at the centre of the "
+                "unconstrained space; it must be finite"
+            )
+        self._bound_shapes[name, side] = value.shape
+        return value
+
+    def constraint_at(self, name: str, values: Mapping, batch: tuple = (), xp=np) -> Constraint:
+        """The constraint of block ``name`` with its bounds evaluated at the constrained
+        blocks ``values`` (shapes ``batch + shape``; those it reads are enough): an
+        :class:`~hamiltonia.modelling.constraints.EvaluatedBounds` for a block whose bounds
+        are functions, else the block's own constraint. With NumPy and a batch, each bound
+        is evaluated point by point (a function written for one point is then right too)."""
+        constraint = self.params[name].constraint
+        if name not in self.reads:
+            return constraint
+        bounds = {side: self._bound(name, side, fn, values, batch, xp)
+                  for side, fn in constraint.functions().items()}  # fmt: skip
+        return constraint.at(**bounds)
+
+    def _bound(self, name: str, side: str, fn: Callable, values: Mapping, batch: tuple, xp):
+        """One bound of ``name`` at ``values``, shaped to broadcast against ``batch +
+        shape``: a bound that carries the batch axes gets axes for the block's own."""
+        point = self._bound_shapes[name, side]
+        shape = self.params[name].shape
+        if batch and xp is np:
+            n = int(np.prod(batch, dtype=int))
+            flat = {k: np.reshape(v, (n, *np.shape(v)[len(batch) :])) for k, v in values.items()}
+            rows = []
+            for i in range(n):
+                row = {k: v[i] for k, v in flat.items()}
+                rows.append(np.asarray(fn(_Blocks(row, row.__getitem__, name, side)), float))
+            for row in rows:
+                if row.shape != point:
+                    raise ValueError(
+                        f"the {side} bound of {name!r} returned shape {row.shape} at one "
+                        f"point, where it returned {point} at the centre"
+                    )
+            value = np.reshape(np.stack(rows) if rows else np.zeros((0, *point)), batch + point)
+        else:
+            value = fn(_Blocks(values, values.__getitem__, name, side))
+        got = tuple(np.shape(value))
+        if got == point:
+            return value
+        if batch and got == batch + point:
+            return xp.reshape(value, batch + (1,) * (len(shape) - len(point)) + point)
+        raise ValueError(
+            f"the {side} bound of {name!r} returned shape {got} for blocks with the leading "
+            f"axes {batch}; it must return {point} per point, as at the centre (with the "
+            "leading axes first: index a block's own axes from the end, p['w'][..., 0])"
+        )
 
     def constrain(self, z, xp=np) -> tuple[dict, object]:
         """The constrained blocks by name (each of shape ``batch + shape``) at ``z`` of shape
-        ``batch + (dim,)``, and the sum of their log-Jacobians (shape ``batch``)."""
+        ``batch + (dim,)``, and the sum of their log-Jacobians (shape ``batch``).
+
+        The blocks are taken in :attr:`order`, so that the bounds computed from other
+        blocks (:func:`interval`) are evaluated at those blocks' values; the log-Jacobian
+        is then that of each transform at its evaluated bounds
+        (:class:`~hamiltonia.modelling.constraints.DependentBounds`)."""
         batch = z.shape[:-1]
         values, log_jac = {}, 0.0
-        for name, param in self.params.items():
+        for name in self.order:
+            param = self.params[name]
             block = z[..., self._slices[name]]
             block = xp.reshape(block, batch + param.unconstrained_shape)
-            x, jac = param.constraint.forward(block, xp)
+            constraint = self.constraint_at(name, values, batch, xp)
+            x, jac = constraint.forward(block, xp)
             # Sum over the block's own axes, leaving the batch axes.
             axes = tuple(range(len(batch), len(batch) + jac.ndim - len(batch)))
             values[name] = x
             log_jac = log_jac + (xp.sum(jac, axis=axes) if axes else jac)
+        if self.reads:
+            values = {name: values[name] for name in self.params}
         return values, log_jac
 
     def flatten(self, values: Mapping, batch: tuple = ()) -> np.ndarray:
@@ -314,8 +485,9 @@ class ParameterLayout:
             raise ValueError(
                 f"values for {missing} are missing (the model has {list(self.params)})"
             )
-        parts = []
-        for name, param in self.params.items():
+        parts, checked = {}, {}
+        for name in self.order:
+            param = self.params[name]
             try:
                 x = np.asarray(values[name], dtype=float)
             except (TypeError, ValueError):
@@ -328,7 +500,8 @@ class ParameterLayout:
                     + (f" or {batch + param.shape}" if batch else "")
                     + f", got {x.shape}"
                 )
-            inside = np.asarray(param.constraint.contains(x))
+            constraint = self.constraint_at(name, checked, batch)
+            inside = np.asarray(constraint.contains(x))
             if not np.all(inside):
                 # The first value (or event: a simplex, a matrix) outside, by its index,
                 # rather than the opening of a block whose first values may be valid.
@@ -336,11 +509,13 @@ class ParameterLayout:
                 at = f"{name}[{', '.join(map(str, bad))}] = " if bad else ""
                 raise ValueError(
                     f"{name} must be {param.constraint.description}, got "
-                    f"{at}{np.asarray(x[bad]).tolist()!r:.80}"
+                    f"{at}{np.asarray(x[bad]).tolist()!r:.80}" + _bounds_there(constraint, x, bad)
                 )
-            z = param.constraint.inverse(x)
-            parts.append(np.reshape(z, (*batch, param.unconstrained_size)))
-        return np.concatenate(parts, axis=-1)
+            checked[name] = x
+            with np.errstate(all="ignore"):
+                z = constraint.inverse(x)
+            parts[name] = np.reshape(z, (*batch, param.unconstrained_size))
+        return np.concatenate([parts[name] for name in self.params], axis=-1)
 
     def describe(self) -> list:
         """The blocks as ``[name, shape, dims, constraint]`` rows (JSON-ready)."""
@@ -352,3 +527,55 @@ class ParameterLayout:
     def __repr__(self):
         blocks = ", ".join(f"{n}: {p.constraint!r}{list(p.shape)}" for n, p in self.params.items())
         return f"ParameterLayout({blocks})"
+
+
+class _BoundError(ValueError):
+    """A bound that reads an unknown block, or bounds reading each other in a cycle."""
+
+
+class _Blocks(Mapping):
+    """The blocks as a bound of ``owner`` sees them, ``get(name)`` for each of ``names``.
+    While :meth:`ParameterLayout._plan` finds what a bound reads (``reads``, a list, given),
+    each block read is recorded, and an unknown name is a :class:`_BoundError`; later,
+    reading a block not yet constrained is a ``KeyError`` saying why."""
+
+    def __init__(self, names, get: Callable, owner: str, side: str, reads: list | None = None):
+        self._names, self._get, self._reads = names, get, reads
+        self._bound = f"the {side} bound of {owner!r}"
+
+    def __getitem__(self, key):
+        if key in self._names:
+            if self._reads is not None:
+                self._reads.append(key)
+            return self._get(key)
+        if self._reads is not None:
+            raise _BoundError(
+                f"{self._bound} reads p[{key!r}], which is not a block of the model (its "
+                f"blocks: {', '.join(self._names)})"
+            )
+        raise KeyError(
+            f"{self._bound} reads {key!r}, which it did not read at the centre of the "
+            "unconstrained space, where the blocks' order was found; a bound must read the "
+            "same blocks at every point"
+        )
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+
+def _bounds_there(constraint: Constraint, x: np.ndarray, bad: tuple) -> str:
+    """For an error on a value outside its bounds computed from other blocks: what the
+    bounds are at that value (``""`` for a constraint of fixed bounds)."""
+    if not isinstance(constraint, EvaluatedBounds):
+        return ""
+    low, high = (
+        None if b is None else float(np.broadcast_to(b, x.shape)[bad])
+        for b in (constraint.lower, constraint.upper)
+    )
+    empty = low is not None and high is not None and high <= low
+    return f" (its bounds there: lower {low}, upper {high}" + (
+        ", an empty interval)" if empty else ")"
+    )

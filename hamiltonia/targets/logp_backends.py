@@ -28,6 +28,7 @@ __all__ = [
     "accepts_batches",
     "autograd_functions",
     "check_dim",
+    "check_float64",
     "check_one_number",
     "jax_functions",
     "numba_functions",
@@ -295,6 +296,7 @@ def jax_functions(f: Callable, dim: int):
         raise ImportError("Target.from_jax needs JAX: pip install 'hamiltonia[jax]'") from None
     _jax_x64()
     dim = check_dim(dim)
+    check_float64(f, dim)
     batched_lp = jax.jit(jax.vmap(f))
     batched_lp_grad = jax.jit(jax.vmap(jax.value_and_grad(f)))
     batched_hvp = jax.jit(jax.vmap(lambda x, v: jax.jvp(jax.grad(f), (x,), (v,))[1]))
@@ -322,3 +324,108 @@ def jax_functions(f: Callable, dim: int):
         return np.asarray(out).reshape(x.shape)
 
     return log_prob, log_prob_and_grad, hvp
+
+
+#: Floating dtypes narrower than float64, which JAX makes without its 64-bit mode.
+_NARROW = ("float32", "float16", "bfloat16", "complex64")
+#: Modules whose functions :func:`_narrow_captures` does not look into.
+_LIBRARIES = ("jax", "jaxlib", "numpy", "scipy", "autograd", "hamiltonia", "numba")
+
+
+def _narrow_captures(f: Callable, depth: int = 0, seen: set | None = None) -> dict:
+    """The arrays of a narrow float dtype (:data:`_NARROW`) that ``f`` reads from its
+    closure or its module, by name (``name``, ``name['key']`` in a dict, ``name[0]`` in a
+    list): those of the functions it calls too, to a depth of 4, not into the libraries'."""
+    import types
+
+    seen = set() if seen is None else seen
+    if id(f) in seen or depth > 4 or not isinstance(f, types.FunctionType):
+        return {}
+    seen.add(id(f))
+    module = getattr(f, "__module__", None) or ""
+    if depth and module.split(".")[0] in _LIBRARIES:
+        return {}
+    code, names = f.__code__, set()
+    stack = [code]
+    while stack:  # the globals read by f and by the functions defined in it
+        c = stack.pop()
+        names.update(c.co_names)
+        stack.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+    cells = zip(code.co_freevars, f.__closure__ or (), strict=True)
+    items = [(n, c.cell_contents) for n, c in cells if _filled(c)]
+    items += [(n, f.__globals__[n]) for n in sorted(names) if n in f.__globals__]
+    found = {}
+    for name, value in items:
+        inner = value.items() if isinstance(value, dict) else (
+            enumerate(value) if isinstance(value, list | tuple) else ()
+        )  # fmt: skip
+        for label, v in [(name, value), *((f"{name}[{k!r}]", v) for k, v in inner)]:
+            if str(getattr(getattr(v, "dtype", None), "name", "")) in _NARROW:
+                found[label] = v
+            elif isinstance(v, types.FunctionType):
+                found.update(_narrow_captures(v, depth + 1, seen))
+    return found
+
+
+def _filled(cell) -> bool:
+    try:
+        cell.cell_contents  # noqa: B018
+    except ValueError:
+        return False
+    return True
+
+
+def check_float64(f: Callable, dim: int) -> None:
+    """Trace the log density ``f`` of one point once, at float64 zeros (JAX's 64-bit mode
+    on), to find arrays of float32 data before the run does: ``jnp`` arrays made before
+    that mode was on (hamiltonia switches it on when it builds the target, too late for
+    arrays made before) are float32, and a ``lax.scan`` whose carry mixes them with the
+    float64 parameters fails with a dtype message that does not say why.
+
+    Raises
+    ------
+    ValueError
+        Naming the float32 arrays ``f`` reads and the fix, when ``f`` cannot be traced in
+        float64 while reading such arrays, or returns a float32 log density. Where it traces
+        to a float64 value, float32 data only warn (they hold 7 significant digits). A
+        trace that fails without such arrays is left for the run to show, as before.
+    """
+    import jax
+    import jax.numpy as jnp
+
+    def fix(narrow: dict) -> str:
+        named = ", ".join(f"{k} ({v.dtype}, shape {tuple(v.shape)})" for k, v in narrow.items())
+        return (
+            f"{named or 'arrays of float32 data'}, float32 as JAX makes the arrays created "
+            "before its 64-bit mode is on (hamiltonia switches it on when it builds the "
+            "model, too late for arrays made before). Create them as NumPy float64 arrays "
+            "(np.asarray(data, dtype=float); JAX reads those as float64), or as "
+            "jnp.asarray(data, dtype=jnp.float64) after "
+            "jax.config.update('jax_enable_x64', True)"
+        )
+
+    try:
+        closed = jax.make_jaxpr(f)(jnp.zeros(dim, dtype=jnp.float64))
+    except Exception as err:
+        narrow = _narrow_captures(f)
+        if not narrow:
+            return
+        # JAX's message, on one line, without its note on the traceback.
+        first = " ".join(str(err).split("-----")[0].split())[:400]
+        raise ValueError(
+            f"logp cannot be traced in float64 (JAX: {type(err).__name__}: {first}); it reads "
+            + fix(narrow)
+        ) from err
+    out = closed.out_avals[0].dtype if closed.out_avals else None
+    narrow = _narrow_captures(f)
+    if out is not None and out.name in _NARROW:
+        raise ValueError(f"logp returns a {out.name} log density; it reads " + fix(narrow))
+    consts = [c for c in closed.consts if str(getattr(c, "dtype", "")) in _NARROW]
+    if consts:
+        ids = {id(c) for c in consts}
+        named = {k: v for k, v in narrow.items() if id(v) in ids} or narrow
+        warn_at_user(
+            "logp reads float32 data, rounded to about 7 significant digits: "
+            + fix(named or {f"an array of shape {tuple(c.shape)}": c for c in consts}),
+            UserWarning,
+        )

@@ -164,7 +164,6 @@ class Model(FunctionTarget):
         self.layout = layout = ParameterLayout(params)
         self._user_logp = logp
         xp = _namespace(backend)
-        _probe(logp, layout)
 
         def log_density(z):
             values, log_jac = layout.constrain(z, xp)
@@ -172,9 +171,14 @@ class Model(FunctionTarget):
 
         kernel = None
         if backend == "jax":
+            # Traced in float64 first, so that float32 data (jnp arrays made before JAX's
+            # 64-bit mode was on) are named with the fix (logp_backends.check_float64),
+            # before the probe fails on them with JAX's dtype message.
             log_prob, lp_grad, hvp = jax_functions(log_density, layout.dim)
+            _probe(logp, layout)
             vectorized = True
         else:
+            _probe(logp, layout)
             log_prob, lp_grad, hvp, vectorized, kernel, backend = numba_or_autograd(
                 log_density, layout.dim, vectorized, "logp", backend
             )
@@ -480,7 +484,11 @@ class Model(FunctionTarget):
                     f"prior returned shape {value.shape} for {name!r} ({where}), whose shape "
                     f"is {tuple(param.shape)}"
                 )
-            if not np.all(param.constraint.contains_closure(value)):
+            constraint = param.constraint
+            if name in self.layout.reads:  # bounds of the other blocks of this draw
+                read = {k: np.asarray(row[k], dtype=float) for k in self.layout.reads[name]}
+                constraint = self.layout.constraint_at(name, read)
+            if not np.all(constraint.contains_closure(value)):
                 raise ValueError(
                     f"prior returned a draw of {name!r} outside its support (it must be "
                     f"{param.constraint.description}) at {where}: {value.tolist()!r:.120}; "

@@ -29,8 +29,10 @@ def chol(q):
 
 
 CASES = {
-    "gp": lambda q: -anp.sum(anp.log(anp.diag(chol(q))))
-    - 0.5 * anp.sum(solve_triangular(chol(q), Y, lower=True) ** 2),
+    "gp": lambda q: (
+        -anp.sum(anp.log(anp.diag(chol(q))))
+        - 0.5 * anp.sum(solve_triangular(chol(q), Y, lower=True) ** 2)
+    ),
     "triangular_transposed": lambda q: anp.sum(
         solve_triangular(chol(q), Y * q[2], lower=True, trans="T") ** 2
     ),
