@@ -70,7 +70,6 @@ import re
 from dataclasses import dataclass
 
 import numpy as np
-from arviz_stats.base import array_stats
 from scipy.stats import norm
 
 from hamiltonia.posteriors.data_files import Reference, load_reference
@@ -98,8 +97,11 @@ def mcse_sd(x: np.ndarray) -> np.ndarray:
     the delta method with the effective sample size of the squared deviations (module
     docs): :math:`\\sqrt{\\operatorname{Var}[d] / (4\\bar d\\, n_{\\text{eff}}(d))}`,
     :math:`d = (x - \\bar x)^2`."""
+    from hamiltonia.diagnostics.univariate import ess as effective_size
+
     d = (x - x.mean(axis=(1, 2), keepdims=True)) ** 2
-    ess = np.asarray(array_stats.ess(d, chain_axis=1, draw_axis=2, method="mean"))
+    # hamiltonia's estimators (ArviZ's values) take (chains, draws, quantities).
+    ess = np.asarray(effective_size(np.moveaxis(d, 0, -1), "mean"))
     mean_d = d.mean(axis=(1, 2))
     return np.sqrt(d.var(axis=(1, 2)) / ess / (4.0 * np.maximum(mean_d, 1e-300)))
 
@@ -219,7 +221,9 @@ def compare(posterior: str, result, alpha: float = ALPHA,
     x = np.moveaxis(draws, -1, 0)  # (P, chains, draws)
     mean = x.mean(axis=(1, 2))
     sd = x.std(axis=(1, 2))
-    mean_mcse = np.asarray(array_stats.mcse(x, chain_axis=1, draw_axis=2, method="mean"))
+    from hamiltonia.diagnostics.univariate import mcse
+
+    mean_mcse = np.asarray(mcse(np.moveaxis(x, 0, -1), "mean"))
     sd_mcse = mcse_sd(x)
     centred = x - mean[:, None, None]
     kurtosis = np.mean(centred**4, axis=(1, 2)) / np.maximum(sd, 1e-300) ** 4
