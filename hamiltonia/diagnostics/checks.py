@@ -133,7 +133,7 @@ class Problem:
     check : str
         Which check found it: ``"improper"``, ``"divergences"``, ``"r_hat"``,
         ``"ess_bulk"``, ``"ess_tail"``, ``"e_bfmi"``, ``"tree_depth"``, ``"step_size"``,
-        ``"frozen"``, ``"weights"`` or ``"resonance"``.
+        ``"frozen"``, ``"stuck"``, ``"weights"`` or ``"resonance"``.
     message : str
         What a user reads: what was found, the threshold, and what to try.
     value : float
@@ -413,6 +413,16 @@ def diagnose(result, summary=None) -> list[Problem]:
                 )
             )
 
+    # A chain whose step size collapsed from its own start is reported above; the others
+    # that barely moved, by comparison with the other chains.
+    shown = frozen
+    if initial is not None and "step_size" in stats:
+        shown = np.union1d(frozen, collapsed)
+    stuck, stuck_rows = _stuck_chains(result, least, most, has_nan, shown)
+    if stuck is not None:
+        problems.append(stuck)
+    idle = sorted(set(frozen.tolist()) | set(stuck_rows.tolist()))
+
     limit = result.attrs.get("max_tree_depth")
     if limit is not None and "tree_depth" in stats:
         full = np.asarray(stats["tree_depth"]) >= int(limit)
@@ -485,12 +495,20 @@ def diagnose(result, summary=None) -> list[Problem]:
         r_hat = np.where(np.isnan(r_hat), np.inf, r_hat)
         order = high[np.argsort(-r_hat[high], kind="stable")]
         worst = float(r_hat[order[0]])
+        # Chains that never left their start disagree with the others for that reason: more
+        # draws would not help, and the advice says so.
+        advice = (
+            f"The chains that did not move ({_list(_chains(idle))}, above) explain it: drop "
+            "them or rerun from other initial points; longer chains would not help."
+            if idle
+            else "Run longer chains, or reparameterise the model."
+        )
         problems.append(
             Problem(
                 "r_hat",
                 f"r_hat above {R_HAT_MAX} for {order.size} of {len(names)} parameters "
                 f"({_list(names[i] for i in order)}; largest {worst:.4g}): the chains "
-                "disagree. Run longer chains, or reparameterise the model.",
+                f"disagree. {advice}",
                 worst,
                 R_HAT_MAX,
                 tuple(names[i] for i in order),
@@ -511,13 +529,67 @@ def diagnose(result, summary=None) -> list[Problem]:
                     f"{len(names)} parameters ({_list(names[i] for i in order)}; lowest "
                     f"{worst:.3g} per chain): the estimates of "
                     f"{'means and sds' if kind == 'bulk' else 'tail quantiles'} are "
-                    "unreliable. Run more draws.",
+                    "unreliable. "
+                    + (
+                        f"{_list(_chains(idle))} did not move (above): more draws would not help."
+                        if idle
+                        else "Run more draws."
+                    ),
                     worst,
                     ESS_PER_CHAIN_MIN,
                     tuple(names[i] for i in order),
                 )
             )
     return problems
+
+
+#: A chain whose draws span this fraction or less of the chains' median span (the largest
+#: over the parameters), or whose final step size is :data:`COLLAPSE_FACTOR` times or more
+#: below the chains' median, barely moved (:func:`_stuck_chains`).
+STUCK_FRACTION = 1e-3
+
+
+def _stuck_chains(result, least, most, has_nan, frozen) -> tuple[Problem | None, np.ndarray]:
+    """The chains that moved, but barely: a step size far below the others' (the chains
+    share a metric and a target acceptance) or draws spanning a sliver of the others'
+    range. Such a chain sat where it started (warm-up restarts one it catches, in
+    :meth:`~hamiltonia.tuners.adaptation.WindowedMetric.end_window`); its R-hat and ESS say
+    it disagrees, but more draws would not help. Returns the problem (or ``None``) and the
+    chains' indices."""
+    chains = result.n_chains
+    none = np.empty(0, dtype=int)
+    if chains < 2:
+        return None, none
+    with np.errstate(invalid="ignore"):
+        span = np.where(has_nan, np.nan, most - least).max(axis=-1)
+    typical = float(np.nanmedian(span))
+    slow = ~(span > STUCK_FRACTION * typical) & (typical > 0)
+    step = result.stats.get("step_size")
+    final = typical_step = None
+    if step is not None:
+        final = np.asarray(step, dtype=float)[:, -1]
+        typical_step = float(np.median(final))
+        slow |= ~(final * COLLAPSE_FACTOR > typical_step)
+    slow[np.asarray(frozen, dtype=int)] = False  # reported as frozen
+    where = np.flatnonzero(slow)
+    if where.size == 0 or where.size == chains:
+        return None, none
+    parts = []
+    for k in where:
+        part = f"chain {k}: draws spanning {span[k]:.3g} (median {typical:.3g})"
+        if final is not None:
+            part += f", step size {final[k]:.3g} (median {typical_step:.3g})"
+        parts.append(part)
+    return Problem(
+        "stuck",
+        f"{where.size} of {chains} chains barely moved ({'; '.join(parts)}): they stayed "
+        "near where they started, so their draws are not from the posterior and the R-hat "
+        "and ESS below are theirs, not a lack of draws. Drop them, or rerun from other "
+        "initial points (or reparameterise the model).",
+        float(where.size),
+        0.0,
+        _chains(where),
+    ), where
 
 
 def _resonance(result) -> Problem | None:

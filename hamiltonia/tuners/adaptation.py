@@ -91,6 +91,14 @@ def dual_averaging_kernel(ctx, eps, state):
     eps[0] = np.exp(log_eps)
 
 
+#: A chain whose positions over a metric window span this fraction or less of the chains'
+#: median span did not move: warm-up restarts it (:meth:`WindowedMetric._restart_stuck`).
+STUCK_FRACTION = 1e-3
+#: A chain whose step size is this many times below the chains' median is stuck too (the
+#: chains share the metric and the target acceptance: their step sizes are alike).
+STUCK_STEP_FACTOR = 1e3
+
+
 def find_initial_step_size(sampler, chain: ChainState, rngs, step_size=1.0, max_doublings=100):
     """The heuristic of Hoffman and Gelman (2014, Algorithm 4), per chain.
 
@@ -488,6 +496,7 @@ class WindowedMetric(Tuner):
         buffer, self._buffer = self._buffer, []
         if not buffer:
             return
+        buffer = self._restart_stuck(sampler, chain, buffer)
         if self.per_chain:
             if not self._install_per_chain(sampler, np.stack(buffer)):
                 return
@@ -504,6 +513,57 @@ class WindowedMetric(Tuner):
                     start = float(np.exp(np.mean(np.log(chain.step_size))))
                 chain.step_size = find_initial_step_size(sampler, chain, self._rngs, start)
                 tuner.restart(chain)
+
+    def _restart_stuck(self, sampler, chain, buffer: list) -> list:
+        """Restart the chains that did not move in the window from the others' positions,
+        and return the window's positions without theirs (for the metric).
+
+        A chain started where the model is hard to integrate (an exploding recursion, a
+        funnel's neck) can get a step size so small that warm-up never brings it out: its
+        step size is :data:`STUCK_STEP_FACTOR` times or more below the chains' median, or its
+        positions over the window span a fraction :data:`STUCK_FRACTION` or less of the
+        chains' median span (the largest over the coordinates). Such a chain takes the
+        current state and step size of a chain that moved (the first such chain after it,
+        cyclically: no random number is drawn), with a
+        :class:`~hamiltonia.diagnostics.checks.SamplingWarning` naming both. Not done where
+        chains are coupled or carry their own metric (antithetic pairs, ``per_chain``)."""
+        positions = np.stack(buffer)  # (iterations, chains, dim)
+        chains = positions.shape[1]
+        coupled = self.per_chain or getattr(getattr(sampler, "reducer", None), "pairs", False)
+        if chain is None or chains < 2 or coupled:
+            return buffer
+        with np.errstate(invalid="ignore"):
+            span = np.max(positions.max(axis=0) - positions.min(axis=0), axis=-1)
+        typical = float(np.median(span))
+        step = np.array(np.broadcast_to(np.asarray(chain.step_size, float), (chains,)))
+        stuck = ~(span > STUCK_FRACTION * typical)
+        stuck |= ~(step * STUCK_STEP_FACTOR > np.median(step))
+        moved = np.flatnonzero(~stuck)
+        if not stuck.any() or moved.size == 0 or not typical > 0:
+            return buffer
+        source = np.arange(chains)
+        for k in np.flatnonzero(stuck):
+            source[k] = moved[np.searchsorted(moved, k) % moved.size]
+        from hamiltonia._warnings import warn_at_user
+        from hamiltonia.diagnostics.checks import SamplingWarning
+
+        others = float(np.median(step[moved]))
+        restarts = "; ".join(
+            f"chain {k} from chain {source[k]} (its step size {step[k]:.3g}, the others' "
+            f"median {others:.3g}; its positions spanned {span[k]:.3g}, the median "
+            f"{typical:.3g})"
+            for k in np.flatnonzero(stuck)
+        )
+        warn_at_user(
+            f"warm-up restarted {int(stuck.sum())} of {chains} chains that did not move in "
+            f"its metric window: {restarts}. A chain started where the model is hard to "
+            "integrate can stay there at a vanishing step size; it continues from another "
+            "chain's position (check the initial points, or reparameterise)",
+            SamplingWarning,
+        )
+        chain.phase = chain.phase.select(~stuck, chain.phase.take(source))
+        chain.step_size = step[source]
+        return [row[~stuck] for row in buffer]
 
     def _install_per_chain(self, sampler, positions: np.ndarray) -> bool:
         """Each group's metric (a chain, or an antithetic pair) from its own draws of the
