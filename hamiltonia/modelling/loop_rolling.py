@@ -239,10 +239,13 @@ def _runs(labels: np.ndarray, lo: int, hi: int) -> list[tuple[int, int, int, int
 
 
 def _same(a, b) -> bool:
+    """Whether two constants of two passes are the same (a ``nan`` equal to a ``nan``)."""
     if a is b:
         return True
     a, b = np.asarray(a), np.asarray(b)
-    return a.shape == b.shape and a.dtype == b.dtype and np.array_equal(a, b, equal_nan=True)
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    return bool(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
 
 
 class _Broken(Exception):
