@@ -543,43 +543,34 @@ def diagnose(result, summary=None) -> list[Problem]:
     return problems
 
 
-#: A chain whose draws span this fraction or less of the chains' median span (the largest
-#: over the parameters), or whose final step size is :data:`COLLAPSE_FACTOR` times or more
-#: below the chains' median, barely moved (:func:`_stuck_chains`).
-STUCK_FRACTION = 1e-3
-
-
 def _stuck_chains(result, least, most, has_nan, frozen) -> tuple[Problem | None, np.ndarray]:
-    """The chains that moved, but barely: a step size far below the others' (the chains
-    share a metric and a target acceptance) or draws spanning a sliver of the others'
-    range. Such a chain sat where it started (warm-up restarts one it catches, in
-    :meth:`~hamiltonia.tuners.adaptation.WindowedMetric.end_window`); its R-hat and ESS say
-    it disagrees, but more draws would not help. Returns the problem (or ``None``) and the
-    chains' indices."""
+    """The chains that moved, but barely: a final step size :data:`COLLAPSE_FACTOR` times or
+    more below the chains' median (the chains share a metric and a target acceptance, so
+    their step sizes are alike). Such a chain sat where it started (warm-up restarts one it
+    catches, in :meth:`~hamiltonia.tuners.adaptation.WindowedMetric.end_window`); its R-hat
+    and ESS say it disagrees, but more draws would not help. Returns the problem (or
+    ``None``) and the chains' indices."""
     chains = result.n_chains
     none = np.empty(0, dtype=int)
     if chains < 2:
         return None, none
+    step = result.stats.get("step_size")
+    if step is None:
+        return None, none
     with np.errstate(invalid="ignore"):
         span = np.where(has_nan, np.nan, most - least).max(axis=-1)
     typical = float(np.nanmedian(span))
-    slow = ~(span > STUCK_FRACTION * typical) & (typical > 0)
-    step = result.stats.get("step_size")
-    final = typical_step = None
-    if step is not None:
-        final = np.asarray(step, dtype=float)[:, -1]
-        typical_step = float(np.median(final))
-        slow |= ~(final * COLLAPSE_FACTOR > typical_step)
-    slow[np.asarray(frozen, dtype=int)] = False  # reported as frozen
+    final = np.asarray(step, dtype=float)[:, -1]
+    typical_step = float(np.median(final))
+    slow = ~(final * COLLAPSE_FACTOR > typical_step)
+    slow[np.asarray(frozen, dtype=int)] = False  # reported already
     where = np.flatnonzero(slow)
     if where.size == 0 or where.size == chains:
         return None, none
     parts = []
     for k in where:
-        part = f"chain {k}: draws spanning {span[k]:.3g} (median {typical:.3g})"
-        if final is not None:
-            part += f", step size {final[k]:.3g} (median {typical_step:.3g})"
-        parts.append(part)
+        parts.append(f"chain {k}: step size {final[k]:.3g} (median {typical_step:.3g}), draws "
+                     f"spanning {span[k]:.3g} (median {typical:.3g})")  # fmt: skip
     return Problem(
         "stuck",
         f"{where.size} of {chains} chains barely moved ({'; '.join(parts)}): they stayed "

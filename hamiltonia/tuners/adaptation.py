@@ -91,11 +91,9 @@ def dual_averaging_kernel(ctx, eps, state):
     eps[0] = np.exp(log_eps)
 
 
-#: A chain whose positions over a metric window span this fraction or less of the chains'
-#: median span did not move: warm-up restarts it (:meth:`WindowedMetric._restart_stuck`).
-STUCK_FRACTION = 1e-3
-#: A chain whose step size is this many times below the chains' median is stuck too (the
-#: chains share the metric and the target acceptance: their step sizes are alike).
+#: A chain whose step size is this many times below the chains' median at the end of a
+#: metric window is stuck (the chains share the metric and the target acceptance: their
+#: step sizes are alike), and warm-up restarts it (:meth:`WindowedMetric._restart_stuck`).
 STUCK_STEP_FACTOR = 1e3
 
 
@@ -521,8 +519,10 @@ class WindowedMetric(Tuner):
         A chain started where the model is hard to integrate (an exploding recursion, a
         funnel's neck) can get a step size so small that warm-up never brings it out: its
         step size is :data:`STUCK_STEP_FACTOR` times or more below the chains' median, or its
-        positions over the window span a fraction :data:`STUCK_FRACTION` or less of the
-        chains' median span (the largest over the coordinates). Such a chain takes the
+        positions did not change over the window. (A chain that moves less than the others
+        at a like step size is not stuck: it explores a narrower region, or the others run
+        away from an improper posterior, which the run's checks report.) Such a chain takes
+        the
         current state and step size of a chain that moved (the first such chain after it,
         cyclically: no random number is drawn), with a
         :class:`~hamiltonia.diagnostics.checks.SamplingWarning` naming both. Not done where
@@ -536,8 +536,7 @@ class WindowedMetric(Tuner):
             span = np.max(positions.max(axis=0) - positions.min(axis=0), axis=-1)
         typical = float(np.median(span))
         step = np.array(np.broadcast_to(np.asarray(chain.step_size, float), (chains,)))
-        stuck = ~(span > STUCK_FRACTION * typical)
-        stuck |= ~(step * STUCK_STEP_FACTOR > np.median(step))
+        stuck = ~(span > 0.0) | ~(step * STUCK_STEP_FACTOR > np.median(step))
         moved = np.flatnonzero(~stuck)
         if not stuck.any() or moved.size == 0 or not typical > 0:
             return buffer

@@ -54,7 +54,6 @@ def test_warm_up_restarts_a_chain_that_did_not_move(model):
 def test_without_restarts_the_check_names_the_stuck_chain(model, monkeypatch):
     """With the restart switched off (thresholds no chain can cross), the chain stays: the
     checks name it with its step size, and the R-hat and ESS advice is not "run longer"."""
-    monkeypatch.setattr(adaptation, "STUCK_FRACTION", 0.0)
     monkeypatch.setattr(adaptation, "STUCK_STEP_FACTOR", np.inf)
     result, messages = _run(model)
     assert not any("warm-up restarted" in m for m in messages)
