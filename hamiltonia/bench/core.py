@@ -290,6 +290,8 @@ SUBCOMMANDS = {
     "models": "a user's own models against NumPyro, first run included",
     "loops": "a loop over the data compiled as a loop: ARMA(1,1), cold build and sampling",
     "posteriors": "the ten reference posteriors against NumPyro, min bulk ESS/s",
+    "many-chains": "many chains on the CPU: throughput, the post-run share, diagnostics "
+    "against arviz-stats",
     "adaptation": "pooled against per-chain metric adaptation, ESS per gradient",
     "postrun": "the work after sampling (diagnostics, the final write) against sampling",
     "device": "many chains on a GPU (CuPy) beside BlackJAX and the compiled CPU path",

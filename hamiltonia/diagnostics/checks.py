@@ -531,7 +531,8 @@ def diagnose(result, summary=None) -> list[Problem]:
                     f"{'means and sds' if kind == 'bulk' else 'tail quantiles'} are "
                     "unreliable. "
                     + (
-                        f"{_list(_chains(idle))} did not move (above): more draws would not help."
+                        f"The chains that did not move ({_list(_chains(idle))}, above) explain "
+                        "it: more draws would not help."
                         if idle
                         else "Run more draws."
                     ),

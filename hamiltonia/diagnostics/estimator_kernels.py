@@ -10,7 +10,10 @@ initial sequence summed directly (``_lags_kernel``), and those of the tail ESS's
 packed in words of 64 bits (``_pack_kernel``, ``_bit_lags_kernel``); the buckets of the
 checks' screen (``_bucket_kernel``, ``_members_kernel``, ``_nearer_kernel``) and the split
 of the chains (``_split_kernel``); the E-BFMI of each chain (``_bfmi_kernel``; Betancourt
-2016) and the extremes of the draws (:func:`extremes`).
+2016) and the extremes of the draws (:func:`extremes`); and the kernels of
+:mod:`hamiltonia.diagnostics.batch_kernels`, which compute the rank diagnostics of a block
+of quantities at once (``batch_keys``, ``batch_ranks``, ``batch_means``, ``batch_lags``,
+``batch_geyer``).
 
 The diagnostics take the compiled road from :data:`COMPILED_MIN_SIZE` numbers on
 (:func:`_compiled_road`), NumPy's below. What the kernels compute, and why it is ArviZ's
@@ -451,6 +454,9 @@ def _kernels() -> SimpleNamespace:
             # Reassociation lets the sums of products run in vector lanes (more accurate,
             # not less: the lanes are partial sums); nothing else may be reordered.
             summing = njit(cache=True, nogil=True, error_model="numpy", fastmath={"reassoc"})
+            from hamiltonia.diagnostics import batch_kernels as batch
+
+            batch.compile_helpers(plain)
             _KERNELS = SimpleNamespace(
                 sort=plain(_sort_kernel),
                 scores=plain(_scores_kernel),
@@ -463,6 +469,12 @@ def _kernels() -> SimpleNamespace:
                 members=plain(_members_kernel),
                 extremes=plain(_extremes_kernel),
                 bfmi=summing(_bfmi_kernel),
+                # Many quantities at once (hamiltonia.diagnostics.batched).
+                batch_keys=plain(batch._keys_kernel),
+                batch_ranks=plain(batch._ranks_kernel),
+                batch_means=plain(batch._means_kernel),
+                batch_lags=summing(batch._lags_kernel),
+                batch_geyer=plain(batch._geyer_kernel),
             )
         return _KERNELS
 

@@ -46,6 +46,11 @@ chains of 300,000 draws took ArviZ 27 s after 2 s of sampling). For each quantit
   words of 64 bits). The direct sums differ from the FFT's in the last bits, which moves an
   ESS by about :math:`10^{-13}` of itself.
 
+This is the road of one quantity at a time. On the compiled road,
+:mod:`hamiltonia.diagnostics.batched` computes the same numbers by blocks of quantities
+(every run up to :data:`~hamiltonia.diagnostics.batched.BATCH_MAX_SIZE` split draws a
+quantity); a longer run, and the checks' screen and runaway check, use the kernels here.
+
 Below :data:`~hamiltonia.diagnostics.estimator_kernels.COMPILED_MIN_SIZE` numbers the same
 estimators run in NumPy (ranks by ``argsort``, the autocovariances by FFT), without
 compiling the kernels and without importing ``arviz_stats`` (a second, with xarray and
@@ -56,6 +61,7 @@ ArviZ's own computation.
 
 from __future__ import annotations
 
+import math
 import threading
 from functools import cached_property
 
@@ -258,6 +264,19 @@ def _ess_tails(split: np.ndarray, q_low: float, q_high: float, direct: bool = Tr
             chain_mean = y.mean(axis=1)
             found[j] = _geyer(_autocov_fft(y - chain_mean[:, None]), chain_mean, n)
     return min(float(found[0]), float(found[1]))  # ArviZ's min, nan kept as it keeps it
+
+
+def _quantile_of(order_statistic, count: int, prob: float) -> float:
+    """``np.quantile(a, prob)`` (method ``"linear"``) of ``count`` numbers, from the order
+    statistics that ``order_statistic(i)`` gives, with NumPy's own arithmetic."""
+    virtual = (count - 1) * prob
+    if virtual >= count - 1:
+        return order_statistic(count - 1)
+    previous = math.floor(virtual)
+    gamma = virtual - previous
+    a, b = order_statistic(previous), order_statistic(previous + 1)
+    diff = b - a
+    return b - diff * (1 - gamma) if gamma >= 0.5 else a + diff * gamma
 
 
 def _rank_scores(a: np.ndarray) -> np.ndarray:

@@ -129,11 +129,13 @@ def fixed_length(result) -> int | None:
 
 
 def _lag_one(y: np.ndarray) -> np.ndarray:
-    """The lag-1 autocorrelation of each column of ``y`` ``(draws, k)``, centred on its
-    mean; 1 for a constant column, which never moves."""
-    y = y - y.mean(axis=0)
-    num, den = np.einsum("ij,ij->j", y[1:], y[:-1]), np.einsum("ij,ij->j", y, y)
-    constant = den <= 1e-24 * np.max(den, initial=0.0)
+    """The lag-1 autocorrelation of each column of ``y`` ``(..., draws, k)`` (of each chain
+    at once, for chains stacked first), centred on its mean; 1 for a constant column (one
+    whose sum of squares is :math:`10^{-24}` of its chain's largest), which never moves."""
+    y = y - y.mean(axis=-2, keepdims=True)
+    num = np.einsum("...ij,...ij->...j", y[..., 1:, :], y[..., :-1, :])
+    den = np.einsum("...ij,...ij->...j", y, y)
+    constant = den <= 1e-24 * np.max(den, axis=-1, keepdims=True, initial=0.0)
     return np.where(constant, 1.0, num / np.where(constant, 1.0, den))
 
 
@@ -153,10 +155,27 @@ def _slowest(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return directions, np.nan_to_num(pattern)
 
 
+#: Numbers of draws (chains x draws x coordinates) of a block of chains that
+#: :func:`slow_combinations` normalises and judges at a time: a few MB, so that its
+#: temporary arrays are reused rather than new memory (a page fault a page on first touch:
+#: ten arrays of a thousand chains' draws cost a second).
+_BLOCK_NUMBERS = 2**18
+
+
+def _blocks(chains: int, size: int) -> list[slice]:
+    """Blocks of whole chains of ``size`` numbers each, of about :data:`_BLOCK_NUMBERS`."""
+    per = max(1, _BLOCK_NUMBERS // max(size, 1))
+    return [slice(c, min(c + per, chains)) for c in range(0, chains, per)]
+
+
 def slow_combinations(draws) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Each chain's combinations of the parameters with extreme lag-1 autocorrelation
     (module docstring), then the coordinates themselves, of draws ``(chains, draws, d)``
     that are finite and vary within the chains (pooled).
+
+    The draws are centred on the pooled mean and scaled by the pooled within-chain standard
+    deviation of each coordinate; the chains are judged by blocks (:data:`_BLOCK_NUMBERS`),
+    the coordinates of a block's chains all at once.
 
     Returns
     -------
@@ -169,25 +188,32 @@ def slow_combinations(draws) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """
     x = np.asarray(draws, dtype=float)
     chains, n, d = x.shape
-    centred = x - x.mean(axis=1, keepdims=True)
-    x = (x - x.reshape(-1, d).mean(axis=0)) / np.sqrt(np.mean(centred**2, axis=(0, 1)))
+    blocks = _blocks(chains, n * d)
+    squares = np.zeros(d)
+    for block in blocks:
+        centred = x[block] - x[block].mean(axis=1, keepdims=True)
+        squares += np.einsum("cij,cij->j", centred, centred)
+    mean = x.reshape(-1, d).mean(axis=0)
+    scale = np.sqrt(squares / (chains * n))
     joint = d <= JOINT_MAX_DIM and n >= DRAWS_PER_DIM * d
     k = d if joint else 0  # the combinations' columns, padded where a chain has fewer
     rho, rho_square = np.zeros((chains, k + d)), np.zeros((chains, k + d))
     pattern = np.zeros((chains, d, k + d))
     pattern[:, :, k:] = np.eye(d)
-    for c in range(chains):
-        directions = np.eye(d)
-        m = 0
-        if joint:
-            combinations, pattern_c = _slowest(x[c])
+    for block in blocks:
+        z = (x[block] - mean) / scale
+        if not joint:
+            # The coordinates alone: the block's chains at once.
+            rho[block], rho_square[block] = _lag_one(z), _lag_one(z * z)
+            continue
+        for i, c in enumerate(range(block.start, block.stop)):
+            combinations, pattern_c = _slowest(z[i])
             m = combinations.shape[1]
             pattern[c, :, :m] = pattern_c
-            directions = np.hstack([combinations, directions])
-        y = x[c] @ directions
-        columns = np.r_[np.arange(m), np.arange(k, k + d)]
-        rho[c, columns] = _lag_one(y)
-        rho_square[c, columns] = _lag_one(y * y)
+            y = np.hstack([z[i] @ combinations, z[i]])  # the combinations, the coordinates
+            columns = np.r_[np.arange(m), np.arange(k, k + d)]
+            rho[c, columns] = _lag_one(y)
+            rho_square[c, columns] = _lag_one(y * y)
     return rho, rho_square, pattern
 
 
@@ -201,9 +227,9 @@ def find_resonance(result, ess_min: float) -> Resonance | None:
     if n_steps is None or draws.ndim != 3 or draws.shape[1] < MIN_DRAWS:
         return None
     x = np.asarray(draws, dtype=float)
-    if not np.all(np.isfinite(x)):
-        return None  # a runaway or a failed draw: other checks speak of it
     low, high = x.min(axis=1), x.max(axis=1)
+    if not (np.all(np.isfinite(low)) and np.all(np.isfinite(high))):
+        return None  # a runaway or a failed draw (min and max keep NaN): other checks
     spread = high.max(axis=0) - low.min(axis=0)
     # Still within a chain: moved by rounding only. A frozen chain is the frozen check's,
     # and a coordinate no chain moves is fixed by the model.
@@ -215,11 +241,12 @@ def find_resonance(result, ess_min: float) -> Resonance | None:
     stuck = np.flatnonzero((spread > 0) & still.all(axis=0))
     if moving.size == 0 or varying.size + stuck.size == 0:
         return None
-    x = x[moving]
+    if moving.size < x.shape[0]:
+        x = x[moving]
     k, m = varying.size, stuck.size
     chains = moving.size
     if k:
-        rho, rho_square, pattern = slow_combinations(x[..., varying])
+        rho, rho_square, pattern = slow_combinations(x if k == x.shape[2] else x[..., varying])
         # A chain still along a coordinate that other chains move returns exactly.
         rho[:, -k:] = np.where(still[:, varying], 1.0, rho[:, -k:])
     else:

@@ -5,8 +5,9 @@ decide.
 
 The bounded diagnostics are ArviZ's (Vehtari et al. 2021, *Rank-normalization, folding, and
 localization: an improved R-hat*), the exact values those of
-:func:`~hamiltonia.diagnostics.univariate.convergence`, as
-:mod:`hamiltonia.diagnostics.rank_estimators` computes them; the counts are made by the
+:func:`~hamiltonia.diagnostics.univariate.convergence`, by its own road (by blocks of
+quantities, :mod:`hamiltonia.diagnostics.batched`, or one at a time,
+:mod:`hamiltonia.diagnostics.rank_estimators`), to the bit; the counts are made by the
 kernels of :mod:`hamiltonia.diagnostics.estimator_kernels`.
 
 The checks of a finished run
@@ -43,6 +44,17 @@ sort of each parameter: for 4 chains of 300,000 draws of 10 parameters, on 2 idl
 the first call after sampling took 0.11 to 0.16 s when the folded draws had a pass of
 their own and the split, its range and its check of finite values took four, and 0.09 to
 0.11 s since (side by side, fresh processes).
+
+Many short chains
+-----------------
+The counts are kept per sequence and bucket: :math:`2m \\times` :data:`_SCREEN_BUCKETS`
+numbers a quantity, which for 1,024 chains of 80 draws is 64 million counts for 81,920
+draws (a run of 1.4 s of sampling then spent 61.5 s in the screen, issue 51). The screen is
+used only while they are at most two numbers a draw (:func:`_screens`); a run of more,
+shorter chains is computed exactly, by blocks of quantities
+(:mod:`hamiltonia.diagnostics.batched`), which costs less than the screen would. The
+values the screen leaves to be computed exactly are computed that way too, all the
+quantities that need them at once (:func:`_exact`).
 """
 
 from __future__ import annotations
@@ -51,16 +63,18 @@ import math
 
 import numpy as np
 
+from hamiltonia.diagnostics.batched import tail_ess, takes_batched
 from hamiltonia.diagnostics.estimator_kernels import _compiled_road, _kernels
 from hamiltonia.diagnostics.rank_estimators import (
     _autocov_fft,
     _ess_tails,
     _growing_lags,
-    _Quantity,
+    _quantile_of,
     _score_table,
     _scores_at,
 )
 from hamiltonia.diagnostics.univariate import (
+    _blocks,
     _chain_draw_last,
     _ci_prob,
     _diagnostics,
@@ -75,8 +89,11 @@ __all__ = ["screened_convergence"]
 #: Buckets of the screen (:func:`_screened`): the ranks in one are known to within its
 #: count, about 40 draws of 1.2 million, so that the bounds decide a healthy run.
 _SCREEN_BUCKETS = 32_768
-#: Split draws from which the screen is used; below, the exact road is as cheap.
-_SCREEN_MIN = 65_536
+#: Split draws from which the screen is used; below, the exact road (by blocks of
+#: quantities) is as cheap: on 2 busy cores, 4 chains of 20,480 draws of 100 parameters took
+#: the screen 0.21 s and the exact road 0.11 s, 4 chains of 81,920 draws of 25 parameters
+#: 0.08 s and 0.13 s (measured, best of three).
+_SCREEN_MIN = 131_072
 #: Relative slack for the rounding of the bounds' own sums.
 _SLACK = 1e-9
 
@@ -228,19 +245,6 @@ def _ess_lower(sums: np.ndarray, h: int, acov: np.ndarray) -> float:
     return n / max(tau, 1 / np.log10(n)) * (1 - _SLACK)
 
 
-def _quantile_of(order_statistic, count: int, prob: float) -> float:
-    """``np.quantile(a, prob)`` (method ``"linear"``) of ``count`` numbers, from the order
-    statistics that ``order_statistic(i)`` gives, with NumPy's own arithmetic."""
-    virtual = (count - 1) * prob
-    if virtual >= count - 1:
-        return order_statistic(count - 1)
-    previous = math.floor(virtual)
-    gamma = virtual - previous
-    a, b = order_statistic(previous), order_statistic(previous + 1)
-    diff = b - a
-    return b - diff * (1 - gamma) if gamma >= 0.5 else a + diff * gamma
-
-
 def _screened(x: np.ndarray, prob: float, r_hat_max: float, ess_min: float,
               split: np.ndarray, low_value: float, high_value: float) -> tuple:  # fmt: skip
     """``r_hat``, ``ess_bulk``, ``ess_tail`` of one quantity's finite draws ``x`` (at least 4
@@ -254,18 +258,17 @@ def _screened(x: np.ndarray, prob: float, r_hat_max: float, ess_min: float,
     (:func:`_ess_lower`); the same counts bound the folded draws' ranks
     (:func:`_folded_bucket_scores`). The median and the tail quantiles are exact: their
     order statistics are read from the few draws of their buckets; so is the tail ESS,
-    which needs no ranks. A diagnostic whose bound does not decide its check is computed
-    exactly (:class:`_Quantity`); a healthy run costs a few passes over its draws, no sort.
+    which needs no ranks. A diagnostic whose bound does not decide its check is left
+    ``None``, for the caller to compute exactly (:func:`_exact`); a healthy run costs a few
+    passes over its draws, no sort.
     """
     rows, h = split.shape
     n = split.size
     chains = x.shape[0]
-    quantity = _Quantity(x, split)
     scale = _SCREEN_BUCKETS / (high_value - low_value) if high_value > low_value else 0.0
     if n < _SCREEN_MIN or not 0.0 < scale < math.inf:
         # Few draws (the exact road is as cheap), one value, or a range too narrow.
-        r_hat = quantity.rhat() if chains >= 2 else np.nan
-        return [r_hat, quantity.ess_bulk(), quantity.ess_tail(prob)], [True] * 3
+        return [None, None, None], [True] * 3
     kernels = _kernels()
     b = _SCREEN_BUCKETS
     keys = np.empty((rows, h), np.int32)
@@ -296,7 +299,7 @@ def _screened(x: np.ndarray, prob: float, r_hat_max: float, ess_min: float,
         q_low, q_high = (_quantile_of(order_statistic, n, p) for p in (low, high))
     else:
         q_low, q_high = (np.quantile(x, p) for p in (low, high))
-    ess_tail = _ess_tails(split, q_low, q_high)
+    ess_tail = _tail_ess(split, q_low, q_high, x.shape[1])
 
     values, exact = [np.nan, np.nan, ess_tail], [chains < 2, False, True]
     if chains >= 2:
@@ -306,7 +309,7 @@ def _screened(x: np.ndarray, prob: float, r_hat_max: float, ess_min: float,
         if r_hat <= r_hat_max:
             values[0] = r_hat
         else:
-            values[0], exact[0] = quantity.rhat(), True
+            values[0], exact[0] = None, True
     else:
         (sums,) = _bucket_sums(row_counts, (middle, half))
     means = sums[:, 0] / h
@@ -322,16 +325,38 @@ def _screened(x: np.ndarray, prob: float, r_hat_max: float, ess_min: float,
     if ess >= ess_min:
         values[1] = ess
     else:
-        values[1], exact[1] = quantity.ess_bulk(), True
+        values[1], exact[1] = None, True
     return values, exact
+
+
+def _tail_ess(split: np.ndarray, q_low: float, q_high: float, draws: int) -> float:
+    """The tail ESS of one quantity's split draws at its quantiles, by the road its exact
+    diagnostics take (:func:`~hamiltonia.diagnostics.batched.takes_batched`), so that the
+    screen's is theirs to the bit."""
+    chains = split.shape[0] // 2
+    if takes_batched(chains, draws):
+        return float(tail_ess(split[None], q_low, q_high)[0])
+    return _ess_tails(split, q_low, q_high)
+
+
+def _screens(chains: int, n: int) -> bool:
+    """Whether the screen (:func:`_screened`) is worth its passes over quantities of
+    ``chains`` chains of ``n`` draws: from :data:`_SCREEN_MIN` split draws on, and while
+    its counts of each sequence's draws in each bucket are at most two numbers a draw
+    (many short chains are computed exactly, by blocks of quantities, for less: 1,024 chains
+    of 80 draws would count 64 million a quantity)."""
+    size = 2 * chains * (n // 2)
+    return size >= _SCREEN_MIN and 2 * chains * _SCREEN_BUCKETS <= 2 * size
 
 
 def _screen_compiled(draws: np.ndarray, prob: float, r_hat_max: float, ess_min: float) -> list:
     """:func:`_screened` of each quantity of ``draws`` ``(chains, n, count)`` (``n`` at
-    least 4), or its exact values where a draw is not finite, the quantities over threads.
-    A quantity's draws are split by one pass (:func:`_split_kernel`) into an array of its
-    own, which the allocator reuses for the next (one array for all would be new memory,
-    slow to touch first)."""
+    least 4), or its exact values where a draw is not finite, the quantities over threads;
+    the values the screen leaves to be computed exactly, by the diagnostics' own road
+    (:func:`~hamiltonia.diagnostics.univariate._diagnostics`) for all those quantities at
+    once. A quantity's draws are split by one pass (:func:`_split_kernel`) into an array of
+    its own, which the allocator reuses for the next (one array for all would be new
+    memory, slow to touch first)."""
     kernels = _kernels()
     draws = np.ascontiguousarray(draws, dtype=float)  # the draws' own order: no copy
     chains, n, count = draws.shape
@@ -349,7 +374,28 @@ def _screen_compiled(draws: np.ndarray, prob: float, r_hat_max: float, ess_min: 
             return _one(x, ("r_hat", "ess_bulk", "ess_tail"), prob), [True] * 3
         return _screened(x, prob, r_hat_max, ess_min, split, low, high)
 
-    return _over_threads(one, count)
+    rows = _over_threads(one, count)
+    left = [i for i, (values, _) in enumerate(rows) if None in values]
+    if left:
+        names = ("r_hat", "ess_bulk", "ess_tail")
+        wanted = tuple(n for k, n in enumerate(names) if any(rows[i][0][k] is None for i in left))
+        table = _exact(np.moveaxis(draws[:, :, left], -1, 0), wanted, prob)
+        for i, values in zip(left, table, strict=True):
+            for name, value in zip(wanted, values, strict=True):
+                k = names.index(name)
+                if rows[i][0][k] is None:
+                    rows[i][0][k] = float(value)
+    return rows
+
+
+def _exact(flat: np.ndarray, names: tuple, prob: float) -> np.ndarray:
+    """The exact diagnostics ``names`` of the finite quantities ``flat`` ``(quantities,
+    chains, n)``, ``(quantities, len(names))``, by the compiled road that
+    :func:`~hamiltonia.diagnostics.univariate.convergence` takes for their shape (whatever
+    their number), so that they are its values to the bit."""
+    if takes_batched(*flat.shape[1:]):
+        return _blocks(flat, names, prob)
+    return np.array(_over_threads(lambda i: _one(flat[i], names, prob), flat.shape[0]))
 
 
 def screened_convergence(draws: np.ndarray, r_hat_max: float, ess_min: float,
@@ -375,7 +421,8 @@ def screened_convergence(draws: np.ndarray, r_hat_max: float, ess_min: float,
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", "divide by zero", RuntimeWarning)
         warnings.filterwarnings("ignore", "invalid value", RuntimeWarning)
-        if not _compiled_road(x) or flat.shape[2] < 4:
+        if not _compiled_road(x) or flat.shape[2] < 4 or not _screens(*flat.shape[1:]):
+            # A small run (NumPy's road), or many short chains (by blocks): exact values.
             table = _diagnostics(draws, names, prob)
             return table, {k: np.ones(lead, dtype=bool) for k in names}
         # (count, chains, n) back to the draws' own order (chains, n, count): a view of

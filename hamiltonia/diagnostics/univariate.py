@@ -9,9 +9,14 @@ bulk and tail effective sample sizes, and Monte Carlo standard errors (Vehtari e
 :mod:`hamiltonia.diagnostics.rank_estimators` describes: by the compiled kernels
 (:mod:`hamiltonia.diagnostics.estimator_kernels`) from
 :data:`~hamiltonia.diagnostics.estimator_kernels.COMPILED_MIN_SIZE` numbers on, by NumPy
-below. Quantities with an infinite value, and the other methods, are ArviZ's own
-computation (``arviz_stats`` imported on first use). The parameters are spread over
-threads when the draws are many.
+below. On the compiled road the quantities are computed by blocks
+(:mod:`hamiltonia.diagnostics.batched`: a few calls for a block of quantities, whatever
+their chains, so that 1,024 chains of 80 draws cost what 4 chains of 20,480 do), or one at
+a time for a run longer than
+:data:`~hamiltonia.diagnostics.batched.BATCH_MAX_SIZE` split draws a quantity. Quantities
+with an infinite value, and the other methods, are ArviZ's own computation
+(``arviz_stats`` imported on first use). The parameters are spread over threads when the
+draws are many.
 
 Arrays of draws have shape ``(chains, draws, dim)`` (or ``(chains, draws)`` for one
 quantity).
@@ -25,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
+from hamiltonia.diagnostics.batched import batched_diagnostics, takes_batched
 from hamiltonia.diagnostics.estimator_kernels import _compiled_road, _kernels
 from hamiltonia.diagnostics.rank_estimators import _Quantity
 
@@ -158,9 +164,22 @@ def _one(x: np.ndarray, names: tuple, prob: float, compiled: bool = True) -> lis
     return out
 
 
+def _blocks(flat: np.ndarray, names: tuple, prob: float) -> np.ndarray:
+    """The diagnostics ``names`` ``(quantities, len(names))`` of the quantities ``flat``
+    ``(quantities, chains, draws)`` by blocks of quantities
+    (:func:`~hamiltonia.diagnostics.batched.batched_diagnostics`), those with a draw that
+    is not finite by :func:`_one`."""
+    values, finite = batched_diagnostics(flat, names, prob)
+    for i in np.flatnonzero(~finite):
+        values[i] = _one(flat[i], names, prob)
+    return values
+
+
 def _diagnostics(draws: np.ndarray, names: tuple, prob: float | None = None) -> dict:
     """``{name: array}`` of the diagnostics ``names`` of each quantity of ``draws``, the
-    quantities spread over threads when the draws are many."""
+    quantities spread over threads when the draws are many: by blocks of quantities on the
+    compiled road (:func:`~hamiltonia.diagnostics.batched.takes_batched`), else one at a
+    time."""
     x = _chain_draw_last(draws)
     lead = x.shape[:-2]
     flat = x.reshape((-1, *x.shape[-2:])) if lead else x[None]
@@ -168,6 +187,9 @@ def _diagnostics(draws: np.ndarray, names: tuple, prob: float | None = None) -> 
         prob = _ci_prob()
     count = flat.shape[0]
     compiled = _compiled_road(x)
+    if compiled and count and takes_batched(*flat.shape[1:]):
+        values = _blocks(flat, names, prob)
+        return {name: values[:, k].reshape(lead) for k, name in enumerate(names)}
     if x.size >= _THREADED_SIZE and count > 1:
         if compiled:
             _kernels()  # compiled (or loaded) once, before the threads ask for it

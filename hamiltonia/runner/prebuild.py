@@ -67,14 +67,17 @@ def diagnostic_kernels() -> None:
     """Compile (or load) the kernels of a long run's diagnostics and end-of-run checks,
     each for the arguments a run gives it, by computing them once on draws at the
     compiled size."""
-    from hamiltonia.diagnostics import checks, estimators
+    from hamiltonia.diagnostics import checks, estimators, rank_estimators
 
     size = estimators.COMPILED_MIN_SIZE
     x = np.random.default_rng(0).normal(size=(2, size // 4 + 1, 2))
     estimators.screened_convergence(x, 1.01, 200.0)
-    estimators.convergence(x)
+    estimators.convergence(x)  # by blocks of quantities (hamiltonia.diagnostics.batched)
     estimators.extremes(x)
     checks.e_bfmi(x[..., 0], compiled=True)
+    # One quantity at a time: a very long run's road, and the runaway check's R-hat.
+    quantity = rank_estimators._Quantity(x[..., 0])
+    quantity.rhat(), quantity.ess_bulk(), quantity.ess_tail(0.89), quantity.ess_mean()
 
 
 def _check_writable() -> None:

@@ -11,9 +11,9 @@ from arviz_base import rcParams
 from arviz_stats.base import array_stats
 
 from hamiltonia import diagnostics as dg
+from hamiltonia.diagnostics import batched, rank_estimators, screening, univariate
 from hamiltonia.diagnostics import estimator_kernels as kernels
 from hamiltonia.diagnostics import estimators as est
-from hamiltonia.diagnostics import rank_estimators, screening, univariate
 from tests.fresh_process import printed_by
 
 PROB = rcParams["stats.ci_prob"]
@@ -124,11 +124,15 @@ KINDS = ["normal", "ar", "antithetic", "ties", "cauchy", "shifted", "constant",
          "frozen-chain", "signed-zeros", "nan", "inf"]  # fmt: skip
 
 
-@pytest.mark.parametrize("road", ["compiled", "numpy"])
+@pytest.mark.parametrize("road", ["compiled", "one-at-a-time", "numpy"])
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("chains, n", [(1, 1001), (2, 7), (4, 4), (4, 5000), (3, 40_001)])
 def test_the_rank_diagnostics_are_arviz_s(monkeypatch, road, kind, chains, n):
-    """On the compiled road and on NumPy's (what runs too small for the kernels take)."""
+    """On the compiled road (by blocks of quantities, hamiltonia.diagnostics.batched), on
+    its road of one quantity at a time (what a very long run takes) and on NumPy's (what
+    runs too small for the kernels take)."""
+    if road == "one-at-a-time":
+        monkeypatch.setattr(batched, "BATCH_MAX_SIZE", 0)
     if road == "numpy":
         monkeypatch.setattr(kernels, "COMPILED_MIN_SIZE", 10**12)
     x = _draws(kind, chains, n, seed=chains * n)
@@ -138,7 +142,9 @@ def test_the_rank_diagnostics_are_arviz_s(monkeypatch, road, kind, chains, n):
 @pytest.mark.parametrize("kind", ["normal", "antithetic", "ar", "ties", "shifted"])
 @pytest.mark.parametrize("direct_from", [0, 10**12])
 def test_both_roads_of_the_autocovariances_are_arviz_s(monkeypatch, kind, direct_from):
-    """Direct lag sums for every sequence (0), or the FFT for every one (10^12)."""
+    """Direct lag sums for every sequence (0), or the FFT for every one (10^12), on the road
+    of one quantity at a time (the road by blocks sums the first lags directly always)."""
+    monkeypatch.setattr(batched, "BATCH_MAX_SIZE", 0)
     monkeypatch.setattr(rank_estimators, "_DIRECT_MIN", direct_from)
     x = _draws(kind, 4, 3000, seed=5)
     _assert_same(_ours(x), _arviz(x))
