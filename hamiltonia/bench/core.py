@@ -287,7 +287,9 @@ SUBCOMMANDS = {
     "family": "the magnetic, quantum-inspired and shadow samplers against HMC",
     "scale": "many chains on a process pool and on Dask",
     "split": "split HMC's integrators, memory and subset gradients",
-    "models": "a user's own models against NumPyro, first run included",
+    "models": "a user's own models against NumPyro: ns per gradient, then whole runs, first "
+    "run included",
+    "gradients": "ns per gradient of users' models beside hand-written numba and NumPyro",
     "loops": "a loop over the data compiled as a loop: ARMA(1,1), cold build and sampling",
     "posteriors": "the ten reference posteriors against NumPyro, min bulk ESS/s",
     "many-chains": "many chains on the CPU: throughput, the post-run share, diagnostics "

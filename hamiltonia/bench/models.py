@@ -1,5 +1,12 @@
 """A user's own models, side by side with NumPyro (``python -m hamiltonia.bench.models``).
 
+The command prints two tables. First the cost of one gradient of five users' models
+(logistic and linear regressions, eight schools, an AR(K) written with a loop, a GP through
+``cholesky``) as written, beside a hand-written numba gradient and NumPyro's: the table of
+:mod:`hamiltonia.bench.gradients` (issue 53; ``--no-gradients`` leaves it out, and
+``python -m hamiltonia.bench.gradients`` prints it alone, with its own options). Then the
+whole runs below (``--no-runs`` leaves them out; ``--rst`` writes their table).
+
 Three models, written as a user would:
 
 * **eight schools**, non-centred: :math:`\\mu \\sim N(0, 5)`, :math:`\\tau \\sim
@@ -333,10 +340,20 @@ def main(argv=None) -> int:
     parser.add_argument("--models", nargs="+", choices=MODELS, default=list(MODELS))
     parser.add_argument("--implementations", nargs="+", choices=IMPLEMENTATIONS,
                         default=list(IMPLEMENTATIONS))  # fmt: skip
-    parser.add_argument("--rst", help="also write the table to this file (reStructuredText)")
+    parser.add_argument("--rst", help="also write the runs' table to this file (reStructuredText)")
+    parser.add_argument(
+        "--gradients",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="first print the cost of one gradient (hamiltonia.bench.gradients)",
+    )
+    parser.add_argument("--runs", action=argparse.BooleanOptionalAction, default=True,
+                        help="the NUTS runs against NumPyro, first run included")  # fmt: skip
     parser.add_argument("--one", nargs=2, metavar=("MODEL", "IMPLEMENTATION"),
                         help=argparse.SUPPRESS)  # fmt: skip
     args = parser.parse_args(argv)
+    if args.rst and not args.runs:
+        parser.error("--rst writes the runs' table: not with --no-runs")
     if args.rst:
         from hamiltonia.results.runfile import RunFileError, checked_file_path
 
@@ -346,6 +363,15 @@ def main(argv=None) -> int:
             parser.error(str(err))
     if args.one:
         print(_MARK + json.dumps(run_implementation(*args.one, args.seed)), flush=True)
+        return 0
+    if args.gradients:
+        from hamiltonia.bench import gradients
+
+        print("Nanoseconds per gradient (python -m hamiltonia.bench.gradients):\n", flush=True)
+        gradients.main([])
+        if args.runs:
+            print("\nWhole runs: NUTS, 4 chains x (1000 + 1000):\n", flush=True)
+    if not args.runs:
         return 0
     header = ["model", "implementation", "first run s, cold",
               "first run s, after hamiltonia compile", "first run s, warm cache",

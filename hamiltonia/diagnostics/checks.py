@@ -60,6 +60,9 @@ The checks and their thresholds:
     (often a funnel or a log density of absurd scale), and its draws barely move.
 ``frozen``
     A chain whose draws never changed: every proposal was rejected.
+``stuck``
+    A chain that barely moved: its step size ended 1000 times below the chains' median
+    (:mod:`~hamiltonia.diagnostics.stuck`).
 ``resonance``
     A run of fixed trajectory length (the same :math:`L \\ge 2` steps every iteration, a
     step size not jittered: not NUTS, not ``n_steps_jitter`` or ``step_size_jitter``) in
@@ -418,9 +421,11 @@ def diagnose(result, summary=None) -> list[Problem]:
     shown = frozen
     if initial is not None and "step_size" in stats:
         shown = np.union1d(frozen, collapsed)
-    stuck, stuck_rows = _stuck_chains(result, least, most, has_nan, shown)
+    from hamiltonia.diagnostics.stuck import stuck_chains
+
+    stuck_rows, stuck = stuck_chains(result, least, most, has_nan, shown, COLLAPSE_FACTOR)
     if stuck is not None:
-        problems.append(stuck)
+        problems.append(Problem("stuck", stuck, float(stuck_rows.size), 0.0, _chains(stuck_rows)))
     idle = sorted(set(frozen.tolist()) | set(stuck_rows.tolist()))
 
     limit = result.attrs.get("max_tree_depth")
@@ -542,46 +547,6 @@ def diagnose(result, summary=None) -> list[Problem]:
                 )
             )
     return problems
-
-
-def _stuck_chains(result, least, most, has_nan, frozen) -> tuple[Problem | None, np.ndarray]:
-    """The chains that moved, but barely: a final step size :data:`COLLAPSE_FACTOR` times or
-    more below the chains' median (the chains share a metric and a target acceptance, so
-    their step sizes are alike). Such a chain sat where it started (warm-up restarts one it
-    catches, in :meth:`~hamiltonia.tuners.adaptation.WindowedMetric.end_window`); its R-hat
-    and ESS say it disagrees, but more draws would not help. Returns the problem (or
-    ``None``) and the chains' indices."""
-    chains = result.n_chains
-    none = np.empty(0, dtype=int)
-    if chains < 2:
-        return None, none
-    step = result.stats.get("step_size")
-    if step is None:
-        return None, none
-    with np.errstate(invalid="ignore"):
-        span = np.where(has_nan, np.nan, most - least).max(axis=-1)
-    typical = float(np.nanmedian(span))
-    final = np.asarray(step, dtype=float)[:, -1]
-    typical_step = float(np.median(final))
-    slow = ~(final * COLLAPSE_FACTOR > typical_step)
-    slow[np.asarray(frozen, dtype=int)] = False  # reported already
-    where = np.flatnonzero(slow)
-    if where.size == 0 or where.size == chains:
-        return None, none
-    parts = []
-    for k in where:
-        parts.append(f"chain {k}: step size {final[k]:.3g} (median {typical_step:.3g}), draws "
-                     f"spanning {span[k]:.3g} (median {typical:.3g})")  # fmt: skip
-    return Problem(
-        "stuck",
-        f"{where.size} of {chains} chains barely moved ({'; '.join(parts)}): they stayed "
-        "near where they started, so their draws are not from the posterior and the R-hat "
-        "and ESS below are theirs, not a lack of draws. Drop them, or rerun from other "
-        "initial points (or reparameterise the model).",
-        float(where.size),
-        0.0,
-        _chains(where),
-    ), where
 
 
 def _resonance(result) -> Problem | None:
