@@ -35,6 +35,7 @@ __all__ = [
     "Dot",
     "Elementwise",
     "Extremum",
+    "LogAddExp",
     "LogSumExp",
     "NormalLogPdf",
     "Power",
@@ -84,6 +85,40 @@ class Elementwise(Rule):
             return None
         code = self.adjoints[i].format(*a, g=g, out=out)
         return unbroadcast_code(code, op.shape, _shape_of(e.graph, op, i))
+
+
+class LogAddExp(Elementwise):
+    """``np.logaddexp(a, b)``; with one side the number 0 and the other a vector (the
+    softplus :math:`\\log(1 + e^z)` of a logistic likelihood), the vectorisable
+    :func:`~hamiltonia.modelling.special.softplus_vector` and, for the adjoint,
+    :math:`\\bar z = \\bar v\\,\\sigma(z)`
+    (:func:`~hamiltonia.modelling.special.sigmoid_vector`): NumPy's form costs two scalar
+    library calls an element forward and one back."""
+
+    def __init__(self):
+        super().__init__(
+            "np.logaddexp({0}, {1})", "{g} * np.exp({0} - {out})", "{g} * np.exp({1} - {out})"
+        )
+
+    def _softplus_of(self, e, op) -> int | None:
+        """The position of the vector when the other argument is the constant 0."""
+        for i in (0, 1):
+            other = 1 - i
+            if (i in op.parents and other not in op.parents and np.ndim(op.args[other]) == 0
+                    and float(op.args[other]) == 0.0
+                    and len(_shape_of(e.graph, op, i)) == 1 and op.shape == _shape_of(
+                        e.graph, op, i)):  # fmt: skip
+                return i
+        return None
+
+    def forward(self, e, op, a):
+        i = self._softplus_of(e, op)
+        return super().forward(e, op, a) if i is None else f"softplus_vector({a[i]})"
+
+    def adjoint(self, e, op, i, g, a, out):
+        if self._softplus_of(e, op) == i:
+            return f"{g} * sigmoid_vector({a[i]})"
+        return super().adjoint(e, op, i, g, a, out)
 
 
 class Power(Rule):

@@ -61,6 +61,7 @@ from hamiltonia.modelling.adjoint_rules import (
     Dot,
     Elementwise,
     Extremum,
+    LogAddExp,
     LogSumExp,
     NormalLogPdf,
     Power,
@@ -91,9 +92,7 @@ RULES: dict[Callable, Rule] = {
     np.expm1: Elementwise("np.expm1({0})", "{g} * ({out} + 1.0)"),
     np.log: Elementwise("np.log({0})", "{g} / {0}"),
     np.log1p: Elementwise("np.log1p({0})", "{g} / (1.0 + {0})"),
-    np.logaddexp: Elementwise(
-        "np.logaddexp({0}, {1})", "{g} * np.exp({0} - {out})", "{g} * np.exp({1} - {out})"
-    ),
+    np.logaddexp: LogAddExp(),
     np.tanh: Elementwise("np.tanh({0})", "{g} * (1.0 - {out} * {out})"),
     np.sinh: Elementwise("np.sinh({0})", "{g} * np.cosh({0})"),
     np.cosh: Elementwise("np.cosh({0})", "{g} * np.sinh({0})"),

@@ -49,7 +49,9 @@ __all__ = [
     "log1p_unit",
     "logsumexp_all",
     "logsumexp_rows",
+    "sigmoid_vector",
     "softplus_sigmoid",
+    "softplus_vector",
 ]
 
 _OPTS = {"cache": True, "nogil": True, "error_model": "numpy", "fastmath": set(SAFE_FASTMATH)}
@@ -131,6 +133,39 @@ def softplus_sigmoid(z, softplus, sigmoid, scratch, bits):
         inv = 1.0 / (1.0 + e)
         softplus[i] += max(z[i], 0.0)
         sigmoid[i] = inv if z[i] >= 0.0 else e * inv
+
+
+@njit(**_OPTS)
+def softplus_vector(z):
+    """:math:`\\log(1 + e^{z_i})` of a vector, by :func:`exp_nonpositive` and
+    :func:`log1p_unit` (loops that vectorise): the generated code of ``np.logaddexp(0, z)``,
+    whose NumPy form costs two scalar library calls an element. ``nan`` stays ``nan``."""
+    n = z.shape[0]
+    scratch, e, out = np.empty(n), np.empty(n), np.empty(n)
+    bits = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        scratch[i] = -abs(z[i])
+    exp_nonpositive(scratch, e, bits)
+    log1p_unit(e, out)
+    for i in range(n):
+        out[i] = out[i] + max(z[i], 0.0) if z[i] == z[i] else np.nan
+    return out
+
+
+@njit(**_OPTS)
+def sigmoid_vector(z):
+    """:math:`1 / (1 + e^{-z_i})` of a vector (the derivative of :func:`softplus_vector`),
+    by :func:`exp_nonpositive`. ``nan`` stays ``nan``."""
+    n = z.shape[0]
+    scratch, e = np.empty(n), np.empty(n)
+    bits = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        scratch[i] = -abs(z[i])
+    exp_nonpositive(scratch, e, bits)
+    for i in range(n):
+        inv = 1.0 / (1.0 + e[i])
+        e[i] = (inv if z[i] >= 0.0 else e[i] * inv) if z[i] == z[i] else np.nan
+    return e
 
 
 @vectorize(["float64(float64)"], cache=True)

@@ -42,7 +42,10 @@ import numpy as np
 '''
 #: The compiled functions a generated density may call, by the module that holds them.
 _SPECIAL = {
-    "hamiltonia.modelling.special": ("digamma", "lgamma", "logsumexp_all", "logsumexp_rows"),
+    "hamiltonia.modelling.special": (
+        "digamma", "lgamma", "logsumexp_all", "logsumexp_rows", "sigmoid_vector",
+        "softplus_vector",
+    ),
     "hamiltonia.modelling.linalg_special": (
         "cholesky_adjoint", "cholesky_or_nan", "diagonal_matrix", "inv_or_nan", "solve_or_nan",
         "solve_triangular_matrix", "solve_triangular_vector",
