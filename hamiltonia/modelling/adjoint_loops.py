@@ -28,7 +28,8 @@ import numpy as np
 from hamiltonia.modelling.adjoint_emitter import _Emitter, _shape_code
 from hamiltonia.modelling.loop_rolling import Loop, Ref
 
-__all__ = ["LoopAdjoint", "accumulate", "body_operands", "forward_loop"]
+__all__ = ["LoopAdjoint", "TapeLines", "accumulate", "body_operands", "forward_loop",
+           "keep_read_tapes"]  # fmt: skip
 
 
 def _counter(loop: Loop) -> str:
@@ -114,20 +115,31 @@ def _by_element(e: _Emitter, row: str, value: str, shape: tuple, how: str) -> li
     return lines
 
 
-def forward_loop(e: _Emitter, loop: Loop, rule_of) -> list[str]:
-    """The forward pass of ``loop``: its tapes, their initial rows, and the loop."""
-    lines = []
+class TapeLines(list):
+    """Statements that write the tape ``name`` (its allocation, its initial rows, a pass's
+    store), kept in the code only if the tape is read somewhere (:func:`keep_read_tapes`)."""
+
+    def __init__(self, name: str, lines):
+        super().__init__(lines)
+        self.name = name
+
+
+def forward_loop(e: _Emitter, loop: Loop, rule_of) -> list:
+    """The forward pass of ``loop``: its tapes, their initial rows, and the loop; the
+    statements writing a tape are :class:`TapeLines`."""
+    lines: list = []
     rows = loop.depth + loop.count
     body = loop.body(e.graph)
     for slot, op in enumerate(body):
-        lines.append(f"{loop.tape(slot)} = np.empty({_shape_code((rows, *op.shape))}{_dtype(op)})")
-    body = loop.body(e.graph)
+        allocate = f"{loop.tape(slot)} = np.empty({_shape_code((rows, *op.shape))}{_dtype(op)})"
+        lines.append(TapeLines(loop.tape(slot), [allocate]))
     for (slot, m), index in sorted(loop.initial.items()):
         row = f"{loop.tape(slot)}[{loop.depth + m}]"
         if body[slot].shape:
-            lines.extend(_by_element(e, row, e.value(index), body[slot].shape, "="))
+            init = _by_element(e, row, e.value(index), body[slot].shape, "=")
         else:
-            lines.append(f"{row} = {e.value(index)}")
+            init = [f"{row} = {e.value(index)}"]
+        lines.append(TapeLines(loop.tape(slot), init))
     i = _counter(loop)
     lines.append(f"for {i} in range({loop.count}):")
     for slot, op in enumerate(body):
@@ -137,10 +149,33 @@ def forward_loop(e: _Emitter, loop: Loop, rule_of) -> list[str]:
         row = f"{loop.tape(slot)}[{i} + {loop.depth}]"
         if op.shape:
             stores = _by_element(e, row, _local(loop, slot), op.shape, "=")
-            lines.extend("    " + ln for ln in stores)
         else:
-            lines.append(f"    {row} = {_local(loop, slot)}")
+            stores = [f"{row} = {_local(loop, slot)}"]
+        lines.append(TapeLines(loop.tape(slot), ["    " + ln for ln in stores]))
     return lines
+
+
+def keep_read_tapes(lines: list) -> list[str]:
+    """``lines`` with the :class:`TapeLines` of the tapes no other statement reads removed
+    (the forward pass stores every body value; the code after the loop, the later passes
+    and the reverse loop read some), and the others in place."""
+    plain = "\n".join(line for line in lines if isinstance(line, str))
+    tapes = [line for line in lines if isinstance(line, TapeLines)]
+    kept: set[str] = set()
+    while True:  # a kept tape's initial rows may read another loop's tape
+        read = "\n".join([plain, *("\n".join(t) for t in tapes if t.name in kept)])
+        found = {t.name for t in tapes if f"{t.name}[" in read}
+        if found == kept:
+            break
+        kept = found
+    out: list[str] = []
+    for line in lines:
+        if isinstance(line, TapeLines):
+            if line.name in kept:
+                out.extend(line)
+        else:
+            out.append(line)
+    return out
 
 
 def accumulate(e: _Emitter, target: str, code, shape: tuple) -> list[str]:
@@ -184,6 +219,18 @@ class LoopAdjoint:
                     slots.add(ref.slot)
                     changed = True
         self.slots = slots
+        self.local: set[int] = set()
+
+    def add_only_within(self, external: set[int]) -> None:
+        """Keep as a number of the pass (no adjoint tape) the adjoint of each body value
+        that is a number and that only later values of the same pass add to: not a carry
+        read by a later pass, nor a value read after the loop or by another loop
+        (``external``, its slots); such an adjoint starts at zero in each pass."""
+        body = self.loop.body(self.e.graph)
+        carried = {ref.slot for ref in self.loop.refs.values()
+                   if ref.kind == "body" and ref.lag >= 1}  # fmt: skip
+        self.local = {s for s in self.slots
+                      if not body[s].shape and s not in carried and s not in external}  # fmt: skip
 
     def outside(self) -> list[tuple[int, str | None]]:
         """The operations outside the loop whose adjoints it adds to: ``(index, None)`` for
@@ -212,7 +259,7 @@ class LoopAdjoint:
         body = self.loop.body(self.e.graph)
         return [
             f"{self.loop.tape(slot, True)} = np.zeros({_shape_code((rows, *body[slot].shape))})"
-            for slot in sorted(self.slots)
+            for slot in sorted(self.slots - self.local)
         ]
 
     def statements(self) -> list[str]:
@@ -220,16 +267,21 @@ class LoopAdjoint:
         loop, e = self.loop, self.e
         i = _counter(loop)
         lines = [f"for {i} in range({loop.count - 1}, -1, -1):"]
+        lines += [f"    {_local(loop, slot, True)} = 0.0" for slot in sorted(self.local)]
         body = loop.body(e.graph)
         for slot in sorted(self.slots, reverse=True):
-            lines.append(f"    {_local(loop, slot, True)} = "
-                         f"{loop.tape(slot, True)}[{i} + {loop.depth}]")  # fmt: skip
+            if slot not in self.local:
+                lines.append(f"    {_local(loop, slot, True)} = "
+                             f"{loop.tape(slot, True)}[{i} + {loop.depth}]")  # fmt: skip
             for i_arg in sorted(body[slot].parents):
                 code = self.codes.get((slot, i_arg))
                 if code is None:
                     continue
                 ref = loop.refs[(slot, i_arg)]
-                target = _read(e, loop, ref, reverse=True, adjoint=True)
+                if ref.kind == "body" and ref.lag == 0 and ref.slot in self.local:
+                    target = _local(loop, ref.slot, True)
+                else:
+                    target = _read(e, loop, ref, reverse=True, adjoint=True)
                 shape = e.graph.ops[body[slot].parents[i_arg]].shape
                 lines.extend("    " + ln for ln in accumulate(e, target, code, shape))
         return lines

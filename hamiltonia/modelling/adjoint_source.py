@@ -230,7 +230,12 @@ def gradient_source(graph: Graph, name: str = "log_prob_and_grad",
     The loops of the recording (``loops``, by default :func:`rolled_loops`; ``[]`` for
     none) are written as
     loops (:mod:`hamiltonia.modelling.adjoint_loops`), the rest as straight-line code."""
-    from hamiltonia.modelling.adjoint_loops import LoopAdjoint, accumulate, forward_loop
+    from hamiltonia.modelling.adjoint_loops import (
+        LoopAdjoint,
+        accumulate,
+        forward_loop,
+        keep_read_tapes,
+    )
 
     loops = rolled_loops(graph) if loops is None else loops
     e = _Emitter(graph, loops)
@@ -286,6 +291,28 @@ def gradient_source(graph: Graph, name: str = "log_prob_and_grad",
             counts[j] = counts.get(j, 0) + 1
             if isinstance(code, list) or e.loop_of(j) is not None:
                 scatters.add(j)
+    # The loop values other code adds adjoints to (after the loop, another loop, the
+    # output): their adjoints need a tape; the others are numbers of the pass.
+    external: dict[int, set] = {n: set() for n in adjoints}
+
+    def mark(j) -> None:
+        loop = e.loop_of(j)
+        if loop is not None:
+            external[loop.number].add(loop.locate(j)[0])
+
+    for k, items in contributions.items():
+        for j, _ in items:
+            if j is None:
+                for parent in ops[k].parents.values():
+                    mark(parent)
+            else:
+                mark(j)
+    for plan in adjoints.values():
+        for j, _ in plan.outside():
+            mark(j)
+    mark(out)
+    for number, plan in adjoints.items():
+        plan.add_only_within(external[number])
     backward = ["g_0 = grad_out", "g_0[:] = 0.0"]
     for plan in adjoints.values():
         backward.extend(plan.tapes())
@@ -326,7 +353,7 @@ def gradient_source(graph: Graph, name: str = "log_prob_and_grad",
             backward.extend(accumulate(e, e.adjoint_of(j), code, _adjoint_shape(ops[j])))
     if 0 not in reached:
         raise TraceError("the log density does not depend on its parameters")
-    body = [*e.setup, *forward, *backward, f"return {e.value(out)}"]
+    body = keep_read_tapes([*e.setup, *forward, *backward, f"return {e.value(out)}"])
     text = f"def {name}(q, grad_out, fdata, idata):\n" + "\n".join("    " + ln for ln in body)
     fdata = np.concatenate(e.fdata) if e.fdata else np.zeros(0)
     idata = np.concatenate(e.idata) if e.idata else np.zeros(0, dtype=np.int64)
