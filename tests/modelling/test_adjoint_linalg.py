@@ -98,3 +98,12 @@ def test_an_exception_that_is_not_a_rejection_names_reject_on():
     model = hm.Model(broken, {"x": hm.real()}, backend="autograd")
     with pytest.raises(hm.ModelError, match=r"reject_on=\(KeyError,\)"):
         hm.sample(model, seed=1, progress=False, chains=1, warmup=5, draws=5)
+
+
+def test_the_inverse_of_a_lower_factor_is_numpys():
+    """The Cholesky adjoint's :math:`L^{-1}`, row by row."""
+    from hamiltonia.modelling.linalg_special import lower_inverse
+
+    a = np.random.default_rng(3).normal(size=(30, 30))
+    factor = np.linalg.cholesky(a @ a.T + 30 * np.eye(30))
+    np.testing.assert_allclose(lower_inverse(factor), np.linalg.inv(factor), atol=1e-14)
