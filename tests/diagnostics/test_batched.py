@@ -8,11 +8,11 @@ import warnings
 import numpy as np
 import pytest
 from arviz_base import rcParams
-from arviz_stats.base import array_stats
 
 from hamiltonia.diagnostics import batched, screening, univariate
 from hamiltonia.diagnostics import estimator_kernels as kernels
 from hamiltonia.diagnostics import estimators as est
+from tests.diagnostics.test_fast_estimators import _arviz as arviz_of
 from tests.diagnostics.test_fast_estimators import _draws
 
 PROB = rcParams["stats.ci_prob"]
@@ -27,16 +27,7 @@ def compiled_road(monkeypatch):
 
 def _arviz(x: np.ndarray) -> dict:
     """ArviZ's diagnostics of ``x`` ``(chains, draws)`` or ``(chains, draws, dim)``."""
-    y = np.moveaxis(x, -1, 0) if x.ndim == 3 else x
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return {
-            "r_hat": array_stats.rhat(y, method="rank"),
-            "ess_bulk": array_stats.ess(y, method="bulk"),
-            "ess_tail": array_stats.ess(y, method="tail", prob=PROB),
-            "ess_mean": array_stats.ess(y, method="mean"),
-            "mcse_mean": array_stats.mcse(y, method="mean"),
-        }
+    return arviz_of(np.moveaxis(x, -1, 0) if x.ndim == 3 else x)
 
 
 def _blocks(x: np.ndarray) -> dict:
