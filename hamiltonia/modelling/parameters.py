@@ -442,6 +442,11 @@ class ParameterLayout:
             block = z[..., self._slices[name]]
             block = xp.reshape(block, batch + param.unconstrained_shape)
             constraint = self.constraint_at(name, values, batch, xp)
+            if type(constraint) is Real:
+                # No Jacobian term: not a sum of zeros, which the compiled code would
+                # compute (and differentiate) at every gradient.
+                values[name] = block
+                continue
             x, jac = constraint.forward(block, xp)
             # Sum over the block's own axes, leaving the batch axes.
             axes = tuple(range(len(batch), len(batch) + jac.ndim - len(batch)))
