@@ -423,7 +423,7 @@ def diagnose(result, summary=None) -> list[Problem]:
         shown = np.union1d(frozen, collapsed)
     from hamiltonia.diagnostics.stuck import stuck_chains
 
-    stuck_rows, stuck = stuck_chains(result, least, most, has_nan, shown, COLLAPSE_FACTOR)
+    stuck_rows, stuck = stuck_chains(result, least, most, has_nan, shown)
     if stuck is not None:
         problems.append(Problem("stuck", stuck, float(stuck_rows.size), 0.0, _chains(stuck_rows)))
     idle = sorted(set(frozen.tolist()) | set(stuck_rows.tolist()))

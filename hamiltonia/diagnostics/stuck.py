@@ -14,10 +14,15 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["stuck_chains"]
+__all__ = ["STUCK_STEP_FACTOR", "stuck_chains"]
+
+#: A chain whose step size is this many times below the chains' median is stuck: the
+#: run's check names it, and warm-up restarts it
+#: (:meth:`hamiltonia.tuners.adaptation.WindowedMetric.end_window`), by this one threshold.
+STUCK_STEP_FACTOR = 1e3
 
 
-def stuck_chains(result, least, most, has_nan, frozen, factor: float = 1e3) -> tuple:
+def stuck_chains(result, least, most, has_nan, frozen, factor: float = STUCK_STEP_FACTOR) -> tuple:
     """The chains that moved, but barely: a final step size ``factor`` times or more
     below the chains' median (the chains share a metric and a target acceptance, so
     their step sizes are alike). Such a chain sat where it started (warm-up restarts one it

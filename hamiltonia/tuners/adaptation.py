@@ -31,6 +31,9 @@ from hamiltonia import backend
 from hamiltonia._validation import check_int, check_positive, check_probability, finite_array
 from hamiltonia.compiled.parts import PartKernels
 from hamiltonia.compiled.roles import column, own
+
+# The threshold of a stuck chain, one for warm-up's restart and the run's check.
+from hamiltonia.diagnostics.stuck import STUCK_STEP_FACTOR
 from hamiltonia.state import ChainState, ModelError
 from hamiltonia.tuners.base import (
     Tuner,
@@ -89,12 +92,6 @@ def dual_averaging_kernel(ctx, eps, state):
     state[2] = log_eps_bar
     state[3] = m
     eps[0] = np.exp(log_eps)
-
-
-#: A chain whose step size is this many times below the chains' median at the end of a
-#: metric window is stuck (the chains share the metric and the target acceptance: their
-#: step sizes are alike), and warm-up restarts it (:meth:`WindowedMetric._restart_stuck`).
-STUCK_STEP_FACTOR = 1e3
 
 
 def find_initial_step_size(sampler, chain: ChainState, rngs, step_size=1.0, max_doublings=100):
