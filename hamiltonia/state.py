@@ -177,6 +177,12 @@ class ModelError(RuntimeError):
 
 
 _REJECT_ON: ContextVar[tuple] = ContextVar("hamiltonia_reject_on", default=())
+#: Where a compiled chain runs: ``"cpu"`` (numba, one thread per core) or ``"cuda"`` (the
+#: fused numba-CUDA kernel, one GPU thread per chain: :mod:`hamiltonia.compiled.device_chain`).
+DEVICES = ("cpu", "cuda")
+#: Where the compiled chains of the runs in this context run (``hamiltonia.sample``'s
+#: ``device``).
+_DEVICE: ContextVar[str] = ContextVar("hamiltonia_device", default="cpu")
 
 
 def check_reject_on(reject_on) -> tuple:

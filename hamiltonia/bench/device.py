@@ -18,6 +18,10 @@ steps, no warm-up, every chain from hamiltonia's default initial points) with:
     network algebra that the tests compare with the targets.
 ``hm-cpu``
     hamiltonia's compiled (numba) path on the CPU, ``backend="numpy", compiled=True``.
+``hm-cuda``
+    hamiltonia's fused device chain (issue 51): the same composition as ``hm-cpu`` written
+    as one numba-CUDA kernel, a GPU thread per chain, ``compiled=True, device="cuda"``
+    (:mod:`hamiltonia.compiled.device_chain`); it needs numba-cuda.
 ``blackjax``
     ``blackjax.hmc`` with the identity metric and the same step size and steps, its step
     vmapped over chains inside a ``lax.fori_loop`` over a chunk of iterations (the chunk's
@@ -83,8 +87,8 @@ DEFAULT_CHAINS = (1, 64, 1024, 8192)
 #: 8192 x 41157 x 5 float64 numbers (13.5 GB), and a CPU iteration takes minutes.
 BNN_CHAINS = (1, 64, 1024)
 #: Every implementation; the default runs all but ``hm-numpy``.
-IMPLS = ("hm-cupy", "hm-cpu", "blackjax", "hm-numpy")
-DEFAULT_IMPLS = ("hm-cupy", "hm-cpu", "blackjax")
+IMPLS = ("hm-cupy", "hm-cuda", "hm-cpu", "blackjax", "hm-numpy")
+DEFAULT_IMPLS = ("hm-cupy", "hm-cuda", "hm-cpu", "blackjax")
 #: Static HMC per target: (step size, leapfrog steps). The steps are the targets'
 #: ``research_n_steps``; the step sizes are those dual averaging reaches on the CPU (target
 #: acceptance 0.8, identity metric; 0.082, 0.050 and about 0.0016), rounded down.
@@ -143,6 +147,13 @@ def _probe() -> dict:
         why["blackjax"] = None
     except Exception as err:
         why["blackjax"] = f"{type(err).__name__}: {err}"
+    try:
+        from hamiltonia.compiled.device_chain import check_available
+
+        check_available("cuda")
+        why["cuda"] = None
+    except Exception as err:
+        why["cuda"] = f"{type(err).__name__}: {err}"
     info["skip_reasons"] = why
     return info
 
@@ -215,12 +226,13 @@ def _cells(opts, target, ported) -> list[str]:
 def _skip_reason(impl, chains, elapsed, unit, info, opts) -> str | None:
     """Why the cell is not run: its library is missing, the run's time is spent, or (on the
     CPU) the last chain count's ``unit`` cost predicts an iteration longer than the cell."""
-    kind = "blackjax" if impl == "blackjax" else "cupy" if "cupy" in impl else None
+    kind = {"blackjax": "blackjax", "hm-cuda": "cuda"}.get(impl, "cupy" if "cupy" in impl else None)
     if kind and info["skip_reasons"].get(kind):
         return info["skip_reasons"][kind]
     if elapsed > opts.total_seconds:
         return f"out of time: {elapsed:.0f} s > --total-seconds"
     on_cpu = kind is None or (kind == "blackjax" and info.get("jax_backend") == "cpu")
+    on_cpu = on_cpu or (kind == "cuda" and os.environ.get("NUMBA_ENABLE_CUDASIM") == "1")
     predicted = unit * chains / _cores(impl, chains)
     if on_cpu and predicted * (opts.calibration_draws + opts.min_draws) > 3 * opts.cell_seconds:
         return (

@@ -130,13 +130,14 @@ def _max_draws(chains, dim, opts) -> int:
 def hm_cell(target, impl, chains, step_size, n_steps, opts, compiled_once: set) -> dict:
     import hamiltonia as hm
 
-    backend, compiled = {
-        "hm-cupy": ("cupy", False),
-        "hm-cupy-port": ("cupy", False),
-        "hm-numpy": ("numpy", False),
-        "hm-cpu": ("numpy", True),
+    backend, compiled, device = {
+        "hm-cupy": ("cupy", False, "cpu"),
+        "hm-cupy-port": ("cupy", False, "cpu"),
+        "hm-numpy": ("numpy", False, "cpu"),
+        "hm-cpu": ("numpy", True, "cpu"),
+        "hm-cuda": ("numpy", True, "cuda"),
     }[impl]
-    options = dict(backend=backend, compiled=compiled, warmup=0, seed=opts.seed,
+    options = dict(backend=backend, compiled=compiled, device=device, warmup=0, seed=opts.seed,
                    progress=False, step_size=step_size, n_steps=n_steps,
                    n_steps_jitter=0.0)  # fmt: skip
     compile_s = 0.0
@@ -162,7 +163,7 @@ def hm_cell(target, impl, chains, step_size, n_steps, opts, compiled_once: set) 
                 break
             draws = int(min(cap, draws * min(30.0, 0.9 * opts.cell_seconds / max(seconds, 1e-6))))
     return {
-        "device": _cupy_name() if backend == "cupy" else "cpu",
+        "device": _cupy_name() if backend == "cupy" or device == "cuda" else "cpu",
         "draws": draws,
         "seconds": result.sampling_seconds,
         "call_s": wall,

@@ -109,6 +109,50 @@ def _reverse(ctx, p):
     reverse_structure(ctx)
 
 
+def iteration(ctx, q, p, grad, lp, eps, mirror, adapt, tune_state):
+    """One iteration of one chain in place: the Hamiltonian's auxiliary update, the
+    structure's preparation, the integrator's random choices, the refresh, the transition,
+    the weight of the retained state and, with ``adapt``, the tuners; its statistics go to
+    ``ctx.stats``. Shared by the CPU chain kernel (:func:`run_chain`) and the device one
+    (:mod:`hamiltonia.compiled.device_chain`), so an iteration is written once."""
+    d = q.shape[0]
+    row = ctx.stats
+    # Zeroed, so that a part that integrates in pieces can add to its columns.
+    for j in range(row.shape[0]):
+        row[j] = 0.0
+    update_auxiliary(ctx, q, p)
+    prepare(ctx, q)
+    randomise(ctx)
+    if mirror:
+        _reverse(ctx, p)
+    refresh(ctx, q, p, grad, lp[0], eps[0])
+    if mirror:
+        _reverse(ctx, p)
+    lp[0] = transition(ctx, q, p, grad, lp[0], eps[0])
+    weigh(ctx, q, p, lp[0], grad, ctx.scratch[0, :d], eps[0])
+    row[0] = lp[0]
+    # The step size this iteration used, as the NumPy path records it (before the tuner
+    # sets the next one).
+    row[1] = eps[0]
+    if adapt:
+        tune(ctx, eps, tune_state)
+        adapt_1(ctx, eps)
+        adapt_2(ctx, eps)
+        adapt_3(ctx, eps)
+
+
+def record(row, q, grad, out_q, out_stats, out_grad, it):
+    """Copy iteration ``it``'s statistics ``row``, draw ``q`` and (unless ``out_grad`` has no
+    rows) gradient ``grad`` to the chain's outputs."""
+    for j in range(row.shape[0]):
+        out_stats[it, j] = row[j]
+    for i in range(q.shape[0]):
+        out_q[it, i] = q[i]
+    if out_grad.shape[0] > 0:
+        for i in range(q.shape[0]):
+            out_grad[it, i] = grad[i]
+
+
 def run_chain(
     q, p, grad, lp, eps, aux, rng, mirror, n_iter, adapt, tune_state, PF, PI, logp, fdata,
     idata, out_q, out_stats, out_grad, n_scratch,
@@ -144,34 +188,7 @@ def run_chain(
     row = borrowed(owned_row)
     ctx = chain_context(rng, aux, scratch, row, PF, PI, logp, fdata, idata)
     for it in range(n_iter):
-        # Zeroed, so that a part that integrates in pieces can add to its columns.
-        for j in range(row.shape[0]):
-            row[j] = 0.0
-        update_auxiliary(ctx, q, p)
-        prepare(ctx, q)
-        randomise(ctx)
-        if mirror:
-            _reverse(ctx, p)
-        refresh(ctx, q, p, grad, lp[0], eps[0])
-        if mirror:
-            _reverse(ctx, p)
-        lp[0] = transition(ctx, q, p, grad, lp[0], eps[0])
-        weigh(ctx, q, p, lp[0], grad, scratch[0, :d], eps[0])
-        row[0] = lp[0]
-        # The step size this iteration used, as the NumPy path records it (before the tuner
-        # sets the next one).
-        row[1] = eps[0]
-        if adapt:
-            tune(ctx, eps, tune_state)
-            adapt_1(ctx, eps)
-            adapt_2(ctx, eps)
-            adapt_3(ctx, eps)
-        for j in range(row.shape[0]):
-            out_stats[it, j] = row[j]
-        for i in range(d):
-            out_q[it, i] = q[i]
-        if out_grad.shape[0] > 0:
-            for i in range(d):
-                out_grad[it, i] = grad[i]
+        iteration(ctx, q, p, grad, lp, eps, mirror, adapt, tune_state)
+        record(ctx.stats, q, grad, out_q, out_stats, out_grad, it)
     keep_alive(owned)
     keep_alive(owned_row)

@@ -124,8 +124,13 @@ class _Writer:
     """Collects the generated module: imports, constants and function definitions."""
 
     def __init__(self, roles: dict[str, Callable], names: dict | None = None,
-                 parts: dict | None = None):  # fmt: skip
+                 parts: dict | None = None, device_calls=None):  # fmt: skip
         self.roles = roles
+        # For the device (numba CUDA): every function a device function, compiled helpers
+        # written from their Python source, and the calls the device has not rewritten by
+        # device_calls (hamiltonia.compiled.device_compose.DeviceCalls).
+        self.device_calls = device_calls
+        self.device = device_calls is not None
         self.names = names or {}
         self.parts = parts or {}
         self.emitted: dict[tuple, str] = {}
@@ -190,6 +195,15 @@ class _Writer:
             # On any backend in Python; NumPy's, which numba compiles, in a kernel.
             return f"{self.bind(np, 'numpy', owner, slot)}.{obj.name}"
         source = _compiled_source(obj)
+        if source is not None and self.device:
+            # A CPU dispatcher cannot be called from device code: its Python source is
+            # written as a device function instead (an intrinsic has none).
+            if not isinstance(source, types.FunctionType) or getattr(obj, "_defn", None):
+                raise CompositionError(
+                    f"{owner.__qualname__} calls {name}, a numba intrinsic, which has no "
+                    "form for the device"
+                )
+            return self.bind(source, name, owner, slot)
         if source is not None:
             module, attr = source.__module__, source.__name__
             if getattr(sys.modules.get(module), attr, None) is not obj:
@@ -211,9 +225,25 @@ class _Writer:
                 self.emitted[key] = emitted
                 self.function(obj, emitted, slot)
             return self.emitted[key]
+        if isinstance(obj, np.ndarray | type) and self.device:
+            # A constant table (numba treats a global array as a constant) or a named
+            # tuple's class, imported from where the kernel found it.
+            module = owner.__module__
+            if getattr(sys.modules.get(module), name, None) is not obj:
+                raise CompositionError(
+                    f"{owner.__qualname__} uses {name}, which is not importable from {module}"
+                )
+            alias = "g_" + _ident(f"{module}_{name}")
+            self.imports[alias] = f"from {module} import {name} as {alias}"
+            self.files.add(inspect.getsourcefile(sys.modules[module]) or module)
+            return alias
         if _is_number(obj):
             alias = "c_" + _ident(f"{owner.__module__}_{name}")
-            self.constants[alias] = f"{alias} = {_number(obj)!r}"
+            value = repr(_number(obj))
+            if isinstance(obj, np.generic):
+                # Its own type (a uint64 stays unsigned), not the int or float of its value.
+                value = f"{self.bind(np, 'numpy', owner, slot)}.{obj.dtype.name}({value})"
+            self.constants[alias] = f"{alias} = {value}"
             return alias
         raise CompositionError(
             f"kernel {owner.__module__}.{owner.__qualname__} uses the global {name!r} of type "
@@ -359,6 +389,10 @@ class _Writer:
                     )
                 return ast.copy_location(ast.parse(text, mode="eval").body, sub)
 
+        if self.device:
+            calls = self.device_calls(self, fn)
+            calls.visit(node)
+            local |= calls.emitted  # already the module's names
         BindNames().visit(node)
         mapping: dict[str, str] = {}
         for sub in ast.walk(node):
@@ -381,22 +415,29 @@ class _Writer:
 
         Rename().visit(node)
         origin = f"# from {fn.__module__}.{fn.__qualname__}"
-        options = NJIT_OPTIONS if emitted == "chain" else f"{NJIT_OPTIONS}, inline='always'"
-        self.functions.append(f"{origin}\n@njit({options})\n{ast.unparse(node)}\n")
+        if self.device:
+            decorator = "cuda.jit" if emitted == "chain" else "cuda.jit(device=True)"
+        else:
+            options = NJIT_OPTIONS if emitted == "chain" else f"{NJIT_OPTIONS}, inline='always'"
+            decorator = f"njit({options})"
+        self.functions.append(f"{origin}\n@{decorator}\n{ast.unparse(node)}\n")
 
 
 def module_text(roles: dict[str, Callable], entry: Callable, names: dict | None = None,
-                parts: dict | None = None) -> tuple[str, set[str]]:  # fmt: skip
+                parts: dict | None = None, device_calls=None) -> tuple[str, set[str]]:  # fmt: skip
     """The generated module's source, with ``entry`` compiled as ``chain``, every role it
     reaches bound to ``roles`` and every name a kernel reads (``own.rho``...) to the place
     ``names`` gives (the plan's :class:`~hamiltonia.compiled.plan.Layout`; ``parts`` names
     the part in each slot, for errors); and the source files of the compiled helpers it
-    imports."""
-    writer = _Writer(roles, names, parts)
+    imports. With ``device_calls`` (a transformer of a kernel's calls, built as
+    ``device_calls(writer, kernel)``: :class:`~hamiltonia.compiled.device_compose.DeviceCalls`)
+    the module is for numba CUDA: ``entry`` a kernel and every other function a device
+    function (:mod:`hamiltonia.compiled.device_chain`)."""
+    writer = _Writer(roles, names, parts, device_calls)
     writer.function(entry, "chain")
     header = [
         '"""Generated by hamiltonia.compiled.compose: one composition of parts. Do not edit."""',
-        "from numba import njit",
+        "from numba import cuda" if writer.device else "from numba import njit",
         *sorted(writer.imports.values()),
         *sorted(writer.constants.values()),
     ]

@@ -214,7 +214,8 @@ def _adapts_nowhere(tuner) -> bool:
     return not inherits_from_base(tuner, "update") and inherits_from_base(tuner, "update_chunk")
 
 
-def plan_for(sampler, python_target: bool = False, reject_on=()) -> CompiledPlan:
+def plan_for(sampler, python_target: bool = False, reject_on=(),
+             device: str = "cpu") -> CompiledPlan:  # fmt: skip
     """A :class:`CompiledPlan` for ``sampler``, or :class:`NotCompilable` naming the part
     that prevents it.
 
@@ -232,7 +233,15 @@ def plan_for(sampler, python_target: bool = False, reject_on=()) -> CompiledPlan
     With ``python_target``, a target with no numba kernel is called back from the compiled
     chain (:mod:`hamiltonia.compiled.callback`), its exceptions of the types ``reject_on``
     being rejections: the way a part written only as a kernel runs with any target.
+
+    ``device`` is where the chains run: ``"cpu"`` or ``"cuda"``, the fused device chain
+    (:mod:`hamiltonia.compiled.device_chain`), which also needs the target's kernel as a
+    Python function (not a Python target called back) and one composition for all chains.
     """
+    from hamiltonia.state import DEVICES
+
+    if device not in DEVICES:
+        raise ValueError(f"device must be one of {DEVICES}, got {device!r}")
     from hamiltonia import backend
 
     if backend.get_backend() != "numpy":
@@ -268,7 +277,7 @@ def plan_for(sampler, python_target: bool = False, reject_on=()) -> CompiledPlan
     if not isinstance(kernel, NumbaTarget):
         raise NotCompilable("numba_kernel() must return a hamiltonia.compiled.NumbaTarget")
     _check_components(sampler, kernel)
-    plan = CompiledPlan(sampler, kernel)
+    plan = CompiledPlan(sampler, kernel, device)
     # Composes now, so that a kernel that cannot be composed is reported (and a name a kernel
     # reads that no part declares is an error naming the part and the field).
     layout = plan.layout()
@@ -296,6 +305,36 @@ def _check_components(sampler, kernel: NumbaTarget) -> None:
 
 
 _COMPOSED: dict = {}
+
+
+def _composed_device(layout: Layout, target: NumbaTarget):
+    """The device kernel of ``layout`` with ``target``'s kernel (see :func:`_composed`)."""
+    from hamiltonia.compiled.compose import (
+        CompositionError,
+        KernelSignatureError,
+        NameBindingError,
+    )
+    from hamiltonia.compiled.device_chain import run_chains
+    from hamiltonia.compiled.device_compose import compose_device
+
+    roles = {role: fn for role, fn in layout.functions.items() if role != "run_chain"}
+    roles["target_logp"] = target.device_source()
+    if roles["target_logp"] is None:
+        raise NotCompilable("the target's kernel has no Python source to compile for the device")
+    key = (
+        "device",
+        tuple(sorted((role, id(fn)) for role, fn in roles.items())),
+        tuple(sorted(layout.names.items(), key=repr)),
+    )
+    if key not in _COMPOSED:
+        try:
+            chain = compose_device(roles, run_chains, layout.names, layout.parts)
+        except (NameBindingError, KernelSignatureError):
+            raise
+        except CompositionError as err:
+            raise NotCompilable(str(err)) from None
+        _COMPOSED[key] = (chain, roles)
+    return _COMPOSED[key][0]
 
 
 def _composed(layout: Layout):
@@ -336,14 +375,20 @@ class CompiledPlan:
     values, which each chain's kernel call is given.
     """
 
-    def __init__(self, sampler, kernel: NumbaTarget):
+    def __init__(self, sampler, kernel: NumbaTarget, device: str = "cpu"):
         import weakref
 
         from hamiltonia.compiled import callback
 
         self.sampler = sampler
         self.kernel = kernel
+        self.device = device
         self.calls_python = callback.entry_of(kernel) is not None
+        if device != "cpu" and self.calls_python:
+            raise NotCompilable(
+                f"target {type(sampler.target).__name__} is Python code called back from the "
+                f"chain, which cannot run on the device {device!r}: give it a numba kernel"
+            )
         weakref.finalize(self, callback.release, kernel)
         self.workers = max(1, os.cpu_count() or 1)
         self._pool: ThreadPoolExecutor | None = None
@@ -368,7 +413,10 @@ class CompiledPlan:
         them since the last chunk)."""
         parts, kernels = _counterparts(self.sampler)
         layout = _layout(self.sampler, parts, kernels)
-        self.chain_kernel = _composed(layout)
+        if self.device == "cpu":
+            self.chain_kernel = _composed(layout)
+        else:
+            self.chain_kernel = _composed_device(layout, self.kernel)
         return layout
 
     def _compositions(self, n_chains: int) -> list:
@@ -376,6 +424,11 @@ class CompiledPlan:
         parts installed (the same statistics and auxiliary variables in every group, or
         ``NotCompilable`` naming what differs)."""
         groups = getattr(self.sampler, "chain_groups", lambda _: None)(n_chains)
+        if groups is not None and self.device != "cpu":
+            raise NotCompilable(
+                "chains with parts of their own (a metric adapted per chain) run on the CPU "
+                f"only, not on the device {self.device!r}"
+            )
         if groups is None:
             layout = self.layout()
             return [(layout, self.chain_kernel)] * n_chains
@@ -440,6 +493,17 @@ class CompiledPlan:
         if out_grad is None:
             out_grad = np.empty((n_chains, 0, phase.q.shape[1]))
 
+        if self.device != "cpu":
+            from hamiltonia.compiled.device_chain import run_on_device
+
+            state_arrays = (q, p, grad, lp, eps, aux, tune_state)
+            run_on_device(
+                self.chain_kernel, layout, self.kernel, rngs, state_arrays,
+                np.asarray(mirror, dtype=bool), n_iter, tuner is not None,
+                (out_q, out_stats, out_grad),
+            )  # fmt: skip
+            return self._keep(chain, layout, state_arrays, adapt, tuner)
+
         def one(c):
             if self.calls_python:
                 callback.set_chain(c)
@@ -471,6 +535,14 @@ class CompiledPlan:
             list(self._pool.map(some, range(tasks)))
         # A Python target's error stops the run here, before the chunk's state is kept.
         callback.raise_error(self.kernel)
+        return self._keep(chain, layout, (q, p, grad, lp, eps, aux, tune_state), adapt, tuner)
+
+    def _keep(self, chain, layout, arrays, adapt, tuner):
+        """Keep a chunk's end state (``arrays``: the state the kernel updated) in ``chain``,
+        and what the parts published."""
+        phase = chain.phase
+        q, p, grad, lp, eps, aux, tune_state = arrays
+        state = getattr(tuner, "state", None)
         phase.q, phase.p, phase.grad, phase.log_prob = q, p, grad, lp
         for name, offset, size, _ in layout.aux:
             shape = np.shape(phase.aux[name])

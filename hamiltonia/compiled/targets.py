@@ -76,6 +76,11 @@ class NumbaTarget:
         Flat, contiguous float data.
     idata : ndarray of int64
         Flat, contiguous integer data (sizes).
+    device_function : function, optional
+        The same log density as a plain Python function for the fused device chain
+        (:mod:`hamiltonia.compiled.device_chain`), where ``function``'s own source cannot
+        run there (it allocates work arrays); by default the device compiles
+        ``function``'s source.
     components : int
         0 for a plain density. A target split into components (:mod:`hamiltonia.targets.split`)
         sets the number :math:`M`: its kernel then reads ``idata[0]`` as the component to
@@ -88,6 +93,7 @@ class NumbaTarget:
     fdata: np.ndarray
     idata: np.ndarray
     components: int = 0
+    device_function: Callable | None = None
 
     def evaluate(self, q) -> tuple[float, np.ndarray]:
         """``(log_prob, grad)`` at ``q`` of shape ``(dim,)``, computed by the *compiled*
@@ -101,14 +107,21 @@ class NumbaTarget:
         return lp, grad
 
     @classmethod
-    def build(cls, py_func: Callable, fdata, idata=(), components: int = 0) -> NumbaTarget:
+    def build(cls, py_func: Callable, fdata, idata=(), components: int = 0,
+              device_function: Callable | None = None) -> NumbaTarget:  # fmt: skip
         """Compile ``py_func`` and normalise the data arrays."""
         return cls(
             compile_log_prob(py_func),
             np.ascontiguousarray(np.asarray(fdata, dtype=np.float64).ravel()),
             np.ascontiguousarray(np.asarray(idata, dtype=np.int64).ravel()),
             int(components),
+            device_function,
         )
+
+    def device_source(self) -> Callable | None:
+        """The Python function the device chain compiles: ``device_function``, else the
+        source of ``function`` (``None`` where it has none)."""
+        return self.device_function or getattr(self.function, "_pyfunc", None)
 
     def evaluate_component(self, q, m: int) -> tuple[float, np.ndarray]:
         """``(log_prob, grad)`` of component ``m`` (``-1``: the whole density) of a split

@@ -187,6 +187,11 @@ def choose_path(smp, compiled, *, kept=None, stacklevel=4):
     ``kept`` its ``path_reason`` (``""`` for a file that recorded none). The messages name
     the options as the caller spells them (:func:`spelled`)."""
     spelling = _SPELLING.get() or Spelling()
+    from hamiltonia.state import _DEVICE
+
+    device = _DEVICE.get()
+    if device != "cpu":
+        return _device_path(smp, compiled, device)
     kernel_only = kernel_only_parts(smp)
     if compiled is False and kernel_only:
         raise ValueError(
@@ -246,6 +251,22 @@ def choose_path(smp, compiled, *, kept=None, stacklevel=4):
         f"compiled: the target has no compiled kernel and is called back from the compiled "
         f"chain ({why})"
     )
+
+
+def _device_path(smp, compiled, device: str):
+    """The compiled plan on ``device`` (not the CPU) and its reason, or ``ValueError``
+    naming why the sampler cannot run there: a device run is asked for, never a fallback."""
+    from hamiltonia.compiled import NotCompilable, plan_for
+    from hamiltonia.compiled.device_chain import check_available
+
+    if compiled is False:
+        raise ValueError(f"device={device!r} runs the compiled chain, but compiled=False was asked")
+    check_available(device)
+    try:
+        plan = plan_for(smp, device=device)
+    except NotCompilable as err:
+        raise ValueError(f"device={device!r} needs the compiled path, but {err}") from None
+    return plan, f"{COMPILED_REASON}, on device {device!r}"
 
 
 def kernel_only_parts(smp) -> list[str]:

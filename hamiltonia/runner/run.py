@@ -25,7 +25,7 @@ from hamiltonia.runner.interruptions import InterruptedRunWarning, WarmupInterru
 from hamiltonia.runner.loop import FallbackWarning, choose_path
 from hamiltonia.runner.orchestrate import _run
 from hamiltonia.samplers.base import Sampler
-from hamiltonia.state import check_reject_on, rejecting
+from hamiltonia.state import DEVICES, check_reject_on, rejecting
 from hamiltonia.targets.base import Target
 
 __all__ = [
@@ -161,6 +161,7 @@ def sample(
     executor=None,
     scheduler: str | None = None,
     workers: int | None = None,
+    device: str = "cpu",
     **options,
 ) -> Result:
     """Run warm-up then sampling for several chains.
@@ -266,6 +267,16 @@ def sample(
     workers : int, optional
         Worker processes of the process pool (default: one per core) or of the
         ``LocalCluster`` (default 2).
+    device : {"cpu", "cuda"}
+        Where the compiled chains run. ``"cpu"`` (default): the composed chain kernel, one
+        thread per core. ``"cuda"``: the fused device chain
+        (:mod:`hamiltonia.compiled.device_chain`), every chain one GPU thread of one
+        numba-CUDA kernel written from the same part kernels; it needs the compiled path
+        (``ValueError`` naming the part or the target that prevents it, never a fallback),
+        a target whose numba kernel compiles for the device, the default executor, and a
+        GPU (or numba's CUDA simulator, ``NUMBA_ENABLE_CUDASIM=1``, for tests). Each chain
+        draws from its own generator as on the CPU, so the draws equal the CPU path's up to
+        floating-point rounding.
     **options
         Options of the named sampler (for ``hmc``: ``n_steps``, ``step_size``,
         ``target_accept``, ``adapt_step_size``, ``metric``, ``adapt_metric``) and, for a
@@ -279,10 +290,22 @@ def sample(
     Result
     """
     reject_on = check_reject_on(reject_on)
+    if device not in DEVICES:
+        raise ValueError(f"device must be one of {DEVICES}, got {device!r}")
+    if device != "cpu":
+        from hamiltonia.compiled.device_chain import check_available
+
+        check_available(device)
+    if device != "cpu" and (executor is not None or scheduler is not None):
+        raise ValueError(
+            f"device={device!r} runs every chain in this process's GPU kernel: leave executor "
+            f"and scheduler unset (got executor={executor!r}, scheduler={scheduler!r})"
+        )
     with (
         _executor(executor, scheduler, workers) as runner,
         array_backend.using(backend),
         rejecting(reject_on),
+        on_device(device),
     ):
         return _sample(
             target, sampler, chains=chains, warmup=warmup, draws=draws, seed=seed,
@@ -290,6 +313,18 @@ def sample(
             overwrite=overwrite, checkpoint_seconds=checkpoint_seconds, options=options,
             thin=thin, save_warmup=save_warmup, executor=runner,
         )  # fmt: skip
+
+
+@contextlib.contextmanager
+def on_device(device: str):
+    """Within this block, compiled chains run on ``device`` (``"cpu"`` or ``"cuda"``)."""
+    from hamiltonia.state import _DEVICE
+
+    token = _DEVICE.set(device)
+    try:
+        yield
+    finally:
+        _DEVICE.reset(token)
 
 
 @contextlib.contextmanager

@@ -1,6 +1,8 @@
 """The compiled log density of Bayesian logistic regression (imports numba, so it is loaded
 only when the compiled path asks for it)."""
 
+import math
+
 import numpy as np
 from numba import njit
 
@@ -11,7 +13,7 @@ from hamiltonia.modelling.special import softplus_sigmoid
 # The row functions are cached in the package's cache folder, not inside the package.
 _numba_cache.install()
 
-__all__ = ["logistic_log_prob", "logistic_rows", "logistic_split_log_prob"]
+__all__ = ["device_log_prob", "logistic_log_prob", "logistic_rows", "logistic_split_log_prob"]
 
 #: Columns of the design matrix combined in one pass over the rows.
 _COLUMNS_PER_PASS = 4
@@ -106,4 +108,40 @@ def logistic_rows(q, grad, start, stop, prior_share, fdata, idata):
     for k in range(d):
         grad[k] -= prec * q[k]
         lp -= 0.5 * prec * q[k] * q[k]
+    return lp
+
+
+def device_log_prob(q, grad, fdata, idata):
+    r"""The log posterior of :func:`logistic_log_prob` for the fused device chain
+    (:mod:`hamiltonia.compiled.device_chain`), one chain a GPU thread.
+
+    .. math::
+
+        \log p(w \mid y) = \sum_i \bigl(y_i z_i - \log(1 + e^{z_i})\bigr)
+        - \tfrac{\lambda}{2} \lVert w \rVert^2, \qquad
+        \nabla = \sum_i \bigl(y_i - \sigma(z_i)\bigr) x_i - \lambda w,
+        \qquad z_i = x_i^\top w.
+
+    A second form of the same maths, for a reason: the CPU form runs each product along the
+    rows through work arrays, so that its softplus vectorises, and a GPU thread cannot
+    allocate them. Here a row is taken whole (its :math:`z_i`, then its share of the
+    gradient), in scalars; every thread reads the same row at the same time, which the
+    GPU serves as one read. The test-suite checks the two forms against each other.
+    """
+    n, d = idata[0], idata[1]
+    prec = fdata[0]
+    lp = 0.0
+    for k in range(d):
+        grad[k] = -prec * q[k]
+        lp -= 0.5 * prec * q[k] * q[k]
+    for i in range(n):
+        z = 0.0
+        for k in range(d):
+            z += fdata[1 + n + k * n + i] * q[k]
+        e = math.exp(-abs(z))
+        inv = 1.0 / (1.0 + e)
+        lp += fdata[1 + i] * z - (max(z, 0.0) + math.log1p(e))
+        residual = fdata[1 + i] - (inv if z >= 0.0 else e * inv)
+        for k in range(d):
+            grad[k] += fdata[1 + n + k * n + i] * residual
     return lp

@@ -90,7 +90,9 @@ class RowTarget:
       kernels of the module, the whole density and the density split into components (see
       :mod:`hamiltonia.targets.logistic_kernel` for the pattern: both call one row function
       that holds the maths), with ``_kernel_data()`` (``fdata``) and ``_kernel_sizes()``
-      (the whole kernel's ``idata``). Without them the target runs on the NumPy path.
+      (the whole kernel's ``idata``). Without them the target runs on the NumPy path. A
+      ``device_log_prob`` in the module is the whole density's form for the fused GPU chain
+      (:attr:`~hamiltonia.compiled.targets.NumbaTarget.device_function`).
     """
 
     #: ``(module, whole kernel, split kernel)``, or ``None``: no compiled form.
@@ -112,9 +114,16 @@ class RowTarget:
         """The whole density's compiled kernel (``None`` without ``row_kernels``)."""
         if self.row_kernels is None:
             return None
+        import importlib
+
         from hamiltonia.compiled.targets import NumbaTarget
 
-        return NumbaTarget.build(self._row_kernel(1), self._kernel_data(), self._kernel_sizes())
+        # The module's device_log_prob, where it has one, is the density's form for the
+        # fused GPU chain (NumbaTarget.device_function).
+        device = getattr(importlib.import_module(self.row_kernels[0]), "device_log_prob", None)
+        return NumbaTarget.build(
+            self._row_kernel(1), self._kernel_data(), self._kernel_sizes(), device_function=device
+        )
 
     def split_numba_kernel(self, boundaries):
         """The kernel of the density split at the row ``boundaries`` into components

@@ -17,7 +17,8 @@ when hamiltonia is installed). One concept per module:
 * :mod:`~hamiltonia.testing.adapted`: a resumed run gets back every part parameter warm-up
   adapted;
 * :mod:`~hamiltonia.testing.paths`: the NumPy path and the compiled path give the same
-  draws;
+  draws (and the compiled path on the CPU and on the GPU, ``device="cuda"``);
+* :mod:`~hamiltonia.testing.device`: a sampler's fused GPU kernel compiles, without a GPU;
 * :mod:`~hamiltonia.testing.moments`: a run recovers exact moments, or a reference run's,
   within z-scores on the Monte Carlo standard error (importance weights honoured);
 * :mod:`~hamiltonia.testing.targets`: a Gaussian with exact moments and an exact sampler.
@@ -45,6 +46,7 @@ from __future__ import annotations
 
 from hamiltonia.testing.adapted import AdaptedStateResult, check_adapted_state
 from hamiltonia.testing.calibration import CalibrationResult, calibrate, check_calibration
+from hamiltonia.testing.device import check_device_compiles
 from hamiltonia.testing.gradients import GRADIENT_RTOL, check_gradient, gradient_points
 from hamiltonia.testing.installed import skip_unless_installed
 from hamiltonia.testing.integrators import (
@@ -83,6 +85,7 @@ __all__ = [
     "calibrate",
     "check_adapted_state",
     "check_calibration",
+    "check_device_compiles",
     "check_energy_error_order",
     "check_gradient",
     "check_integrate_contract",

@@ -46,6 +46,7 @@ def assert_paths_agree(
     atol: float = PATHS_ATOL,
     rtol: float | None = None,
     stats: bool | tuple[str, ...] = True,
+    device: str | None = None,
     **sample_kwargs: Any,
 ):
     """Run ``sampler`` on ``target`` on both paths and assert that they agree.
@@ -93,6 +94,12 @@ def assert_paths_agree(
     stats : bool or tuple of str
         Which statistics to compare: all that both runs record (``True``, the default),
         none (``False``), or the names given.
+    device : str, optional
+        Compare the compiled path on the CPU with the compiled path on this device
+        (``"cuda"``: :mod:`hamiltonia.compiled.device_chain`) instead of the NumPy path with
+        the compiled one: the check that a part runs on the GPU as it does on the CPU (its
+        kernels are the same functions, so the two differ by the CPU's fused
+        multiply-adds and reassociated sums alone).
     **sample_kwargs
         Passed to :func:`hamiltonia.sample` for both runs (``chains``, ``warmup``,
         ``draws``, ``seed``, ``step_size``, ``initial``, sampler options...).
@@ -108,16 +115,25 @@ def assert_paths_agree(
         raise ValueError("assert_paths_agree runs both paths: do not pass compiled=")
     rtol = atol if rtol is None else rtol
     sample_kwargs.setdefault("progress", False)
-    numpy_run, compiled_run = (
-        hm.sample(target, sampler, compiled=compiled, **sample_kwargs) for compiled in (False, True)
-    )
-    assert numpy_run.attrs["compiled"] is False and compiled_run.attrs["compiled"] is True
+    if device is None:
+        numpy_run, compiled_run = (
+            hm.sample(target, sampler, compiled=compiled, **sample_kwargs)
+            for compiled in (False, True)
+        )
+        assert numpy_run.attrs["compiled"] is False and compiled_run.attrs["compiled"] is True
+        paths = "the NumPy path and the compiled path"
+    else:
+        numpy_run, compiled_run = (
+            hm.sample(target, sampler, compiled=True, device=where, **sample_kwargs)
+            for where in ("cpu", device)
+        )
+        paths = f"the compiled path on the CPU and on {device!r}"
     np.testing.assert_allclose(
         numpy_run.draws,
         compiled_run.draws,
         rtol=0,
         atol=atol,
-        err_msg="draws: the NumPy path and the compiled path differ",
+        err_msg=f"draws: {paths} differ",
     )
     for name in ("log_weights", "gradients", "warmup_draws"):
         a, b = getattr(numpy_run, name), getattr(compiled_run, name)
