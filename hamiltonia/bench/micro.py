@@ -98,16 +98,19 @@ def step_seconds(
     grad0 = np.empty(dim)
     lp0 = float(_gradient_loop(kernel.function, q0, grad0, kernel.fdata, kernel.idata, 1))
 
+    from hamiltonia.compiled.pcg64_stream import state_of
+
     def run(n_iter):
-        q, grad, p = q0.copy(), grad0.copy(), np.zeros(dim)
+        q, grad, p = q0.copy()[None], grad0.copy()[None], np.zeros((1, dim))
         lp, eps = np.array([lp0]), np.array([float(step_size)])
-        out_q, out_s = np.empty((n_iter, dim)), np.empty((n_iter, len(layout.stats)))
+        out_q, out_s = np.empty((1, n_iter, dim)), np.empty((1, n_iter, len(layout.stats)))
         plan.chain_kernel(
-            q, p, grad, lp, eps, np.zeros(layout.n_aux), np.random.default_rng(0), False,
-            n_iter, False, np.zeros(1), layout.PF, layout.PI, kernel.function, kernel.fdata,
-            kernel.idata, out_q, out_s, np.empty((0, dim)), layout.scratch_rows,
+            0, 1, q, p, grad, lp, eps, np.zeros((1, layout.n_aux)),
+            state_of(np.random.default_rng(0))[None], np.zeros(1, np.bool_), n_iter, False,
+            np.zeros((1, 1)), layout.PF, layout.PI, kernel.function, kernel.fdata, kernel.idata,
+            out_q, out_s, np.empty((1, 0, dim)), layout.scratch_rows,
         )  # fmt: skip
-        return int(np.sum(out_s[:, n_grad]))
+        return int(np.sum(out_s[0, :, n_grad]))
 
     return _best_of(run, 20, repeats, budget)
 

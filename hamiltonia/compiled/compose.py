@@ -124,8 +124,12 @@ class _Writer:
     """Collects the generated module: imports, constants and function definitions."""
 
     def __init__(self, roles: dict[str, Callable], names: dict | None = None,
-                 parts: dict | None = None, device_calls=None):  # fmt: skip
+                 parts: dict | None = None, device_calls=None,
+                 streams: bool = False):  # fmt: skip
         self.roles = roles
+        # The chain's generator is a state array (pcg64_stream): ctx.rng.METHOD(...) is
+        # rewritten by GeneratorCalls.
+        self.streams = streams or device_calls is not None
         # For the device (numba CUDA): every function a device function, compiled helpers
         # written from their Python source, and the calls the device has not rewritten by
         # device_calls (hamiltonia.compiled.device_compose.DeviceCalls).
@@ -298,8 +302,9 @@ class _Writer:
         """Refuse a kernel written for the old positional convention, naming the part, the
         role and the signature to write."""
         names = [arg.arg for arg in (*node.args.posonlyargs, *node.args.args)]
-        # The entry, called from Python, builds the context from its arguments.
-        if emitted == "chain" or "PF" not in names or "PI" not in names:
+        # The entry, and the chain template it runs, build the context from their arguments.
+        template = fn.__module__ == "hamiltonia.compiled.chain"
+        if emitted == "chain" or template or "PF" not in names or "PI" not in names:
             return
         role = emitted[len("role_") :] if emitted.startswith("role_") else None
         role = "adapt" if role and role.startswith("adapt_") else role
@@ -389,10 +394,14 @@ class _Writer:
                     )
                 return ast.copy_location(ast.parse(text, mode="eval").body, sub)
 
+        if self.streams:
+            calls = GeneratorCalls(self, fn)
+            calls.visit(node)
+            local |= calls.emitted  # already the module's names
         if self.device:
             calls = self.device_calls(self, fn)
             calls.visit(node)
-            local |= calls.emitted  # already the module's names
+            local |= calls.emitted
         BindNames().visit(node)
         mapping: dict[str, str] = {}
         for sub in ast.walk(node):
@@ -423,8 +432,50 @@ class _Writer:
         self.functions.append(f"{origin}\n@{decorator}\n{ast.unparse(node)}\n")
 
 
+class GeneratorCalls(ast.NodeTransformer):
+    """``ctx.rng.METHOD(...)`` as ``METHOD(ctx.rng, ...)`` of
+    :data:`~hamiltonia.compiled.pcg64_stream.GENERATOR_METHODS`, where the chain's generator
+    is its state array: the chain kernels, which then run a block of chains in one call (a
+    ``numpy.random.Generator`` is one argument a chain), and the device's. The functions are
+    imported, not copied, so that numba takes their CPU form where they have one."""
+
+    def __init__(self, writer: _Writer, fn):
+        self.writer = writer
+        self.fn = fn
+        self.emitted: set[str] = set()
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        func = node.func
+        base = func.value if isinstance(func, ast.Attribute) else None
+        if not (
+            isinstance(base, ast.Attribute) and base.attr == "rng"
+            and isinstance(base.value, ast.Name) and base.value.id == "ctx"
+        ):  # fmt: skip
+            return node
+        from hamiltonia.compiled import pcg64_stream
+
+        method = pcg64_stream.GENERATOR_METHODS.get(func.attr)
+        if method is None:
+            raise CompositionError(
+                f"kernel {self.fn.__module__}.{self.fn.__qualname__} calls ctx.rng."
+                f"{func.attr}(), which the chain's generator does not have in compiled code "
+                f"(it has {sorted(pcg64_stream.GENERATOR_METHODS)})"
+            )
+        alias = "r_" + method.__name__
+        self.writer.imports[alias] = (
+            f"from {pcg64_stream.__name__} import {method.__name__} as {alias}"
+        )
+        self.writer.files.add(pcg64_stream.__file__)
+        node.func = ast.Name(alias, ast.Load())
+        node.args.insert(0, base)
+        self.emitted.add(alias)
+        return node
+
+
 def module_text(roles: dict[str, Callable], entry: Callable, names: dict | None = None,
-                parts: dict | None = None, device_calls=None) -> tuple[str, set[str]]:  # fmt: skip
+                parts: dict | None = None, device_calls=None,
+                streams: bool = False) -> tuple[str, set[str]]:  # fmt: skip
     """The generated module's source, with ``entry`` compiled as ``chain``, every role it
     reaches bound to ``roles`` and every name a kernel reads (``own.rho``...) to the place
     ``names`` gives (the plan's :class:`~hamiltonia.compiled.plan.Layout`; ``parts`` names
@@ -432,8 +483,9 @@ def module_text(roles: dict[str, Callable], entry: Callable, names: dict | None 
     imports. With ``device_calls`` (a transformer of a kernel's calls, built as
     ``device_calls(writer, kernel)``: :class:`~hamiltonia.compiled.device_compose.DeviceCalls`)
     the module is for numba CUDA: ``entry`` a kernel and every other function a device
-    function (:mod:`hamiltonia.compiled.device_chain`)."""
-    writer = _Writer(roles, names, parts, device_calls)
+    function (:mod:`hamiltonia.compiled.device_chain`). With ``streams`` (always on the
+    device) the chain's generator is a state array (:class:`GeneratorCalls`)."""
+    writer = _Writer(roles, names, parts, device_calls, streams)
     writer.function(entry, "chain")
     header = [
         '"""Generated by hamiltonia.compiled.compose: one composition of parts. Do not edit."""',
@@ -451,14 +503,14 @@ _LOADED: dict[str, types.ModuleType] = {}
 
 
 def compose(roles: dict[str, Callable], entry: Callable, names: dict | None = None,
-            parts: dict | None = None) -> Callable:  # fmt: skip
+            parts: dict | None = None, streams: bool = False) -> Callable:  # fmt: skip
     """The compiled ``entry`` function of the composition ``roles`` (role name to kernel),
     with the names its kernels read bound as ``names`` says (see :func:`module_text`).
 
     The module is written once per distinct text (atomically, so concurrent processes
     agree) and imported by name, so numba's on-disk cache serves it to later processes.
     """
-    text, files = module_text(roles, entry, names, parts)
+    text, files = module_text(roles, entry, names, parts, streams=streams)
     return import_generated(text, files, "hk_").chain
 
 

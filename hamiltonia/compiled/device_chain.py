@@ -37,7 +37,6 @@ from hamiltonia.compiled.roles import CONTEXT_FIELDS
 from hamiltonia.state import DEVICES
 
 __all__ = [
-    "GENERATOR_METHODS",
     "DeviceContext",
     "check_available",
     "launch_arguments",
@@ -45,14 +44,6 @@ __all__ = [
     "run_on_device",
 ]
 
-#: The methods of ``numpy.random.Generator`` a kernel may call as ``ctx.rng.METHOD(...)``,
-#: and the device functions that stand for them (each the same draws as NumPy's).
-GENERATOR_METHODS = {
-    "random": pcg64_stream.next_double,
-    "standard_normal": pcg64_stream.standard_normal,
-    "integers": pcg64_stream.integers,
-    "gamma": pcg64_stream.gamma,
-}
 #: Threads per block of the device kernel.
 THREADS_PER_BLOCK = 64
 

@@ -9,8 +9,9 @@ three kinds of call (:class:`DeviceCalls`), and nothing else:
 * ``ctx.logp(q, grad, fdata, idata)``: the target's kernel, written into the module as the
   device function of the role ``target_logp``;
 * ``ctx.rng.METHOD(...)``: ``METHOD(ctx.rng, ...)`` of
-  :data:`~hamiltonia.compiled.device_chain.GENERATOR_METHODS`, NumPy's ``PCG64`` methods on
-  the chain's generator state (:mod:`hamiltonia.compiled.pcg64_stream`);
+  :data:`~hamiltonia.compiled.pcg64_stream.GENERATOR_METHODS`, NumPy's ``PCG64`` methods on
+  the chain's generator state, as in the CPU chain
+  (:class:`~hamiltonia.compiled.compose.GeneratorCalls`);
 * ``np.NAME(...)``: the scalar function of the same name in
   :mod:`hamiltonia.compiled.device_math`, or an error naming the kernel and the function
   where there is none (an array allocated in a kernel, a reduction).
@@ -72,18 +73,6 @@ class DeviceCalls(ast.NodeTransformer):
         scalar = SCALAR_FUNCTIONS[name]
         return self.writer.bind(scalar, scalar.__name__, scalar)
 
-    def generator_call(self, method: str) -> str:
-        """The device function that stands for ``ctx.rng.METHOD(...)``."""
-        from hamiltonia.compiled.device_chain import GENERATOR_METHODS
-
-        fn = GENERATOR_METHODS.get(method)
-        if fn is None:
-            raise CompositionError(
-                f"{self._who()} calls ctx.rng.{method}(), which the device generator does not "
-                f"have (it has {sorted(GENERATOR_METHODS)})"
-            )
-        return self.writer.bind(fn, fn.__name__, fn)
-
     def _is_numpy(self, node) -> bool:
         return isinstance(node, ast.Name) and self.fn.__globals__.get(node.id) is np
 
@@ -104,12 +93,6 @@ class DeviceCalls(ast.NodeTransformer):
             name = self.numpy_call(func.attr)
         elif isinstance(base, ast.Name) and base.id == "ctx" and func.attr == "logp":
             name = self.writer.role("target_logp")
-        elif (
-            isinstance(base, ast.Attribute) and base.attr == "rng"
-            and isinstance(base.value, ast.Name) and base.value.id == "ctx"
-        ):  # fmt: skip
-            name = self.generator_call(func.attr)
-            node.args.insert(0, base)
         if name is not None:
             node.func = ast.Name(name, ast.Load())
             self.emitted.add(name)

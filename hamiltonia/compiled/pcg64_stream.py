@@ -62,7 +62,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba.extending import register_jitable
+from llvmlite import ir
+from numba import types
+from numba.extending import intrinsic, overload, register_jitable
 from numba.np.random._constants import (
     fe_double,
     fi_double,
@@ -76,17 +78,21 @@ from numba.np.random._constants import (
 )
 
 __all__ = [
+    "GENERATOR_METHODS",
     "STATE_SIZE",
+    "exponential",
     "gamma",
     "integers",
     "next_double",
     "next_uint32",
     "next_uint64",
+    "normal",
     "set_state",
     "standard_exponential",
     "standard_gamma",
     "standard_normal",
     "state_of",
+    "uniform",
 ]
 
 STATE_HI, STATE_LO, INC_HI, INC_LO, HAS_UINT32, UINTEGER = range(6)
@@ -135,6 +141,59 @@ def _add64(a, b):
 
 
 @register_jitable
+def _advance(s):
+    """Advance the state ``s`` one step, :math:`s \\leftarrow (a s + c) \\bmod 2^{128}`, and
+    return its new halves ``(hi, lo)``, in 32-bit limbs (exact in Python as in compiled
+    code; :func:`_advance_on_cpu` is the CPU's form)."""
+    state_hi = s[STATE_HI]
+    state_lo = s[STATE_LO]
+    hi, lo = _mul64(state_lo, _MULT_LO)
+    hi = _add64(hi, _mul64(state_hi, _MULT_LO)[1])[1]
+    hi = _add64(hi, _mul64(state_lo, _MULT_HI)[1])[1]
+    carry, lo = _add64(lo, s[INC_LO])
+    hi = _add64(_add64(hi, s[INC_HI])[1], carry)[1]
+    s[STATE_HI] = hi
+    s[STATE_LO] = lo
+    return hi, lo
+
+
+@intrinsic
+def _high_product(typingctx, a, b):
+    """The high 64 bits of the 128-bit product of two ``uint64`` (one multiplication)."""
+
+    def codegen(context, builder, signature, args):
+        wide = ir.IntType(128)
+        product = builder.mul(builder.zext(args[0], wide), builder.zext(args[1], wide))
+        return builder.trunc(builder.lshr(product, ir.Constant(wide, 64)), ir.IntType(64))
+
+    return types.uint64(types.uint64, types.uint64), codegen
+
+
+@overload(_advance, target="cpu")
+def _advance_on_cpu(s):
+    """:func:`_advance` on the CPU, a measured optimisation: numba's ``uint64`` arithmetic
+    wraps modulo :math:`2^{64}`, so the low half of the product and the cross terms are
+    plain multiplications, and the high half of :math:`a_{lo} s_{lo}` one 128-bit
+    multiplication. The limbs made a normal and a uniform draw cost 10 ns against numba's
+    ``Generator``'s 3.9 ns (1e7 pairs, one core); this form, 4.8 ns. The same
+    numbers: the tests compare the compiled streams with NumPy's."""
+
+    def advance(s):
+        state_hi = s[STATE_HI]
+        state_lo = s[STATE_LO]
+        lo = state_lo * _MULT_LO
+        hi = _high_product(state_lo, _MULT_LO) + state_hi * _MULT_LO + state_lo * _MULT_HI
+        new_lo = lo + s[INC_LO]
+        carry = _ONE if new_lo < lo else _ZERO
+        new_hi = hi + s[INC_HI] + carry
+        s[STATE_HI] = new_hi
+        s[STATE_LO] = new_lo
+        return new_hi, new_lo
+
+    return advance
+
+
+@register_jitable
 def next_uint64(s):
     """Advance the PCG64 state ``s`` one step and return its 64-bit output.
 
@@ -147,15 +206,7 @@ def next_uint64(s):
     :math:`a_{lo} s_{lo} + 2^{64}\\,((a_{hi} s_{lo} + a_{lo} s_{hi}) \\bmod 2^{64})`.
     Equal to ``Generator.bit_generator.random_raw()``; the 32-bit buffer is untouched.
     """
-    state_hi = s[STATE_HI]
-    state_lo = s[STATE_LO]
-    hi, lo = _mul64(state_lo, _MULT_LO)
-    hi = _add64(hi, _mul64(state_hi, _MULT_LO)[1])[1]
-    hi = _add64(hi, _mul64(state_lo, _MULT_HI)[1])[1]
-    carry, lo = _add64(lo, s[INC_LO])
-    hi = _add64(_add64(hi, s[INC_HI])[1], carry)[1]
-    s[STATE_HI] = hi
-    s[STATE_LO] = lo
+    hi, lo = _advance(s)
     x = hi ^ lo
     rot = hi >> 58
     if rot == _ZERO:
@@ -358,6 +409,24 @@ def gamma(s, shape, scale):
     return scale * standard_gamma(s, shape)
 
 
+@register_jitable
+def normal(s, loc, scale):
+    """``Generator.normal(loc, scale)``: :math:`\\mu + \\sigma z`, ``z`` a standard normal."""
+    return loc + scale * standard_normal(s)
+
+
+@register_jitable
+def uniform(s, low, high):
+    """``Generator.uniform(low, high)``: :math:`a + (b - a) u`, ``u`` from :func:`next_double`."""
+    return low + (high - low) * next_double(s)
+
+
+@register_jitable
+def exponential(s, scale):
+    """``Generator.exponential(scale)``: ``scale`` times a standard exponential."""
+    return scale * standard_exponential(s)
+
+
 def state_of(generator) -> np.ndarray:
     """The state array of a PCG64 ``generator`` (a ``Generator`` or the ``PCG64`` itself),
     from ``bit_generator.state``: ``{"bit_generator": "PCG64", "state": {"state": int,
@@ -388,3 +457,19 @@ def set_state(generator, s) -> None:
         "has_uint32": words[HAS_UINT32],
         "uinteger": words[UINTEGER],
     }
+
+
+#: The methods of ``numpy.random.Generator`` a kernel may call as ``ctx.rng.METHOD(...)``,
+#: and the functions of this module that stand for them where the chain's generator is a
+#: state array (the chain kernels, :mod:`hamiltonia.compiled.compose`).
+GENERATOR_METHODS = {
+    "random": next_double,
+    "standard_normal": standard_normal,
+    "normal": normal,
+    "uniform": uniform,
+    "integers": integers,
+    "standard_exponential": standard_exponential,
+    "exponential": exponential,
+    "standard_gamma": standard_gamma,
+    "gamma": gamma,
+}

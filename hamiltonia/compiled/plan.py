@@ -72,7 +72,7 @@ def _layout(sampler, parts, kernels: dict) -> Layout:
         CHAIN_STATS,
         SCRATCH_ROWS,
         no_op_kernels,
-        run_chain,
+        run_chains,
     )
 
     functions = dict(no_op_kernels())
@@ -131,7 +131,7 @@ def _layout(sampler, parts, kernels: dict) -> Layout:
         columns[name] = i
         names[("column", name)] = str(i)
     tuner = parts[TUNER][0] if TUNER in kernels and "tune" in kernels[TUNER].functions else None
-    functions["run_chain"] = run_chain
+    functions["run_chains"] = run_chains
     rows = max([SCRATCH_ROWS, *(int(k.scratch_rows) for k in kernels.values())])
     # Numba types a tuple of arrays by its length: never empty.
     PF = tuple(PF) if PF else (np.zeros(1),)
@@ -317,7 +317,7 @@ def _composed_device(layout: Layout, target: NumbaTarget):
     from hamiltonia.compiled.device_chain import run_chains
     from hamiltonia.compiled.device_compose import compose_device
 
-    roles = {role: fn for role, fn in layout.functions.items() if role != "run_chain"}
+    roles = {role: fn for role, fn in layout.functions.items() if role != "run_chains"}
     roles["target_logp"] = target.device_source()
     if roles["target_logp"] is None:
         raise NotCompilable("the target's kernel has no Python source to compile for the device")
@@ -351,9 +351,11 @@ def _composed(layout: Layout):
         tuple(sorted(layout.names.items(), key=repr)),
     )
     if key not in _COMPOSED:
-        roles = {role: fn for role, fn in functions.items() if role != "run_chain"}
+        roles = {role: fn for role, fn in functions.items() if role != "run_chains"}
         try:
-            chain = compose(roles, functions["run_chain"], layout.names, layout.parts)
+            chain = compose(
+                roles, functions["run_chains"], layout.names, layout.parts, streams=True
+            )
         except (NameBindingError, KernelSignatureError):
             raise  # a kernel reads a name no part declares, or takes the old arguments: the
             # part's bug, shown as such
@@ -504,35 +506,47 @@ class CompiledPlan:
             )  # fmt: skip
             return self._keep(chain, layout, state_arrays, adapt, tuner)
 
-        def one(c):
-            if self.calls_python:
-                callback.set_chain(c)
-            own_layout, chain_kernel = compositions[c]
-            PF, PI = own_layout.PF, own_layout.PI
+        from hamiltonia.compiled import pcg64_stream
+
+        streams = np.stack([pcg64_stream.state_of(rng) for rng in rngs])
+        mirror = np.ascontiguousarray(mirror, dtype=np.bool_)
+        adapting = tuner is not None
+
+        def block(first, stride, PF, PI):
+            chain_kernel = compositions[first][1]
             chain_kernel(
-                q[c], p[c], grad[c], lp[c : c + 1], eps[c : c + 1], aux[c], rngs[c],
-                bool(mirror[c]), n_iter, tuner is not None, tune_state[c], PF, PI, fn, fdata,
-                idata, out_q[c], out_stats[c], out_grad[c], rows,
+                first, stride, q, p, grad, lp, eps, aux, streams, mirror, n_iter, adapting,
+                tune_state, PF, PI, fn, fdata, idata, out_q, out_stats, out_grad, rows,
             )  # fmt: skip
 
-        if n_chains == 1 or self.workers == 1:
-            for c in range(n_chains):
-                one(c)
+        if self.calls_python or len({id(layout) for layout, _ in compositions}) > 1:
+            # A chain at a time: a Python target is told which chain it serves, and groups
+            # of chains have parameters of their own.
+            def task(c):
+                if self.calls_python:
+                    callback.set_chain(c)
+                block(c, n_chains, compositions[c][0].PF, compositions[c][0].PI)
+
+            tasks = list(range(n_chains))
+        else:
+            # A few tasks per thread, each a stride of chains in one call of the kernel: a
+            # thread that finishes early takes the next (NUTS chains differ in cost).
+            stride = min(n_chains, 4 * min(self.workers, n_chains))
+
+            def task(first):
+                block(first, stride, layout.PF, layout.PI)
+
+            tasks = list(range(stride))
+        if len(tasks) == 1 or self.workers == 1:
+            for t in tasks:
+                task(t)
         else:
             if self._pool is None:
                 self._threads = min(self.workers, n_chains)
                 self._pool = ThreadPoolExecutor(max_workers=self._threads)
-            # A few tasks per thread, each a stride of chains: a future per chain cost 3 ms a
-            # chunk at 64 chains, which a warm-up of one-iteration chunks (a tuner that runs
-            # after every iteration) pays a thousand times; a few per thread still let a
-            # thread that finishes early take the next (NUTS chains differ in cost).
-            tasks = min(n_chains, 4 * self._threads)
-
-            def some(first):
-                for c in range(first, n_chains, tasks):
-                    one(c)
-
-            list(self._pool.map(some, range(tasks)))
+            list(self._pool.map(task, tasks))
+        for rng, state in zip(rngs, streams, strict=True):
+            pcg64_stream.set_state(rng, state)
         # A Python target's error stops the run here, before the chunk's state is kept.
         callback.raise_error(self.kernel)
         return self._keep(chain, layout, (q, p, grad, lp, eps, aux, tune_state), adapt, tuner)

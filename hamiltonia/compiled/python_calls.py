@@ -183,7 +183,7 @@ class KernelForm:
         from hamiltonia.compiled.compose import CompositionError, compose
 
         layout = self.layout
-        roles = {role: fn for role, fn in layout.functions.items() if role != "run_chain"}
+        roles = {role: fn for role, fn in layout.functions.items() if role != "run_chains"}
         key = (
             entry,
             tuple(sorted((role, id(fn)) for role, fn in roles.items())),

@@ -14,7 +14,12 @@ Every kernel takes the **kernel context** ``ctx`` first, then only the values of
 read) carries what the whole iteration of one chain shares:
 
 ``ctx.rng``
-    the chain's ``numpy.random.Generator`` (``ctx.rng.standard_normal()``);
+    the chain's generator, written as a ``numpy.random.Generator``
+    (``ctx.rng.standard_normal()``; ``random``, ``standard_normal``, ``integers``, ``gamma``).
+    In the chain kernels it is the chain's ``PCG64`` state, a ``uint64`` row, and the
+    composer writes each call as the function of
+    :data:`~hamiltonia.compiled.pcg64_stream.GENERATOR_METHODS` that draws the same number
+    from it (:class:`~hamiltonia.compiled.compose.GeneratorCalls`);
 ``ctx.aux``
     the chain's auxiliary variables and workspaces, float64 (``ctx.aux[offset.NAME]``);
 ``ctx.scratch``

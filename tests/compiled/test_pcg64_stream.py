@@ -38,8 +38,11 @@ NUMPY_CALLS = [
     lambda g: g.gamma(4.2, 1.3),
     lambda g: g.gamma(0.0, 1.0),
     lambda g: g.bit_generator.random_raw(),
+    lambda g: g.normal(-1.5, 0.3),
+    lambda g: g.uniform(2.0, 7.5),
+    lambda g: g.exponential(2.5),
 ]
-FLOAT_KINDS = {0, 1, 10, 11, 12, 13, 14}
+FLOAT_KINDS = {0, 1, 10, 11, 12, 13, 14, 16, 17, 18}
 UINT_KINDS = {15}
 
 
@@ -78,8 +81,14 @@ def draw(s, kinds, out_f, out_i, out_u):
             out_f[j] = ps.gamma(s, 4.2, 1.3)
         elif k == 14:
             out_f[j] = ps.gamma(s, 0.0, 1.0)
-        else:
+        elif k == 15:
             out_u[j] = ps.next_uint64(s)
+        elif k == 16:
+            out_f[j] = ps.normal(s, -1.5, 0.3)
+        elif k == 17:
+            out_f[j] = ps.uniform(s, 2.0, 7.5)
+        else:
+            out_f[j] = ps.exponential(s, 2.5)
 
 
 @njit(cache=False)
@@ -208,8 +217,8 @@ def test_njit_draws_equal_numpy_and_numbas_generator():
         # Numba's own Generator methods (the CPU path) give the same draws. Not for the
         # spans above 2**53 (kinds 8, 9): there numba computes Lemire's rejection threshold
         # in float64 (int64 span against a uint64 constant) and its draws part from
-        # numpy's; nor kind 15 (no random_raw in numba).
-        numba_kinds = np.where((kinds == 8) | (kinds == 9) | (kinds == 15), 0, kinds)
+        # numpy's; nor kinds 15 and up (no random_raw in numba; _numba_draw stops at 14).
+        numba_kinds = np.where((kinds == 8) | (kinds == 9) | (kinds >= 15), 0, kinds)
         g = np.random.Generator(np.random.PCG64(seed))
         s = ps.state_of(g)
         got, theirs = _empty(kinds.size), _empty(kinds.size)
