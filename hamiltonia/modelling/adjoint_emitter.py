@@ -117,6 +117,15 @@ class _Emitter:
         self.setup: list[str] = []
         self.counter = 0
         self.memo: dict = {}
+        #: Operations of a rolled loop written as plain values (``v_k``, ``g_k``), not rows
+        #: of its tapes: the total of a running sum
+        #: (:mod:`hamiltonia.modelling.running_sums`).
+        self.plain: set[int] = set()
+        #: By operation of a rolled loop, its adjoint as a number rather than a row of an
+        #: adjoint tape (a carry's last pass: :class:`~.adjoint_loops.LoopAdjoint`).
+        self.adjoint_names: dict[int, str] = {}
+        #: The ids of the float matrices stored by columns (:meth:`constant`).
+        self.by_columns: set[int] = set()
 
     def temp(self, stem: str = "t") -> str:
         self.counter += 1
@@ -136,7 +145,9 @@ class _Emitter:
         if array.ndim == 0:
             return _literal(array)
         name = f"c_{len(self.constants)}"
-        shape = _shape_code(array.shape)
+        columns = key in self.by_columns and array.ndim == 2 and array.dtype.kind == "f"
+        if columns:  # stored transposed, read as the transpose's view
+            array = array.T
         if array.dtype.kind == "f":
             store, flat, which = self.fdata, "fdata", 0
             data = np.ascontiguousarray(array, dtype=np.float64).ravel()
@@ -155,7 +166,7 @@ class _Emitter:
             # Not for a 1-d constant, which the slice is: numba compiles a reshape with the
             # error message it formats (this, the axis sums of sum_axis_code and an array
             # added into a slice took 2.7 s of eight schools' first compilation).
-            code = f"{code}.reshape({shape})"
+            code = f"{code}.reshape({_shape_code(array.shape)})" + (".T" if columns else "")
         self.setup.append(f"{name} = ({code}{suffix})" if suffix else f"{name} = {code}")
         self.constants[key] = name
         return name
@@ -164,6 +175,8 @@ class _Emitter:
         """The rolled loop holding operation ``index``, or ``None``."""
         import bisect
 
+        if index in self.plain:
+            return None
         at = bisect.bisect_right(self._starts, index) - 1
         if at >= 0 and index < self.loops[at].stop:
             return self.loops[at]
@@ -177,6 +190,8 @@ class _Emitter:
 
     def adjoint_of(self, index: int) -> str:
         """Source of the adjoint of operation ``index`` (as :meth:`value`)."""
+        if index in self.adjoint_names:
+            return self.adjoint_names[index]
         loop = self.loop_of(index)
         return f"g_{index}" if loop is None else loop.tape_row(index, adjoint=True)
 

@@ -19,9 +19,20 @@ carry :math:`d \\ge 1` passes back, or the same pass), and into the adjoint of a
 computed before the loop otherwise, added over the passes. The rows before pass 0 are then
 added into the adjoints of the carries' initial values. This is the reverse mode of a loop
 with a stored tape (Griewank and Walther 2008, ch. 12), the tape being every body value.
+
+What one writes by hand instead of the general form: the body values that do not depend on
+an earlier pass, when a later pass reads them, are computed by a loop of their own first
+(``_first_loop``), so that neither loop carries a value from pass to pass and both run
+as vector code; the adjoint of a number carried one pass back is kept in two numbers rather
+than a tape (``LoopAdjoint._scalar_carries``); what the reverse loop adds into one
+element of an array from before the loop (a coefficient ``phi[k]``) is summed in a number
+and added once after it; a running sum's terms get their adjoint as a number
+(:mod:`hamiltonia.modelling.running_sums`).
 """
 
 from __future__ import annotations
+
+import re
 
 import numpy as np
 
@@ -40,13 +51,15 @@ def _local(loop: Loop, slot: int, adjoint: bool = False) -> str:
     return f"{'g' if adjoint else 'v'}_L{loop.number}_{slot}"
 
 
-def _read(e: _Emitter, loop: Loop, ref: Ref, reverse: bool, adjoint: bool = False) -> str:
-    """Source of what ``ref`` reads in the current pass (its adjoint, with ``adjoint``)."""
+def _read(e: _Emitter, loop: Loop, ref: Ref, reverse: bool, adjoint: bool = False,
+          stored=frozenset()) -> str:  # fmt: skip
+    """Source of what ``ref`` reads in the current pass (its adjoint, with ``adjoint``); the
+    body values ``stored`` are read from their tapes (computed by an earlier loop)."""
     i = _counter(loop)
     if ref.kind == "fixed":
         return e.adjoint_of(ref.index) if adjoint else e.value(ref.index)
     if ref.kind == "body":
-        if ref.lag == 0 and not reverse and not adjoint:
+        if ref.lag == 0 and not reverse and not adjoint and ref.slot not in stored:
             return _local(loop, ref.slot)
         return f"{loop.tape(ref.slot, adjoint)}[{i} + {loop.depth - ref.lag}]"
     other = e.loops[ref.loop]
@@ -55,14 +68,15 @@ def _read(e: _Emitter, loop: Loop, ref: Ref, reverse: bool, adjoint: bool = Fals
     return f"{other.tape(ref.slot, adjoint)}[{row}]"
 
 
-def body_operands(e: _Emitter, loop: Loop, slot: int, reverse: bool) -> list:
+def body_operands(e: _Emitter, loop: Loop, slot: int, reverse: bool,
+                  stored=frozenset()) -> list:  # fmt: skip
     """Source of each positional argument of body operation ``slot`` in the current pass
     (``_Emitter.operands`` for a body operation)."""
     op = loop.body(e.graph)[slot]
     codes = []
     for i, arg in enumerate(op.args):
         if i in op.parents:
-            codes.append(_read(e, loop, loop.refs[(slot, i)], reverse))
+            codes.append(_read(e, loop, loop.refs[(slot, i)], reverse, stored=stored))
         elif (slot, i) in loop.stacked:
             codes.append(f"{e.constant(loop.stacked[(slot, i)])}[{_counter(loop)}]")
         else:
@@ -124,10 +138,12 @@ class TapeLines(list):
         self.name = name
 
 
-def forward_loop(e: _Emitter, loop: Loop, rule_of) -> list:
+def forward_loop(e: _Emitter, loop: Loop, rule_of, sums=()) -> list:
     """The forward pass of ``loop``: its tapes, their initial rows, and the loop; the
-    statements writing a tape are :class:`TapeLines`."""
-    lines: list = []
+    statements writing a tape are :class:`TapeLines`. ``sums``: ``(name, slot)``, a number
+    the loop adds body value ``slot`` of each pass into
+    (:mod:`hamiltonia.modelling.running_sums`)."""
+    lines: list = [f"{name} = 0.0" for name, _ in sums]
     rows = loop.depth + loop.count
     body = loop.body(e.graph)
     for slot, op in enumerate(body):
@@ -141,18 +157,40 @@ def forward_loop(e: _Emitter, loop: Loop, rule_of) -> list:
             init = [f"{row} = {e.value(index)}"]
         lines.append(TapeLines(loop.tape(slot), init))
     i = _counter(loop)
-    lines.append(f"for {i} in range({loop.count}):")
-    for slot, op in enumerate(body):
-        _index_codes(e, loop, slot)
-        code = rule_of(op).forward(e, op, body_operands(e, loop, slot, reverse=False))
-        lines.append(f"    {_local(loop, slot)} = {code}")
-        row = f"{loop.tape(slot)}[{i} + {loop.depth}]"
-        if op.shape:
-            stores = _by_element(e, row, _local(loop, slot), op.shape, "=")
-        else:
-            stores = [f"{row} = {_local(loop, slot)}"]
-        lines.append(TapeLines(loop.tape(slot), ["    " + ln for ln in stores]))
+    first = _first_loop(loop)
+    for part in (first, set(range(loop.period)) - first):
+        if not part:
+            continue
+        lines.append(f"for {i} in range({loop.count}):")
+        stored = first if part is not first else frozenset()
+        for slot in sorted(part):
+            op = body[slot]
+            _index_codes(e, loop, slot)
+            code = rule_of(op).forward(e, op, body_operands(e, loop, slot, False, stored))
+            lines.append(f"    {_local(loop, slot)} = {code}")
+            row = f"{loop.tape(slot)}[{i} + {loop.depth}]"
+            if op.shape:
+                stores = _by_element(e, row, _local(loop, slot), op.shape, "=")
+            else:
+                stores = [f"{row} = {_local(loop, slot)}"]
+            lines.append(TapeLines(loop.tape(slot), ["    " + ln for ln in stores]))
+        lines += [f"    {name} += {_local(loop, slot)}" for name, slot in sums if slot in part]
     return lines
+
+
+def _first_loop(loop: Loop) -> set[int]:
+    """The body values to compute in a loop of their own, before the others: those that do
+    not depend on an earlier pass, when a later pass reads one of them (its tape then
+    holds it; empty otherwise). The recording's order can make a pass compute a value
+    the next pass reads (AR's mean, from the data of the step before): a carry through
+    which nothing recurs, which would still keep the loop from running as vector code."""
+    depends: set[int] = set()
+    for (slot, _), ref in sorted(loop.refs.items()):
+        if ref.kind == "body" and (ref.lag >= 1 or ref.slot in depends):
+            depends.add(slot)
+    free = set(range(loop.period)) - depends
+    carried = any(r.kind == "body" and r.lag >= 1 and r.slot in free for r in loop.refs.values())
+    return free if carried and depends else set()
 
 
 def keep_read_tapes(lines: list) -> list[str]:
@@ -196,8 +234,11 @@ class LoopAdjoint:
     """The reverse pass of one loop: which body values need an adjoint (those the output
     depends on), each argument's contribution, and the statements."""
 
-    def __init__(self, e: _Emitter, loop: Loop, rule_of, reached: set[int]):
+    def __init__(self, e: _Emitter, loop: Loop, rule_of, reached: set[int], seeds=None):
         self.e, self.loop = e, loop
+        #: By slot, the adjoint a body value gets in every pass from outside the loop (a
+        #: running sum's term: :mod:`hamiltonia.modelling.running_sums`), without a tape.
+        self.seeds: dict[int, str] = dict(seeds or {})
         body = loop.body(e.graph)
         self.codes: dict[tuple[int, int], object] = {}
         for slot, op in enumerate(body):
@@ -210,6 +251,7 @@ class LoopAdjoint:
                     self.codes[(slot, i)] = code
         # The body values reached from after the loop, then through the body's own reads.
         slots = {loop.locate(r)[0] for r in reached if loop.start <= r < loop.stop}
+        slots |= set(self.seeds)
         changed = True
         while changed:
             changed = False
@@ -220,6 +262,31 @@ class LoopAdjoint:
                     changed = True
         self.slots = slots
         self.local: set[int] = set()
+        self.carries = self._scalar_carries()
+        for slot in self.carries:  # its last pass's adjoint, added to after the loop
+            e.adjoint_names[loop.stop - loop.period + slot] = _carry(loop, slot, "n")
+
+    def _scalar_carries(self) -> set[int]:
+        """The body values, numbers, that later passes read one pass back only and that
+        nothing outside the loop reads but in the last pass: their adjoints are kept in two
+        numbers (this pass's, the previous pass's) instead of a tape."""
+        loop, graph = self.loop, self.e.graph
+        body = loop.body(graph)
+        lags: dict[int, set] = {}
+        for ref in loop.refs.values():
+            if ref.kind == "body":
+                lags.setdefault(ref.slot, set()).add(ref.lag)
+        last = loop.stop - loop.period
+        found = set()
+        for slot in self.slots:
+            if body[slot].shape or lags.get(slot, set()) - {0} != {1}:
+                continue
+            rows = set(range(loop.start + slot, last, loop.period))
+            # Read only inside the loop, but in the last pass (the later operations'
+            # parents are after the loop; the search stops at the first reader).
+            if not any(p in rows for op in graph.ops[loop.stop :] for p in op.parents.values()):
+                found.add(slot)
+        return found
 
     def add_only_within(self, external: set[int]) -> None:
         """Keep as a number of the pass (no adjoint tape) the adjoint of each body value
@@ -231,6 +298,7 @@ class LoopAdjoint:
                    if ref.kind == "body" and ref.lag >= 1}  # fmt: skip
         self.local = {s for s in self.slots
                       if not body[s].shape and s not in carried and s not in external}  # fmt: skip
+        self.local |= set(self.seeds)  # read by nothing else (running_sums checks)
 
     def outside(self) -> list[tuple[int, str | None]]:
         """The operations outside the loop whose adjoints it adds to: ``(index, None)`` for
@@ -249,7 +317,9 @@ class LoopAdjoint:
                     p = ref.shift + ref.step * k
                     found.append((other.start + p * other.period + ref.slot, None))
         for (slot, m), index in sorted(self.loop.initial.items()):
-            if slot in self.slots:
+            if slot in self.carries:
+                found.append((index, _carry(self.loop, slot, "n")))
+            elif slot in self.slots:
                 found.append((index, f"{self.loop.tape(slot, True)}[{self.loop.depth + m}]"))
         return found
 
@@ -258,19 +328,27 @@ class LoopAdjoint:
         rows = self.loop.depth + self.loop.count
         body = self.loop.body(self.e.graph)
         return [
+            f"{_carry(self.loop, slot, 'n')} = 0.0" if slot in self.carries else
             f"{self.loop.tape(slot, True)} = np.zeros({_shape_code((rows, *body[slot].shape))})"
             for slot in sorted(self.slots - self.local)
-        ]
+        ]  # fmt: skip
 
     def statements(self) -> list[str]:
         """The reverse loop."""
         loop, e = self.loop, self.e
         i = _counter(loop)
         lines = [f"for {i} in range({loop.count - 1}, -1, -1):"]
-        lines += [f"    {_local(loop, slot, True)} = 0.0" for slot in sorted(self.local)]
+        lines += [f"    {_local(loop, slot, True)} = {self.seeds.get(slot, '0.0')}"
+                  for slot in sorted(self.local)]  # fmt: skip
+        for slot in sorted(self.carries):  # this pass's row is what the next one added
+            r, n = _carry(loop, slot, "r"), _carry(loop, slot, "n")
+            lines += [f"    {r} = {n}", f"    {n} = 0.0"]
         body = loop.body(e.graph)
+        before, after, sums = [], [], {}
         for slot in sorted(self.slots, reverse=True):
-            if slot not in self.local:
+            if slot in self.carries:
+                lines.append(f"    {_local(loop, slot, True)} = {_carry(loop, slot, 'r')}")
+            elif slot not in self.local:
                 lines.append(f"    {_local(loop, slot, True)} = "
                              f"{loop.tape(slot, True)}[{i} + {loop.depth}]")  # fmt: skip
             for i_arg in sorted(body[slot].parents):
@@ -280,8 +358,31 @@ class LoopAdjoint:
                 ref = loop.refs[(slot, i_arg)]
                 if ref.kind == "body" and ref.lag == 0 and ref.slot in self.local:
                     target = _local(loop, ref.slot, True)
+                elif ref.kind == "body" and ref.slot in self.carries:
+                    target = _carry(loop, ref.slot, "r" if ref.lag == 0 else "n")
                 else:
                     target = _read(e, loop, ref, reverse=True, adjoint=True)
                 shape = e.graph.ops[body[slot].parents[i_arg]].shape
-                lines.extend("    " + ln for ln in accumulate(e, target, code, shape))
-        return lines
+                added = accumulate(e, target, code, shape)
+                fixed = _FIXED.match(added[0]) if len(added) == 1 else None
+                if ref.kind == "fixed" and fixed and "[" in fixed[1]:
+                    # Into one element of an array from before the loop (a coefficient
+                    # read as phi[k]): summed in a number, added once after the loop.
+                    name = sums.get(fixed[1])
+                    if name is None:
+                        name = sums[fixed[1]] = f"a{loop.number}_{len(sums)}"
+                        before.append(f"{name} = 0.0")
+                        after.append(f"{fixed[1]} += {name}")
+                    added = [f"{name} = {name} + {fixed[2]}"]
+                lines.extend("    " + ln for ln in added)
+        return before + lines + after
+
+
+def _carry(loop: Loop, slot: int, which: str) -> str:
+    """The number holding a scalar carry's adjoint: ``r`` this pass's, ``n`` the previous
+    pass's (``LoopAdjoint._scalar_carries``)."""
+    return f"{which}_T{loop.number}_{slot}"
+
+
+#: An addition into one element of an adjoint at indices known when written (no name).
+_FIXED = re.compile(r"^(g_\d+\[[0-9, ]+\]) \+= (.*)$")

@@ -60,11 +60,24 @@ class Rule:
 
     data_arguments = False
     indexes = False
+    #: Whether the rule is elementwise with a form for one element
+    #: (:meth:`scalar_forward`, :meth:`scalar_adjoint`), which
+    #: :mod:`hamiltonia.modelling.adjoint_fusion` writes into a loop over the elements.
+    elementwise = False
 
     def forward(self, e: _Emitter, op: Op, a: list) -> str:
         raise NotImplementedError
 
     def adjoint(self, e: _Emitter, op: Op, i: int, g: str, a: list, out: str):
+        return None
+
+    def scalar_forward(self, e: _Emitter, op: Op, a: list) -> str:
+        """The value of one element, the arguments ``a`` being one element each."""
+        raise NotImplementedError
+
+    def scalar_adjoint(self, e: _Emitter, op: Op, i: int, g: str, a: list, out: str):
+        """Argument ``i``'s contribution from one element (``g``, ``out`` and ``a`` one
+        element each), not summed over broadcast axes; ``None`` without a derivative."""
         return None
 
 
@@ -73,6 +86,7 @@ class Elementwise(Rule):
     ``{0}``, ``{1}`` (the arguments), ``{g}`` (the adjoint) and ``{out}`` (the value)."""
 
     data_arguments = True
+    elementwise = True
 
     def __init__(self, forward: str, *adjoints: str | None):
         self.template, self.adjoints = forward, adjoints
@@ -80,10 +94,18 @@ class Elementwise(Rule):
     def forward(self, e, op, a):
         return self.template.format(*a)
 
-    def adjoint(self, e, op, i, g, a, out):
+    def scalar_forward(self, e, op, a):
+        return self.template.format(*a)
+
+    def scalar_adjoint(self, e, op, i, g, a, out):
         if i >= len(self.adjoints) or self.adjoints[i] is None:
             return None
-        code = self.adjoints[i].format(*a, g=g, out=out)
+        return self.adjoints[i].format(*a, g=g, out=out)
+
+    def adjoint(self, e, op, i, g, a, out):
+        code = self.scalar_adjoint(e, op, i, g, a, out)
+        if code is None:
+            return None
         return unbroadcast_code(code, op.shape, _shape_of(e.graph, op, i))
 
 
@@ -94,6 +116,9 @@ class LogAddExp(Elementwise):
     :math:`\\bar z = \\bar v\\,\\sigma(z)`
     (:func:`~hamiltonia.modelling.special.sigmoid_vector`): NumPy's form costs two scalar
     library calls an element forward and one back."""
+
+    # Not fused into a loop over the elements: the softplus form is a vectorised call.
+    elementwise = False
 
     def __init__(self):
         super().__init__(
@@ -135,14 +160,20 @@ class Power(Rule):
                 return f"np.sqrt({a[0]})"
         return f"{a[0]} ** {a[1]}"
 
-    def adjoint(self, e, op, i, g, a, out):
+    elementwise = True
+
+    def scalar_forward(self, e, op, a):
+        return self.forward(e, op, a)
+
+    def scalar_adjoint(self, e, op, i, g, a, out):
         if i == 0:
             if 1 not in op.parents and np.ndim(op.args[1]) == 0 and float(op.args[1]) == 2.0:
-                code = f"2.0 * {g} * {a[0]}"
-            else:
-                code = f"{g} * {a[1]} * {a[0]} ** ({a[1]} - 1.0)"
-        else:
-            code = f"{g} * {out} * np.log(np.abs({a[0]}) + ({a[0]} == 0.0))"
+                return f"2.0 * {g} * {a[0]}"
+            return f"{g} * {a[1]} * {a[0]} ** ({a[1]} - 1.0)"
+        return f"{g} * {out} * np.log(np.abs({a[0]}) + ({a[0]} == 0.0))"
+
+    def adjoint(self, e, op, i, g, a, out):
+        code = self.scalar_adjoint(e, op, i, g, a, out)
         return unbroadcast_code(code, op.shape, _shape_of(e.graph, op, i))
 
 
@@ -211,7 +242,12 @@ class Reshape(Rule):
         return reshape_code(a[0], _shape_of(e.graph, op, 0), op.shape)
 
     def adjoint(self, e, op, i, g, a, out):
-        return reshape_code(g, op.shape, _shape_of(e.graph, op, 0))
+        source = _shape_of(e.graph, op, 0)
+        if not op.shape and source:
+            # A number out of a one-element array (a parameter block of one): added into
+            # the element, rather than an array made of it (an allocation).
+            return [f"{{target}}[{', '.join('0' * len(source))}] += {g}"]
+        return reshape_code(g, op.shape, source)
 
 
 class Transpose(Rule):
@@ -354,6 +390,16 @@ class Where(Rule):
             return f"({a[1]} if {a[0]} else {a[2]})"
         parts = [broadcast_code(a[i], _shape_of(e.graph, op, i), op.shape) for i in range(3)]
         return f"np.where({parts[0]}, {parts[1]}, {parts[2]})"
+
+    elementwise = True
+
+    def scalar_forward(self, e, op, a):
+        return f"({a[1]} if {a[0]} else {a[2]})"
+
+    def scalar_adjoint(self, e, op, i, g, a, out):
+        if i == 0:
+            return None
+        return f"({g} if {a[0]} else 0.0)" if i == 1 else f"(0.0 if {a[0]} else {g})"
 
     def adjoint(self, e, op, i, g, a, out):
         if i == 0:

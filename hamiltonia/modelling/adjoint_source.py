@@ -33,8 +33,14 @@ and a model built on this path is checked against autograd at test points when i
 The parts: the code helpers and the emitter that lays out the data
 (:mod:`hamiltonia.modelling.adjoint_emitter`), the rules
 (:mod:`hamiltonia.modelling.adjoint_rules`, and :mod:`hamiltonia.modelling.adjoint_array_rules`
-for autograd's own array functions); this module holds the table of rules by function and the
-generation of the whole function, and re-exports the names of the others.
+for autograd's own array functions); the writing of what a careful person writes by hand
+(:mod:`hamiltonia.modelling.adjoint_fusion`: chains of elementwise operations as one loop
+over the elements, forward and back; :mod:`hamiltonia.modelling.adjoint_views`: the
+adjoints of the input's views as views of the gradient;
+:mod:`hamiltonia.modelling.running_sums`: a running sum over a rolled loop's passes added up
+in that loop; :func:`tall_matrices`: data matrices stored by columns for their products);
+this module holds the table of rules by function and the generation of the whole function,
+and re-exports the names of the others.
 """
 
 from __future__ import annotations
@@ -73,7 +79,8 @@ from hamiltonia.modelling.adjoint_rules import (
 )
 from hamiltonia.modelling.trace import Graph, Op, TraceError, UnsupportedOperation
 
-__all__ = ["RULES", "SourceFunction", "gradient_source", "rolled_loops", "supported_functions"]
+__all__ = ["RULES", "SourceFunction", "gradient_source", "rolled_loops", "supported_functions",
+           "tall_matrices"]  # fmt: skip
 
 
 # One template per elementwise function: forward, then the derivative of each argument.
@@ -190,6 +197,26 @@ def rolled_loops(graph: Graph) -> list:
     return find_loops(graph, _rule_or_none)
 
 
+def tall_matrices(graph: Graph) -> set[int]:
+    """The ids of the data matrices with more rows than columns that the log density uses
+    only in products with vectors (``X @ w``, ``w @ X.T``), to be stored by columns: each
+    product then runs along the long axis, in memory order, forward (BLAS adding each
+    column times its coefficient) and back (a dot product per column, for the adjoint
+    ``X.T @ g``); stored by rows, both would run along rows of a few numbers."""
+    products, others = set(), set()
+    for op in graph.ops[1:]:
+        dot = isinstance(RULES.get(op.fun), Dot)
+        for i, arg in enumerate(op.args):
+            if i in op.parents or not isinstance(arg, np.ndarray):
+                continue
+            other = graph.ops[op.parents[1 - i]].shape if dot and (1 - i) in op.parents else ()
+            if dot and arg.ndim == 2 and len(other) == 1 and arg.shape[0] > arg.shape[1]:
+                products.add(id(arg))
+            else:
+                others.add(id(arg))
+    return products - others
+
+
 def supported_functions() -> list[str]:
     """Names of the functions a compiled gradient can be generated for."""
     _register_stats()
@@ -223,25 +250,44 @@ def _segments(size: int, loops: list) -> list[tuple[str, object]]:
 
 
 def gradient_source(graph: Graph, name: str = "log_prob_and_grad",
-                    loops: list | None = None) -> SourceFunction:  # fmt: skip
+                    loops: list | None = None, fuse: bool = True) -> SourceFunction:  # fmt: skip
     """The source of ``name(q, grad_out, fdata, idata) -> float`` computing the traced log
     density at ``q`` and writing its gradient into ``grad_out``.
 
     The loops of the recording (``loops``, by default :func:`rolled_loops`; ``[]`` for
     none) are written as
-    loops (:mod:`hamiltonia.modelling.adjoint_loops`), the rest as straight-line code."""
+    loops (:mod:`hamiltonia.modelling.adjoint_loops`), the chains of elementwise operations
+    as one loop over their elements (:mod:`hamiltonia.modelling.adjoint_fusion`; not with
+    ``fuse=False``), the rest as straight-line code; the adjoints of the input's views
+    are views of the gradient (:mod:`hamiltonia.modelling.adjoint_views`)."""
+    from hamiltonia.modelling.adjoint_fusion import find_groups
+    from hamiltonia.modelling.adjoint_fusion import segments as ordered
     from hamiltonia.modelling.adjoint_loops import (
         LoopAdjoint,
         accumulate,
         forward_loop,
         keep_read_tapes,
     )
+    from hamiltonia.modelling.adjoint_views import view_adjoints
+    from hamiltonia.modelling.running_sums import find_running_sums
 
     loops = rolled_loops(graph) if loops is None else loops
     e = _Emitter(graph, loops)
     ops = graph.ops
     out = len(ops) - 1
-    segments = _segments(len(ops), loops)
+    sums = find_running_sums(e) if fuse else {}
+    e.plain.update(s.final for s in sums.values())
+    groups = find_groups(e, _rule) if fuse else []
+    segments = ordered(e, groups) if groups else _segments(len(ops), loops)
+    # A running sum's loop is written as its total (its terms added up in their loop).
+    segments = [("sum", sums[item.number]) if kind == "loop" and item.number in sums
+                else (kind, item) for kind, item in segments]  # fmt: skip
+    into: dict[int, list] = {}  # by loop, the running sums of its terms
+    for s in sums.values():
+        into.setdefault(s.source, []).append((s.name, s.slot))
+    seeds: dict[int, dict] = {}  # by loop, the adjoints its terms get from running sums
+    views = view_adjoints(e, _rule)
+    e.by_columns = tall_matrices(graph)
     for op in ops[1:]:
         if isinstance(op.value, tuple) and getattr(RULES.get(op.fun), "tuple_value", False):
             continue  # a pair of numbers (slogdet), read by indexing
@@ -253,8 +299,12 @@ def gradient_source(graph: Graph, name: str = "log_prob_and_grad",
         if kind == "op":
             op = ops[item]
             forward.append(f"v_{item} = {_rule(op).forward(e, op, e.operands(item, op))}")
+        elif kind == "fused":
+            forward.extend(item.forward(e, _rule))
+        elif kind == "sum":
+            forward.append(item.forward(e))
         else:
-            forward.extend(forward_loop(e, item, _rule))
+            forward.extend(forward_loop(e, item, _rule, into.get(item.number, ())))
     # Contributions to each adjoint, from the output back to the input; a loop's, to the
     # values before it, are added in every pass.
     contributions: dict[int, list] = {}
@@ -263,16 +313,32 @@ def gradient_source(graph: Graph, name: str = "log_prob_and_grad",
     counts: dict[int, int] = {}
     scatters = set()
     for kind, item in reversed(segments):
+        if kind == "sum":
+            if item.final in reached:
+                reached.add(item.initial)
+                counts[item.initial] = counts.get(item.initial, 0) + 2
+                seeds.setdefault(item.source, {})[item.slot] = item.seed()
+            continue
         if kind == "loop":
-            plan = adjoints[item.number] = LoopAdjoint(e, item, _rule, reached)
+            plan = adjoints[item.number] = LoopAdjoint(e, item, _rule, reached,
+                                                       seeds.get(item.number))  # fmt: skip
             for j, _ in plan.outside():
                 reached.add(j)
                 counts[j] = counts.get(j, 0) + 2  # added to, never assigned
+            continue
+        if kind == "fused":
+            item.plan_reverse(e, _rule, reached)
+            for j in item.targets:
+                reached.add(j)
+                counts[j] = counts.get(j, 0) + 2
             continue
         k = item
         if k not in reached:
             continue
         op = ops[k]
+        if k in views:  # its adjoint is a view of its operand's
+            reached.update(op.parents.values())
+            continue
         rule, a = _rule(op), e.operands(k, op)
         covered: set[int] = set()
         if hasattr(rule, "run_adjoint"):  # entries at once, into a loop's adjoint tape
@@ -310,13 +376,19 @@ def gradient_source(graph: Graph, name: str = "log_prob_and_grad",
     for plan in adjoints.values():
         for j, _ in plan.outside():
             mark(j)
+    for group in groups:
+        for j in group.targets:
+            mark(j)
+    for s in sums.values():
+        mark(s.initial)
     mark(out)
     for number, plan in adjoints.items():
         plan.add_only_within(external[number])
     backward = ["g_0 = grad_out", "g_0[:] = 0.0"]
+    backward += [f"g_{k} = {code}" for k, code in sorted(views.items())]
     for plan in adjoints.values():
         backward.extend(plan.tapes())
-    declared = {0}
+    declared = {0, *views}
     if e.loop_of(out) is None:
         backward.append(f"g_{out} = 1.0")
         declared.add(out)
@@ -339,6 +411,22 @@ def gradient_source(graph: Graph, name: str = "log_prob_and_grad",
             for j, row in found:
                 if row is not None:
                     backward.extend(accumulate(e, e.adjoint_of(j), row, _adjoint_shape(ops[j])))
+            continue
+        if kind == "fused":
+            for j in item.targets:
+                if (counts[j] == 2 and j not in declared and e.loop_of(j) is None
+                        and ops[j].shape == item.shape):  # fmt: skip
+                    # Only this loop adds to it, once an element: written, not zeroed first.
+                    declared.add(j)
+                    backward.append(f"g_{j} = np.empty({_shape_code(ops[j].shape)})")
+                    item.assign_first(f"g_{j}")
+                declare(j)
+            backward.extend(item.reverse_lines)
+            continue
+        if kind == "sum":
+            if item.final in reached:
+                declare(item.initial)
+                backward.extend(accumulate(e, e.adjoint_of(item.initial), f"g_{item.final}", ()))
             continue
         for j, code in contributions.get(item, []):
             if j is None:

@@ -11,9 +11,11 @@ import hamiltonia.modelling.adjoint_source as source
 
 
 def test_adjoint_source_exports_what_it_did():
-    """What it exported, and ``rolled_loops`` (issue 50), added since."""
+    """What it exported, and ``rolled_loops`` (issue 50) and ``tall_matrices`` (issue 53),
+    added since."""
     assert sorted(source.__all__) == ["RULES", "SourceFunction", "gradient_source",
-                                      "rolled_loops", "supported_functions"]  # fmt: skip
+                                      "rolled_loops", "supported_functions",
+                                      "tall_matrices"]  # fmt: skip
     assert source.SourceFunction is emitter.SourceFunction
 
 
