@@ -27,7 +27,10 @@ as vector code; the adjoint of a number carried one pass back is kept in two num
 than a tape (``LoopAdjoint._scalar_carries``); what the reverse loop adds into one
 element of an array from before the loop (a coefficient ``phi[k]``) is summed in a number
 and added once after it; a running sum's terms get their adjoint as a number
-(:mod:`hamiltonia.modelling.running_sums`).
+(:mod:`hamiltonia.modelling.running_sums`); the body's elementwise operations, views and
+reductions over an axis are written element by element straight into their tapes' rows,
+forward and back, rather than as arrays of the pass
+(:mod:`hamiltonia.modelling.loop_elements`).
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ import re
 import numpy as np
 
 from hamiltonia.modelling.adjoint_emitter import _Emitter, _shape_code
+from hamiltonia.modelling.loop_elements import BodyElements
 from hamiltonia.modelling.loop_rolling import Loop, Ref
 
 __all__ = ["LoopAdjoint", "TapeLines", "accumulate", "body_operands", "forward_loop",
@@ -149,6 +153,8 @@ def forward_loop(e: _Emitter, loop: Loop, rule_of, sums=()) -> list:
     for slot, op in enumerate(body):
         allocate = f"{loop.tape(slot)} = np.empty({_shape_code((rows, *op.shape))}{_dtype(op)})"
         lines.append(TapeLines(loop.tape(slot), [allocate]))
+    elements = BodyElements.of(e, loop, rule_of, _read)
+    lines += [TapeLines(name, [allocate]) for name, allocate in elements.tapes()]
     for (slot, m), index in sorted(loop.initial.items()):
         row = f"{loop.tape(slot)}[{loop.depth + m}]"
         if body[slot].shape:
@@ -162,10 +168,16 @@ def forward_loop(e: _Emitter, loop: Loop, rule_of, sums=()) -> list:
         if not part:
             continue
         lines.append(f"for {i} in range({loop.count}):")
-        stored = first if part is not first else frozenset()
+        # The values written element by element are read from their tapes.
+        stored = (first if part is not first else frozenset()) | set(elements.forms)
         for slot in sorted(part):
             op = body[slot]
             _index_codes(e, loop, slot)
+            if slot in elements.forms:
+                lines += [TapeLines(*item) if isinstance(item, tuple)
+                          else TapeLines(loop.tape(slot), [item])
+                          for item in elements.forward(slot, stored)]  # fmt: skip
+                continue
             code = rule_of(op).forward(e, op, body_operands(e, loop, slot, False, stored))
             lines.append(f"    {_local(loop, slot)} = {code}")
             row = f"{loop.tape(slot)}[{i} + {loop.depth}]"
@@ -174,7 +186,8 @@ def forward_loop(e: _Emitter, loop: Loop, rule_of, sums=()) -> list:
             else:
                 stores = [f"{row} = {_local(loop, slot)}"]
             lines.append(TapeLines(loop.tape(slot), ["    " + ln for ln in stores]))
-        lines += [f"    {name} += {_local(loop, slot)}" for name, slot in sums if slot in part]
+        lines += [f"    {name} += {_read(e, loop, Ref('body', slot=slot), False, stored=stored)}"
+                  for name, slot in sums if slot in part]  # fmt: skip
     return lines
 
 
@@ -262,6 +275,10 @@ class LoopAdjoint:
                     changed = True
         self.slots = slots
         self.local: set[int] = set()
+        #: The body values written element by element (:mod:`.loop_elements`), and the
+        #: views among them whose adjoints go straight into their operands'.
+        self.elements = BodyElements.of(e, loop, rule_of, _read)
+        self.aliases: set[int] = set()
         self.carries = self._scalar_carries()
         for slot in self.carries:  # its last pass's adjoint, added to after the loop
             e.adjoint_names[loop.stop - loop.period + slot] = _carry(loop, slot, "n")
@@ -299,6 +316,7 @@ class LoopAdjoint:
         self.local = {s for s in self.slots
                       if not body[s].shape and s not in carried and s not in external}  # fmt: skip
         self.local |= set(self.seeds)  # read by nothing else (running_sums checks)
+        self.aliases = self.elements.aliases(external)
 
     def outside(self) -> list[tuple[int, str | None]]:
         """The operations outside the loop whose adjoints it adds to: ``(index, None)`` for
@@ -330,8 +348,18 @@ class LoopAdjoint:
         return [
             f"{_carry(self.loop, slot, 'n')} = 0.0" if slot in self.carries else
             f"{self.loop.tape(slot, True)} = np.zeros({_shape_code((rows, *body[slot].shape))})"
-            for slot in sorted(self.slots - self.local)
+            for slot in sorted(self.slots - self.local - self.aliases)
         ]  # fmt: skip
+
+    def target(self, ref: Ref) -> str:
+        """Source of the adjoint a body operation's argument reading ``ref`` adds into, in
+        the reverse loop: a number of the pass, a carry's number, or a tape's row (or the
+        adjoint of a value from before the loop)."""
+        if ref.kind == "body" and ref.lag == 0 and ref.slot in self.local:
+            return _local(self.loop, ref.slot, True)
+        if ref.kind == "body" and ref.slot in self.carries:
+            return _carry(self.loop, ref.slot, "r" if ref.lag == 0 else "n")
+        return _read(self.e, self.loop, ref, reverse=True, adjoint=True)
 
     def statements(self) -> list[str]:
         """The reverse loop."""
@@ -346,6 +374,9 @@ class LoopAdjoint:
         body = loop.body(e.graph)
         before, after, sums = [], [], {}
         for slot in sorted(self.slots, reverse=True):
+            if slot in self.elements.forms:
+                lines.extend(self.elements.reverse(slot, self, self.aliases))
+                continue
             if slot in self.carries:
                 lines.append(f"    {_local(loop, slot, True)} = {_carry(loop, slot, 'r')}")
             elif slot not in self.local:
@@ -356,12 +387,7 @@ class LoopAdjoint:
                 if code is None:
                     continue
                 ref = loop.refs[(slot, i_arg)]
-                if ref.kind == "body" and ref.lag == 0 and ref.slot in self.local:
-                    target = _local(loop, ref.slot, True)
-                elif ref.kind == "body" and ref.slot in self.carries:
-                    target = _carry(loop, ref.slot, "r" if ref.lag == 0 else "n")
-                else:
-                    target = _read(e, loop, ref, reverse=True, adjoint=True)
+                target = self.target(ref)
                 shape = e.graph.ops[body[slot].parents[i_arg]].shape
                 added = accumulate(e, target, code, shape)
                 fixed = _FIXED.match(added[0]) if len(added) == 1 else None
