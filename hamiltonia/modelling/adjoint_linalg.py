@@ -4,7 +4,9 @@ linear algebra: the Cholesky factor, triangular and general solves, the inverse,
 Gaussian-process or multivariate-normal model stays on the compiled path.
 
 For :math:`L = \\operatorname{chol}(A)` the adjoint is Murray's
-(:func:`~hamiltonia.modelling.linalg_special.cholesky_adjoint`); for :math:`x = A^{-1} b`
+(:func:`~hamiltonia.modelling.linalg_special.cholesky_adjoint`), except for a factor read
+only by a Gaussian log density's two terms, whose adjoint in :math:`A` has a closed form
+(:mod:`hamiltonia.modelling.gaussian_form`); for :math:`x = A^{-1} b`
 (triangular or general), :math:`\\bar b = A^{-\\top}\\bar x` and
 :math:`\\bar A = -\\bar b\\, x^\\top` (the triangle of :math:`A` only, for a triangular
 solve); for :math:`Y = A^{-1}`, :math:`\\bar A = -Y^\\top \\bar Y Y^\\top`; for

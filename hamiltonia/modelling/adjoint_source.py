@@ -169,7 +169,8 @@ _register_wrapped()
 
 
 def _rule(op: Op) -> Rule:
-    rule = RULES.get(op.fun)
+    # An operation of a rewritten graph (gaussian_form.ClosedFormOp) carries its own.
+    rule = getattr(op, "rule", None) or RULES.get(op.fun)
     if rule is None and "scipy.stats" in sys.modules:
         _register_stats()
         rule = RULES.get(op.fun)
@@ -269,9 +270,11 @@ def gradient_source(graph: Graph, name: str = "log_prob_and_grad",
         keep_read_tapes,
     )
     from hamiltonia.modelling.adjoint_views import view_adjoints
+    from hamiltonia.modelling.gaussian_form import closed_forms
     from hamiltonia.modelling.running_sums import find_running_sums
 
     loops = rolled_loops(graph) if loops is None else loops
+    graph = closed_forms(graph, loops)
     e = _Emitter(graph, loops)
     ops = graph.ops
     out = len(ops) - 1

@@ -19,6 +19,16 @@ The adjoint of the Cholesky factor :math:`L` of :math:`A = L L^\\top` (Murray 20
     S = L^{-\\top}\\, \\Phi(L^\\top \\bar L)\\, L^{-1},
 
 with :math:`\\Phi` the lower triangle with its diagonal halved.
+
+The Gaussian log density's two terms in the factor, :math:`q = \\alpha^\\top\\alpha` with
+:math:`\\alpha = L^{-1} r` and :math:`h = \\sum_i \\log L_{ii}`, have closed-form adjoints
+in :math:`A` (:mod:`hamiltonia.modelling.gaussian_form`), which :func:`quadratic_form_adjoint`
+and :func:`log_determinant_adjoint` write without Murray's three products:
+
+.. math::
+
+    \\bar A = -\\bar q\\, \\beta\\beta^\\top, \\quad \\beta = L^{-\\top}\\alpha = A^{-1} r;
+    \\qquad \\bar A = \\tfrac12 \\bar h\\, A^{-1}, \\quad A^{-1} = L^{-\\top} L^{-1}.
 """
 
 from __future__ import annotations
@@ -37,10 +47,15 @@ __all__ = [
     "cholesky_or_nan",
     "diagonal_matrix",
     "inv_or_nan",
+    "log_determinant_adjoint",
+    "log_diagonal_sum",
     "lower_inverse",
+    "quadratic_form_adjoint",
+    "quadratic_form_adjoint_matrix",
     "solve_or_nan",
     "solve_triangular_matrix",
     "solve_triangular_vector",
+    "sum_of_squares",
 ]
 
 _OPTS = {"cache": True, "nogil": True, "error_model": "numpy", "fastmath": set(SAFE_FASTMATH)}
@@ -141,6 +156,74 @@ def cholesky_adjoint(factor, g):
     inverse = lower_inverse(factor)
     s = np.dot(np.ascontiguousarray(inverse.T), np.dot(phi, inverse))
     return 0.5 * (s + s.T)
+
+
+@njit(**_OPTS)
+def sum_of_squares(a):
+    """:math:`\\sum a_i^2` over every element of ``a`` (a vector or a matrix)."""
+    flat = np.ascontiguousarray(a).reshape(a.size)
+    total = 0.0
+    for i in range(flat.shape[0]):
+        total += flat[i] * flat[i]
+    return total
+
+
+@njit(**_OPTS)
+def log_diagonal_sum(factor):
+    """:math:`\\sum_i \\log L_{ii}` (half the log-determinant of :math:`L L^\\top`)."""
+    total = 0.0
+    for i in range(min(factor.shape[0], factor.shape[1])):
+        total += np.log(factor[i, i])
+    return total
+
+
+@njit(**_OPTS)
+def quadratic_form_adjoint(factor, alpha, g):
+    """:math:`-\\bar q\\, \\beta\\beta^\\top` (``g`` :math:`= \\bar q`,
+    :math:`\\beta = L^{-\\top}\\alpha`): the adjoint of :math:`A` of
+    :math:`q = \\alpha^\\top\\alpha = r^\\top A^{-1} r`, :math:`\\alpha = L^{-1} r` a vector
+    (module docs)."""
+    beta = solve_triangular_vector(factor, alpha, True, True)
+    n = beta.shape[0]
+    out = np.empty((n, n))
+    for i in range(n):
+        scale = -g * beta[i]
+        for j in range(n):
+            out[i, j] = scale * beta[j]
+    return out
+
+
+@njit(**_OPTS)
+def quadratic_form_adjoint_matrix(factor, alpha, g):
+    """:func:`quadratic_form_adjoint` for a matrix :math:`\\alpha = L^{-1} R`
+    (:math:`q = \\operatorname{tr}(R^\\top A^{-1} R)`): :math:`-\\bar q\\, \\beta\\beta^\\top`."""
+    beta = solve_triangular_matrix(factor, alpha, True, True)
+    return -g * np.dot(beta, np.ascontiguousarray(beta.T))
+
+
+@njit(**_OPTS)
+def log_determinant_adjoint(factor, g):
+    """:math:`\\tfrac12 \\bar h\\, A^{-1}` (``g`` :math:`= \\bar h`), the adjoint of :math:`A`
+    of :math:`h = \\sum_i \\log L_{ii} = \\tfrac12 \\log\\det A` (module docs), with
+    :math:`A^{-1} = M^\\top M`, :math:`M = L^{-1}` (:func:`lower_inverse`): its lower triangle
+    by the rank-one updates of the rows of :math:`M`, each as long as its nonzeros
+    (:math:`n^3/6` products, half the time of a general matrix product for 50 points),
+    then mirrored."""
+    inverse = lower_inverse(factor)
+    n = inverse.shape[0]
+    out = np.zeros((n, n))
+    half = 0.5 * g
+    for k in range(n):
+        row = inverse[k]
+        for i in range(k + 1):
+            scale = half * row[i]
+            target = out[i]
+            for j in range(i + 1):
+                target[j] += scale * row[j]
+    for i in range(n):
+        for j in range(i):
+            out[j, i] = out[i, j]
+    return out
 
 
 @njit(**_OPTS)

@@ -49,6 +49,9 @@ _SPECIAL = {
     "hamiltonia.modelling.linalg_special": (
         "cholesky_adjoint", "cholesky_or_nan", "diagonal_matrix", "inv_or_nan", "solve_or_nan",
         "solve_triangular_matrix", "solve_triangular_vector",
+        # The Gaussian log density's closed forms (gaussian_form.HELPERS).
+        "log_determinant_adjoint", "log_diagonal_sum", "quadratic_form_adjoint",
+        "quadratic_form_adjoint_matrix", "sum_of_squares",
     ),
 }  # fmt: skip
 
