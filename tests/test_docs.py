@@ -438,8 +438,10 @@ NOT_OUTPUT = {
     ("troubleshooting.rst", "hamiltonia: out/cells/Banana__PHMC.json "): "quoted messages",
     ("troubleshooting.rst", "ForeignPathError: out/runs is a symbolic"): "quoted messages",
     ("troubleshooting.rst", "ForeignPathError: out/runs was written b"): "quoted messages",
-    # The stuck chain's restart, cut short: tests/tuners/test_stuck_chains.py checks it.
+    # The stuck chain's restart and the collapsed search's redraw, cut short:
+    # tests/tuners/test_stuck_chains.py checks them.
     ("troubleshooting.rst", "SamplingWarning: warm-up restarted 1 of "): "quoted message",
+    ("troubleshooting.rst", "SamplingWarning: the step-size search be"): "quoted message",
 }  # fmt: skip
 
 

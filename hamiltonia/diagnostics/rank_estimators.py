@@ -145,11 +145,14 @@ def _split(x: np.ndarray) -> np.ndarray:
 
 def _rhat_of(z: np.ndarray) -> float:
     """:math:`\\hat R = \\sqrt{(B/W + h - 1)/h}` of the sequences ``z`` ``(2m, h)``, with
-    :math:`B = h \\operatorname{var}(\\bar z_j)` and :math:`W` the mean of their variances."""
+    :math:`B = h \\operatorname{var}(\\bar z_j)` and :math:`W` the mean of their variances;
+    nan where every sequence is constant (:math:`W = 0`: every draw tied), as ArviZ's and the
+    compiled kernel's :math:`0/0`, without NumPy's warning."""
     _, n = z.shape
     between = n * np.var(np.mean(z, axis=1), ddof=1)
     within = np.mean(np.var(z, axis=1, ddof=1))
-    return np.sqrt((between / within + n - 1) / n)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.sqrt((between / within + n - 1) / n)
 
 
 def _autocov_fft(centred: np.ndarray) -> np.ndarray:

@@ -14,7 +14,7 @@ import numpy as np
 from hamiltonia.diagnostics import checks as diagnose
 from hamiltonia.runner import resume_state
 from hamiltonia.runner.checkpoints import RunOutput, continued_attrs, new_run_attrs
-from hamiltonia.runner.initial_points import _initial_state
+from hamiltonia.runner.initial_points import _initial_state, retry_collapsed_starts
 from hamiltonia.runner.interruptions import InterruptedRunWarning, WarmupInterrupted
 from hamiltonia.runner.loop import run_chains
 from hamiltonia.runner.recording import Recorder, WarmupDraws
@@ -48,12 +48,14 @@ def _tasks_stopped(output, rec, made, draws, run_file, requested, options, execu
     return result
 
 
-def _start_warmup(smp, state, warmup, rngs, attrs, output) -> None:
-    """The tuners' start (the step-size search) of a new run, and its first warm-up
-    checkpoint."""
+def _start_warmup(smp, state, warmup, rngs, attrs, output, target, drawn: bool) -> None:
+    """The tuners' start (the step-size search) of a new run (the initial points the run
+    ``drawn`` drawn again where the search collapsed), and its first warm-up checkpoint."""
     try:
         for tuner in smp.tuners:
             tuner.start(smp, state, warmup, rngs)
+        if drawn and warmup:
+            retry_collapsed_starts(smp, target, state, rngs)
     except ModelError as err:
         raise err.during("in the step-size search before warm-up") from err.__cause__
     # Where warm-up started from: diagnose() reports a step size that collapsed.
@@ -148,7 +150,7 @@ def _run(target, smp, path, rngs, seq, requested, options, run_file, *, chains, 
     bar = tqdm(total=total, disable=not progress, desc=f"{smp.name} warmup", unit="it")
     try:
         if resume_from is None:
-            _start_warmup(smp, state, warmup, rngs, attrs, output)
+            _start_warmup(smp, state, warmup, rngs, attrs, output, target, initial is None)
         if executor is not None and warmup > warm_from and _warmup_in_tasks(smp):
             tasks_folder = _warm_up_on(executor, smp, target, state, rngs, rec, bar,
                                        plan is not None, thin, run_file, checkpoint_seconds,

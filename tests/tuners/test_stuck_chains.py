@@ -1,8 +1,8 @@
 """Warm-up never leaves a chain behind (issue 53, item 4): an ARMA(1,1) whose moving-average
 coefficient is unconstrained, started where its recursion explodes (:math:`|\\theta| > 1`),
-gives some chains a vanishing step size; warm-up restarts them from a chain that moved,
-and, where it cannot, the run's checks name the chain and its step size instead of advising
-longer chains."""
+gives some chains a vanishing step size; a drawn initial point is then drawn again, a given
+one is restarted by warm-up from a chain that moved, and, where neither can be, the run's
+checks name the chain and its step size instead of advising longer chains."""
 
 import warnings
 from types import SimpleNamespace
@@ -12,6 +12,7 @@ import numpy as np
 
 import hamiltonia as hm
 from hamiltonia.diagnostics.checks import SamplingWarning, diagnose
+from hamiltonia.runner import initial_points
 from hamiltonia.tuners import adaptation
 
 Y = np.random.default_rng(50).normal(size=200)
@@ -47,6 +48,36 @@ def test_warm_up_restarts_a_chain_started_where_the_model_explodes():
     final = np.asarray(result.stats["step_size"])[:, -1]
     assert final.min() * adaptation.STUCK_STEP_FACTOR > np.median(final)
     assert not {p.check for p in diagnose(result)} & {"stuck", "frozen"}
+
+
+def test_a_search_collapsed_at_a_drawn_point_is_drawn_again():
+    """With the run's own initial points (uniform(-2, 2), half of them past
+    :math:`|\\theta| = 1`), the step-size search collapses at chains 0, 2 and 3 (8e-31) and
+    those points are drawn again before warm-up: the warning names them, warm-up restarts
+    none, and R-hat ends at most 1.01 (seed 3, fixed)."""
+    blocks = {"mu": hm.real(), "phi": hm.real(), "theta": hm.real(), "sigma": hm.positive()}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = hm.sample(hm.Model(arma, blocks), seed=3, progress=False)
+    messages = [str(w.message) for w in caught if issubclass(w.category, SamplingWarning)]
+    retried = [m for m in messages if "collapsed at the drawn initial point of 3 of 4" in m]
+    assert len(retried) == 1, messages
+    for chain in (0, 2, 3):
+        assert f"chain {chain}: 7.89e-31 at its first point" in retried[0]
+    assert "chain 1:" not in retried[0] and "still collapsed" not in retried[0]
+    assert not any("warm-up restarted" in m for m in messages)
+    start = np.asarray(result.attrs["step_size_initial"])
+    assert not initial_points.collapsed_steps(start).any()
+    assert float(result.summary()["r_hat"].max()) <= 1.01
+
+
+def test_collapsed_steps_below_the_floor_or_far_below_the_others():
+    steps = initial_points.collapsed_steps
+    assert steps(np.array([1e-13, 0.1, 0.2, 0.3])).tolist() == [True, False, False, False]
+    assert steps(np.array([2e-5, 0.03, 0.03, 0.06])).tolist() == [True, False, False, False]
+    assert steps(np.array([1e-4, 0.03, 0.03, 0.06])).tolist() == [False] * 4
+    assert steps(np.array([1e-17, 4e-16, 3e-27, 8e-31])).all()  # the issue's four chains
+    assert steps(np.array([np.nan, 0.1])).tolist() == [True, False]
 
 
 def test_the_check_names_a_stuck_chain_and_the_advice_follows():
