@@ -348,7 +348,10 @@ class BodyElements:
         return [f"{pad}{top} = -np.inf", *head, f"{deep}{top} = np.maximum({top}, {element})",
                 f"{pad}if np.isfinite({top}):", f"{pad}    {total} = 0.0",
                 *self._head(inner, shape, pad + "    "),
-                f"{deep}    {term} = np.exp({element} - {top})",
+                f"{deep}    {term} = {element} - {top}",
+                # The largest term's weight is exp(0) = 1 exactly: one exp saved an
+                # output (of two, for two states), the same numbers.
+                f"{deep}    {term} = 1.0 if {term} == 0.0 else np.exp({term})",
                 f"{deep}    {total} += {term}",
                 (weights, [f"{deep}    {at} = {term}"]),
                 (weights, [f"{pad}    {inverse} = 1.0 / {total}",
