@@ -15,7 +15,8 @@ read) carries what the whole iteration of one chain shares:
 
 ``ctx.rng``
     the chain's generator, written as a ``numpy.random.Generator``
-    (``ctx.rng.standard_normal()``; ``random``, ``standard_normal``, ``integers``, ``gamma``).
+    (``ctx.rng.standard_normal()``; the methods
+    :data:`~hamiltonia.compiled.pcg64_stream.GENERATOR_METHODS` names).
     In the chain kernels it is the chain's ``PCG64`` state, a ``uint64`` row, and the
     composer writes each call as the function of
     :data:`~hamiltonia.compiled.pcg64_stream.GENERATOR_METHODS` that draws the same number

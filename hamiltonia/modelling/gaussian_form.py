@@ -54,8 +54,8 @@ from hamiltonia.modelling.trace import Graph, Op
 __all__ = ["HELPERS", "ClosedFormOp", "LogDiagonalSum", "SumOfSquares", "closed_forms"]
 
 #: The compiled functions these rules' code calls
-#: (:mod:`~hamiltonia.modelling.linalg_special`), imported by the generated module (their
-#: names are in :mod:`hamiltonia.modelling.user_target`'s list of helpers).
+#: (:mod:`~hamiltonia.modelling.linalg_special`), which the generated module imports
+#: (:mod:`hamiltonia.modelling.user_target` adds them to its helpers).
 HELPERS = ("log_determinant_adjoint", "log_diagonal_sum", "quadratic_form_adjoint",
            "quadratic_form_adjoint_matrix", "sum_of_squares")  # fmt: skip
 

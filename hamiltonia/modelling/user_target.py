@@ -33,6 +33,7 @@ import numpy as np
 from hamiltonia.compiled.targets import NumbaTarget, compile_log_prob
 from hamiltonia.modelling.autograd_scalars import install as install_scalar_fix
 from hamiltonia.modelling.compile_budget import check_budget
+from hamiltonia.modelling.gaussian_form import HELPERS as GAUSSIAN_HELPERS
 from hamiltonia.modelling.trace import TraceError, UnsupportedOperation, call_site, trace_graph
 
 __all__ = ["CompiledDensity", "compile_log_density"]
@@ -48,10 +49,7 @@ _SPECIAL = {
     ),
     "hamiltonia.modelling.linalg_special": (
         "cholesky_adjoint", "cholesky_or_nan", "diagonal_matrix", "inv_or_nan", "solve_or_nan",
-        "solve_triangular_matrix", "solve_triangular_vector",
-        # The Gaussian log density's closed forms (gaussian_form.HELPERS).
-        "log_determinant_adjoint", "log_diagonal_sum", "quadratic_form_adjoint",
-        "quadratic_form_adjoint_matrix", "sum_of_squares",
+        "solve_triangular_matrix", "solve_triangular_vector", *GAUSSIAN_HELPERS,
     ),
 }  # fmt: skip
 

@@ -169,16 +169,16 @@ def retry_collapsed_starts(sampler: Sampler, target: Target, state: ChainState, 
         own = [rngs[c] for c in rows]
         for c in rows:
             q[c] = _default_start(target, rngs[c], target.dim)
-        sub = _init(sampler, q[rows])
-        for _ in range(MAX_INIT_TRIES):
-            nonfinite = np.flatnonzero(~array_backend.to_numpy(sub.phase.finite))
-            if not nonfinite.size:
-                break
-            for k in nonfinite:
-                q[rows[k]] = _default_start(target, own[k], target.dim)
+        try:  # the chains of the error's message are the run's, not the retried ones'
             sub = _init(sampler, q[rows])
-        sub = _with_initial_momentum(sampler, sub, own)
-        try:
+            for _ in range(MAX_INIT_TRIES):
+                nonfinite = np.flatnonzero(~array_backend.to_numpy(sub.phase.finite))
+                if not nonfinite.size:
+                    break
+                for k in nonfinite:
+                    q[rows[k]] = _default_start(target, own[k], target.dim)
+                sub = _init(sampler, q[rows])
+            sub = _with_initial_momentum(sampler, sub, own)
             step[rows] = find_initial_step_size(sampler, sub, own, start)
         except ModelError as err:
             raise err.renumbered(rows) from err.__cause__

@@ -18,6 +18,7 @@ from hamiltonia.modelling.adjoint_source import supported_functions
 from hamiltonia.modelling.trace import TraceError
 from hamiltonia.modelling.user_target import compile_log_density
 from tests.fresh_process import printed_by
+from tests.modelling.autograd_check import assert_matches_autograd
 
 DATA = onp.linspace(-1.0, 2.0, 6)
 INDEX = onp.array([0, 2, 2, 5])
@@ -121,17 +122,6 @@ def test_logsumexp_over_axes_and_a_group_lookup_compile():
 def test_reductions_and_lookups_it_cannot_compile_are_named(density, message):
     with pytest.raises(TraceError, match=message):
         compile_log_density(density, 6)
-
-
-def assert_matches_autograd(target, density, points) -> None:
-    """The compiled value and gradient of ``density`` equal autograd's at ``points`` (to
-    rounding: the two sum in different orders)."""
-    reference = autograd.value_and_grad(density)
-    for point in points:
-        lp, grad = target.evaluate(point)
-        want_lp, want_grad = reference(point)
-        onp.testing.assert_allclose(lp, want_lp, rtol=1e-10)
-        onp.testing.assert_allclose(grad, want_grad, rtol=1e-9, atol=1e-9)
 
 
 @pytest.mark.parametrize("density", [unary, binary, shapes, linear])

@@ -15,6 +15,7 @@ import pytest
 from hamiltonia.modelling.adjoint_source import gradient_source
 from hamiltonia.modelling.trace import trace_graph
 from hamiltonia.modelling.user_target import compile_log_density
+from tests.modelling.autograd_check import assert_matches_autograd
 
 Y = np.array([28.0, 8, -3, 7, -1, 1, 18, 12])
 SD = np.array([15.0, 10, 16, 11, 9, 11, 10, 18])
@@ -85,12 +86,8 @@ def _run_as_numpy(source, point):
 def test_fused_code_agrees_with_autograd(name):
     density, dim = DENSITIES[name]
     target = compile_log_density(density, dim, name)
-    reference = autograd.value_and_grad(density)
-    for point in np.random.default_rng(11).normal(scale=0.7, size=(4, dim)):
-        lp, grad = target.evaluate(point)
-        want_lp, want_grad = reference(point)
-        np.testing.assert_allclose(lp, want_lp, rtol=1e-10)
-        np.testing.assert_allclose(grad, want_grad, rtol=1e-9, atol=1e-9)
+    points = np.random.default_rng(11).normal(scale=0.7, size=(4, dim))
+    assert_matches_autograd(target, density, points)
 
 
 @pytest.mark.parametrize("name", sorted(DENSITIES))
@@ -181,8 +178,5 @@ def test_a_symmetric_matrix_is_computed_over_its_lower_triangle():
         density = lambda x, data=data: gp(x, data)  # noqa: E731
         target = compile_log_density(density, 3)
         assert bool(re.search(r"in range\(u\d+_0 \+ 1\):", target.source)) is lower
-        reference = autograd.value_and_grad(density)
-        for point in np.random.default_rng(6).normal(scale=0.3, size=(3, 3)):
-            lp, grad = target.evaluate(point)
-            np.testing.assert_allclose(lp, reference(point)[0], rtol=1e-10)
-            np.testing.assert_allclose(grad, reference(point)[1], rtol=1e-9, atol=1e-12)
+        points = np.random.default_rng(6).normal(scale=0.3, size=(3, 3))
+        assert_matches_autograd(target, density, points, atol=1e-12)

@@ -14,6 +14,7 @@ from autograd.scipy.linalg import solve_triangular
 from hamiltonia.modelling.gaussian_form import closed_forms
 from hamiltonia.modelling.trace import trace_graph
 from hamiltonia.modelling.user_target import compile_log_density
+from tests.modelling.autograd_check import assert_matches_autograd
 
 RNG = np.random.default_rng(5)
 N = 6
@@ -77,13 +78,8 @@ CLOSED_CASES = {"gp": (gp, 3), "mvn": (mvn, DIM), "mvn_dot_square": (mvn_dot_squ
 
 
 def _agrees(f, dim, density, scale=0.3, seed=7):
-    reference = autograd.value_and_grad(f)
-    for point in np.random.default_rng(seed).normal(scale=scale, size=(5, dim)):
-        lp, grad = density.evaluate(point)
-        want_lp, want_grad = reference(point)
-        assert np.isfinite(lp)
-        np.testing.assert_allclose(lp, want_lp, rtol=1e-9)
-        np.testing.assert_allclose(grad, want_grad, rtol=1e-9, atol=1e-12)
+    points = np.random.default_rng(seed).normal(scale=scale, size=(5, dim))
+    assert_matches_autograd(density, f, points, lp_rtol=1e-9, atol=1e-12, finite=True)
 
 
 @pytest.mark.parametrize("name", sorted(CLOSED_CASES))
@@ -219,11 +215,3 @@ def test_the_closed_form_helpers_are_numpys(n):
                                -0.7 * np.outer(beta, beta), rtol=1e-12, atol=1e-15)  # fmt: skip
     np.testing.assert_allclose(quadratic_form_adjoint_matrix(factor, alphas, 0.7),
                                -0.7 * betas @ betas.T, rtol=1e-12, atol=1e-15)  # fmt: skip
-
-
-def test_the_generated_module_imports_every_helper():
-    """The closed forms' helpers are among those the generated module imports."""
-    from hamiltonia.modelling import gaussian_form, user_target
-
-    imported = user_target._SPECIAL["hamiltonia.modelling.linalg_special"]
-    assert set(gaussian_form.HELPERS) <= set(imported)

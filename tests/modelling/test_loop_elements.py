@@ -6,7 +6,6 @@ code it replaces (``loop_elements.ENABLED = False``)."""
 import re
 import warnings
 
-import autograd
 import autograd.numpy as anp
 import numpy as np
 import pytest
@@ -18,6 +17,7 @@ from hamiltonia.modelling.adjoint_source import gradient_source, rolled_loops
 from hamiltonia.modelling.trace import trace_graph
 from hamiltonia.modelling.user_target import compile_log_density
 from hamiltonia.targets.base import CompileWarning
+from tests.modelling.autograd_check import assert_matches_autograd
 from tests.modelling.test_loop_rolling import MODELS as LOOPS
 from tests.modelling.test_loop_rolling import Y
 
@@ -131,12 +131,8 @@ def test_a_loop_written_by_element_agrees_with_autograd(name):
         warnings.simplefilter("error", CompileWarning)
         density = compile_log_density(f, dim)
     assert "for i_0 in range(" in density.source
-    reference = autograd.value_and_grad(f)
-    for point in np.random.default_rng(4).normal(size=(5, dim)) * 0.5:
-        lp, grad = density.evaluate(point)
-        want_lp, want_grad = reference(point)
-        np.testing.assert_allclose(lp, want_lp, rtol=1e-9)
-        np.testing.assert_allclose(grad, want_grad, rtol=1e-9, atol=1e-12 * np.abs(want_lp))
+    points = np.random.default_rng(4).normal(size=(5, dim)) * 0.5
+    assert_matches_autograd(density, f, points, lp_rtol=1e-9, atol=0.0, atol_per_lp=1e-12)
 
 
 @pytest.mark.parametrize("name", ["hmm_vector", "views_and_reductions"])

@@ -18,6 +18,7 @@ from hamiltonia.modelling.adjoint_source import gradient_source, rolled_loops
 from hamiltonia.modelling.loop_rolling import MIN_PASSES
 from hamiltonia.modelling.trace import trace_graph
 from hamiltonia.modelling.user_target import compile_log_density
+from tests.modelling.autograd_check import assert_matches_autograd
 
 Y = np.random.default_rng(7).normal(size=400)
 COUNTS = np.random.default_rng(8).poisson(3.0, size=400).astype(float)
@@ -118,12 +119,8 @@ def test_a_loop_compiles_as_a_loop_and_agrees_with_autograd(name):
     assert sum(loop.count * loop.period for loop in loops) > len(graph.ops) / 2
     density = compile_log_density(f, dim)
     assert "for i_0 in range(" in density.source
-    reference = autograd.value_and_grad(f)
-    for point in np.random.default_rng(1).normal(size=(5, dim)) * 0.3:
-        lp, grad = density.evaluate(point)
-        want_lp, want_grad = reference(point)
-        np.testing.assert_allclose(lp, want_lp, rtol=1e-10)
-        np.testing.assert_allclose(grad, want_grad, rtol=1e-8, atol=1e-10 * np.abs(want_lp))
+    points = np.random.default_rng(1).normal(size=(5, dim)) * 0.3
+    assert_matches_autograd(density, f, points, rtol=1e-8, atol=0.0, atol_per_lp=1e-10)
 
 
 @pytest.mark.parametrize("name", sorted(MODELS))
