@@ -126,6 +126,9 @@ class _Emitter:
         self.adjoint_names: dict[int, str] = {}
         #: The ids of the float matrices stored by columns (:meth:`constant`).
         self.by_columns: set[int] = set()
+        #: By value name, the name of what its forward statement kept for its adjoint
+        #: (``forward_keeping`` of a rule: a softplus's sigmoid).
+        self.kept: dict[str, str] = {}
 
     def temp(self, stem: str = "t") -> str:
         self.counter += 1

@@ -140,9 +140,21 @@ class LogAddExp(Elementwise):
         i = self._softplus_of(e, op)
         return super().forward(e, op, a) if i is None else f"softplus_vector({a[i]})"
 
+    def forward_keeping(self, e, op, a, out) -> str | None:
+        """The softplus of a vector the gradient reaches, as a statement that keeps its
+        sigmoid for the adjoint (:func:`~hamiltonia.modelling.special.softplus_sigmoid_vector`,
+        one exponential an element for both), or None for :meth:`forward`'s form."""
+        i = self._softplus_of(e, op)
+        if i is None:
+            return None
+        kept = e.kept[out] = e.temp("k")
+        return f"{out}, {kept} = softplus_sigmoid_vector({a[i]})"
+
     def adjoint(self, e, op, i, g, a, out):
         if self._softplus_of(e, op) == i:
-            return f"{g} * sigmoid_vector({a[i]})"
+            # The sigmoid the forward pass kept, or (in a loop's body) computed here.
+            kept = e.kept.get(out)
+            return f"{g} * {kept}" if kept else f"{g} * sigmoid_vector({a[i]})"
         return super().adjoint(e, op, i, g, a, out)
 
 

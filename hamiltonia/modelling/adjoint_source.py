@@ -301,7 +301,10 @@ def gradient_source(graph: Graph, name: str = "log_prob_and_grad",
     for kind, item in segments:
         if kind == "op":
             op = ops[item]
-            forward.append(f"v_{item} = {_rule(op).forward(e, op, e.operands(item, op))}")
+            rule, a = _rule(op), e.operands(item, op)
+            keeping = getattr(rule, "forward_keeping", None)
+            code = keeping(e, op, a, f"v_{item}") if keeping else None
+            forward.append(code or f"v_{item} = {rule.forward(e, op, a)}")
         elif kind == "fused":
             forward.extend(item.forward(e, _rule))
         elif kind == "sum":

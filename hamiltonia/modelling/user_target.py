@@ -45,7 +45,7 @@ import numpy as np
 _SPECIAL = {
     "hamiltonia.modelling.special": (
         "digamma", "lgamma", "logsumexp_all", "logsumexp_rows", "sigmoid_vector",
-        "softplus_vector",
+        "softplus_sigmoid_vector", "softplus_vector",
     ),
     "hamiltonia.modelling.linalg_special": (
         "cholesky_adjoint", "cholesky_or_nan", "diagonal_matrix", "inv_or_nan", "solve_or_nan",
