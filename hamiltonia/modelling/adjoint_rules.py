@@ -361,9 +361,42 @@ def _contiguous(code: str) -> str:
     return f"np.ascontiguousarray({code})" if code.startswith(("v_", "g_")) else code
 
 
+def _data_lines(e, op, a, i) -> tuple[str, bool] | None:
+    """Operand ``i`` of a product when it is a float data matrix whose memory lines are at
+    least as long as they are many: the code of its C-contiguous lines and whether they are
+    its columns (:func:`~hamiltonia.modelling.adjoint_source.tall_matrices`); else None."""
+    arg = op.args[i]
+    if (i in op.parents or not isinstance(arg, np.ndarray) or arg.ndim != 2
+            or arg.dtype.kind != "f" or e.constants.get(id(arg)) != a[i]):  # fmt: skip
+        return None
+    columns = id(arg) in e.by_columns
+    lines, length = (arg.shape[1], arg.shape[0]) if columns else arg.shape
+    if length < lines:
+        return None
+    return (f"{a[i]}.T" if columns else a[i]), columns
+
+
+def _line_product(e, op, a, matrix: int, vector: str, transposed: bool) -> str | None:
+    """The product of the data matrix ``a[matrix]`` with ``vector`` by the loops of
+    :mod:`~hamiltonia.modelling.data_lines`, or None: :math:`A x` (``transposed`` False) or
+    :math:`A^\\top x`. A matrix stored by lines :math:`M` is :math:`A` (rows) or
+    :math:`A^\\top` (columns); :math:`M x` is ``dot_lines`` and :math:`M^\\top x`
+    ``combine_lines``."""
+    found = _data_lines(e, op, a, matrix)
+    if found is None:
+        return None
+    lines, columns = found
+    helper = "combine_lines" if columns != transposed else "dot_lines"
+    return f"{helper}({lines}, {_contiguous(vector)})"
+
+
 class Dot(Rule):
     """``np.dot`` and ``@`` of vectors and matrices: for :math:`v = A b`,
-    :math:`\\bar A = \\bar v\\, b^{\\top}` and :math:`\\bar b = A^{\\top} \\bar v`."""
+    :math:`\\bar A = \\bar v\\, b^{\\top}` and :math:`\\bar b = A^{\\top} \\bar v`.
+
+    A data matrix times a traced vector, either way round, is written as loops along the
+    matrix's long lines (:mod:`~hamiltonia.modelling.data_lines`, measured faster than
+    ``dgemv`` there), forward and back; everything else is ``np.dot``."""
 
     data_arguments = True
 
@@ -373,15 +406,29 @@ class Dot(Rule):
             return f"{a[0]} * {a[1]}"
         if len(left) > 2 or len(right) > 2:
             raise TraceError("np.dot / @ can be compiled for vectors and matrices only")
-        return f"np.dot({_contiguous(a[0])}, {_contiguous(a[1])})"
+        kind = (len(left), len(right))
+        code = None
+        if kind == (2, 1) and 1 in op.parents:  # A x
+            code = _line_product(e, op, a, 0, a[1], transposed=False)
+        elif kind == (1, 2) and 0 in op.parents:  # x A = A^T x
+            code = _line_product(e, op, a, 1, a[0], transposed=True)
+        return code or f"np.dot({_contiguous(a[0])}, {_contiguous(a[1])})"
 
     def adjoint(self, e, op, i, g, a, out):
         left, right = _shape_of(e.graph, op, 0), _shape_of(e.graph, op, 1)
         if not left or not right:
             code = f"{g} * {a[1 - i]}"
             return unbroadcast_code(code, op.shape, (left, right)[i])
-        x, y, g = _contiguous(a[0]), _contiguous(a[1]), _contiguous(g)
         kind = (len(left), len(right))
+        if kind == (2, 1) and i == 1:  # v = A x: x-bar = A^T v-bar
+            code = _line_product(e, op, a, 0, g, transposed=True)
+            if code:
+                return code
+        if kind == (1, 2) and i == 0:  # v = x A: x-bar = A v-bar
+            code = _line_product(e, op, a, 1, g, transposed=False)
+            if code:
+                return code
+        x, y, g = _contiguous(a[0]), _contiguous(a[1]), _contiguous(g)
         if kind == (1, 1):
             return f"{g} * {a[1 - i]}"
         if kind == (2, 1):

@@ -47,6 +47,7 @@ _SPECIAL = {
         "digamma", "lgamma", "logsumexp_all", "logsumexp_rows", "sigmoid_vector",
         "softplus_sigmoid_vector", "softplus_vector",
     ),
+    "hamiltonia.modelling.data_lines": ("combine_lines", "dot_lines"),
     "hamiltonia.modelling.linalg_special": (
         "cholesky_adjoint", "cholesky_or_nan", "diagonal_matrix", "inv_or_nan", "solve_or_nan",
         "solve_triangular_matrix", "solve_triangular_vector", *GAUSSIAN_HELPERS,
