@@ -166,15 +166,16 @@ def _marked(output: str | bytes | None, mark: str) -> dict | None:
     return json.loads(lines[0][len(mark) :]) if lines else None
 
 
-def _in_fresh_process(name: str, implementation: str, args) -> dict:
-    """One implementation on one posterior in a fresh process; a record with ``error``
+def _in_fresh_process(name: str, implementation: str, args, seed: int) -> dict:
+    """One implementation on one posterior with ``seed`` in a fresh process; a record with
+    ``error``
     (what the process said last, or that it ran past ``args.timeout`` seconds, with the
     model's backend where the process got to build it) if it fails."""
     from hamiltonia.bench.models import _last_line
 
     command = [sys.executable, "-m", "hamiltonia.bench.posteriors", "--one", name,
                implementation, "--chains", str(args.chains), "--warmup", str(args.warmup),
-               "--draws", str(args.draws), "--seed", str(args.seed)]  # fmt: skip
+               "--draws", str(args.draws), "--seed", str(seed)]  # fmt: skip
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=args.timeout)
     except subprocess.TimeoutExpired as out:
@@ -229,16 +230,35 @@ def table_row(name: str, ours: dict, theirs: dict | None) -> tuple[list[str], fl
     return cells, ratio
 
 
+def _geometric_mean(values: list[float]) -> float:
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
 def footer(ratios: dict, records: dict) -> list[str]:
-    """The lines under the table: the geometric mean of the ratios and the backends."""
+    """The lines under the table: the geometric mean of the ratios and the backends.
+    ``ratios`` by posterior holds a ratio, or by seed a dict of them (``--seed`` given
+    several): a posterior's ratio is then the geometric mean over its seeds, and the lines
+    also say on how many posteriors hamiltonia was at least NumPyro's at every seed."""
     lines = []
-    valid = [r for r in ratios.values() if r is not None and r > 0 and math.isfinite(r)]
-    if valid:
-        geo = math.exp(sum(math.log(r) for r in valid) / len(valid))
-        at_least = sum(r >= 1.0 for r in valid)
-        lines.append(f"Geometric mean of the ratios (hamiltonia ESS/s / NumPyro ESS/s) over "
-                     f"{len(valid)} posteriors: {geo:.2f}; hamiltonia at least NumPyro's on "
-                     f"{at_least} of {len(valid)}.")  # fmt: skip
+    by_seed = any(isinstance(r, dict) for r in ratios.values())
+    seeds = {name: (r if isinstance(r, dict) else {None: r}) for name, r in ratios.items()}
+    means, everywhere = {}, 0
+    for name, per_seed in seeds.items():
+        valid = [r for r in per_seed.values() if r is not None and r > 0 and math.isfinite(r)]
+        if valid:
+            means[name] = _geometric_mean(valid)
+            everywhere += len(valid) == len(per_seed) and min(valid) >= 1.0
+    if means:
+        geo = _geometric_mean(list(means.values()))
+        at_least = sum(r >= 1.0 for r in means.values())
+        over = " (each posterior's own over its seeds)" if by_seed else ""
+        lines.append(f"Geometric mean of the ratios (hamiltonia ESS/s / NumPyro ESS/s){over} "
+                     f"over {len(means)} posteriors: {geo:.2f}; hamiltonia at least NumPyro's "
+                     f"on {at_least} of {len(means)}.")  # fmt: skip
+        if by_seed:
+            lines.append("By posterior, the geometric mean over the seeds: " + "; ".join(
+                f"{name} {mean:.2f}" for name, mean in means.items()) + f". hamiltonia at "
+                f"least NumPyro's at every seed on {everywhere} of {len(seeds)}.")  # fmt: skip
     ran = [r for r in records.values() if "backend" in r]
     compiled = [r["posterior"] for r in ran if r["backend"] == "numba"]
     fallback = [r["posterior"] for r in ran if r["backend"] != "numba"]
@@ -272,7 +292,9 @@ def main(argv=None) -> int:
     parser.add_argument("--chains", type=int, default=4)
     parser.add_argument("--warmup", type=int, default=1000)
     parser.add_argument("--draws", type=int, default=1000)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, nargs="+", default=[0],
+                        help="seeds (several: a row for each, and each posterior's ratio "
+                        "the geometric mean over them)")  # fmt: skip
     parser.add_argument("--timeout", type=float, default=300.0,
                         help="seconds one implementation may take on one posterior, its "
                         "compiling run included (default 300)")  # fmt: skip
@@ -282,7 +304,7 @@ def main(argv=None) -> int:
                         help=argparse.SUPPRESS)  # fmt: skip
     args = parser.parse_args(argv)
     size = {"chains": args.chains, "warmup": args.warmup, "draws": args.draws,
-            "seed": args.seed}  # fmt: skip
+            "seed": args.seed[0]}  # fmt: skip
     if args.one:
         name, implementation = args.one
         if implementation == "numpyro":
@@ -306,18 +328,25 @@ def main(argv=None) -> int:
     info = machine_info()
     print(f"# reference posteriors against NumPyro\n\n* {info['date']}; {info['cpu']}, "
           f"{info['cores']} cores; {args.chains} chains, {args.warmup} warm-up, {args.draws} "
-          f"draws, seed {args.seed}; NumPyro "
+          f"draws, seed {', '.join(map(str, args.seed))}; NumPyro "
           f"{info['numpyro'] if with_numpyro else 'not run'}\n")  # fmt: skip
     for line in _markdown(HEADER, []):
         print(line, flush=True)
     rows, ratios, records = [], {}, {}
+    several = len(args.seed) > 1
     for name in args.models:
-        ours = _in_fresh_process(name, "hamiltonia", args)
-        theirs = _in_fresh_process(name, "numpyro", args) if with_numpyro else None
-        records[name] = {**ours, "posterior": name}
-        row, ratios[name] = table_row(name, ours, theirs)
-        rows.append(row)
-        print(_markdown(HEADER, [row])[-1], flush=True)
+        for seed in args.seed:
+            ours = _in_fresh_process(name, "hamiltonia", args, seed)
+            theirs = _in_fresh_process(name, "numpyro", args, seed) if with_numpyro else None
+            records[name] = {**ours, "posterior": name}
+            label = f"{name} (seed {seed})" if several else name
+            row, ratio = table_row(label, ours, theirs)
+            if several:
+                ratios.setdefault(name, {})[seed] = ratio
+            else:
+                ratios[name] = ratio
+            rows.append(row)
+            print(_markdown(HEADER, [row])[-1], flush=True)
     notes = footer(ratios, records)
     print("\n" + "\n".join(notes))
     if args.output:

@@ -49,6 +49,20 @@ def test_the_footer_gives_the_geometric_mean_and_the_backends():
     assert ratio is None and row[1:4] == ["autograd", "failed: over 300 s", "–"]
 
 
+def test_several_seeds_give_each_posterior_the_geometric_mean_over_them():
+    """One seed's ratio is a random variable (a run's adaptation varies with it): with
+    several seeds a posterior's ratio is their geometric mean, and the footer says where
+    hamiltonia was at least NumPyro's at every seed."""
+    records = {"a": {"posterior": "a", "backend": "numba"},
+               "b": {"posterior": "b", "backend": "numba"}}  # fmt: skip
+    lines = bench.footer({"a": {0: 1.0, 1: 4.0}, "b": {0: 0.5, 1: 2.0}}, records)
+    assert (
+        "over its seeds) over 2 posteriors: 1.41; hamiltonia at least NumPyro's on 2" in (lines[0])
+    )
+    assert lines[1] == ("By posterior, the geometric mean over the seeds: a 2.00; b 1.00. "
+                        "hamiltonia at least NumPyro's at every seed on 1 of 2.")  # fmt: skip
+
+
 def test_a_run_out_of_time_keeps_its_models_backend():
     # What a process killed at its timeout printed (bytes): the model's line, not the run's.
     printed = (bench._MODEL_MARK + '{"backend": "autograd", "compile_warning": "..."}\n').encode()
