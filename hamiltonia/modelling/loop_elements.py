@@ -339,8 +339,14 @@ class BodyElements:
                     f"{pad}{target} = {total}{divide}"]  # fmt: skip
         top, term = self.e.temp("m"), self.e.temp("x")
         weights = self.weights(slot)
-        at = _at(f"{weights}[{self.counter} + {self.loop.depth}]", form.source(names, inner))
+        row = f"{weights}[{self.counter} + {self.loop.depth}]"
+        at = _at(row, form.source(names, inner))
         inverse = self.e.temp("r")
+        if shape == (2,):
+            pair = [self.operand(slot, 0, form.source(names, [k]), False, stored)
+                    for k in ("0", "1")]  # fmt: skip
+            places = [_at(row, form.source(names, [k])) for k in ("0", "1")]
+            return self._pair_forward(pair, places, weights, pad, target, top, term, inverse)
         # Shifted by the largest term; a value that is not finite (all terms -inf, an inf,
         # a nan) is the result itself, as logsumexp_rows. The terms' weights
         # exp(a - value), which the adjoint multiplies by, are written into a tape of
@@ -360,6 +366,40 @@ class BodyElements:
                 f"{pad}    {top} = {top} + np.log({total})",
                 (weights, [f"{pad}else:", *self._head(inner, shape, pad + "    "),
                            f"{deep}    {at} = np.exp({element} - {top})"]),
+                f"{pad}{target} = {top}"]  # fmt: skip
+
+    @staticmethod
+    def _pair_forward(pair, places, weights, pad, target, top, term, inverse) -> list:
+        """A log-sum-exp of two terms :math:`a, b` (a two-state HMM's step, a two-component
+        mixture), with no branch on which is larger:
+
+        .. math::
+
+            \\log(e^a + e^b) = \\max(a, b) + \\operatorname{log1p}(e^{-|a - b|}),
+            \\qquad w_{\\max} = \\frac{1}{1 + e^{-|a-b|}}, \\quad
+            w_{\\min} = \\frac{e^{-|a-b|}}{1 + e^{-|a-b|}},
+
+        one ``exp`` and one ``log1p`` on the pass's chain of dependent values, where the
+        general form's branch on the largest term mispredicts as the larger state changes
+        (bball_drive's HMM gradient, 415 passes, one core, medians of 10 alternating rounds
+        in one process: 21.95 to 20.25 µs). A term
+        that is not finite takes the general form's path (the value itself; the weights
+        :math:`e^{a - v}`)."""
+        a, b = pair
+        first, second = places
+        left, right = f"{term}_a", f"{term}_b"
+        return [f"{pad}{left} = {a}", f"{pad}{right} = {b}",
+                f"{pad}{top} = np.maximum({left}, {right})",
+                f"{pad}if np.isfinite({top}):",
+                f"{pad}    {term} = np.exp(-abs({left} - {right}))",
+                (weights, [
+                    f"{pad}    {inverse} = 1.0 / (1.0 + {term})",
+                    f"{pad}    {first} = {inverse} if {left} >= {right} else {term} * {inverse}",
+                    f"{pad}    {second} = {term} * {inverse} if {left} >= {right} else {inverse}",
+                ]),
+                f"{pad}    {top} = {top} + np.log1p({term})",
+                (weights, [f"{pad}else:", f"{pad}    {first} = np.exp({left} - {top})",
+                           f"{pad}    {second} = np.exp({right} - {top})"]),
                 f"{pad}{target} = {top}"]  # fmt: skip
 
     def weights(self, slot: int) -> str:

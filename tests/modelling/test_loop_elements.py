@@ -180,3 +180,33 @@ def _special() -> dict:
     from hamiltonia.modelling import special
 
     return {n: getattr(special, n) for n in dir(special) if not n.startswith("_")}
+
+
+@pytest.mark.parametrize("case", ["a transition of probability 0", "tied states"])
+def test_a_two_term_log_sum_exp_has_no_branch_on_the_larger_and_keeps_the_infinities(case):
+    """A log-sum-exp of two terms in a loop's body (a two-state HMM) is
+    ``max + log1p(exp(-|a - b|))``, with autograd's value and gradient where a term is
+    ``-inf`` (``log 0``: weighted 0) and where the two terms tie in every pass (two states
+    of the same mean and transitions: weighted one half each)."""
+    if case == "tied states":
+        probabilities, offsets = [[0.5, 0.5], [0.5, 0.5]], [0.0, 0.0]
+    else:  # state 0 never leaves
+        probabilities, offsets = [[1.0, 0.0], [0.3, 0.7]], [0.0, 1.0]
+    with np.errstate(divide="ignore"):
+        log_theta = np.log(np.array(probabilities))
+
+    def hmm(q, T=80):
+        mu = anp.array(offsets) + q[0] + (0.0 if case == "tied states" else q[1] * anp.array(
+            [0.0, 1.0]))  # fmt: skip
+        g = -0.5 * (Y[0] - mu) ** 2
+        for t in range(1, T):
+            g = logsumexp(g[:, None] + log_theta, axis=0) - 0.5 * (Y[t] - mu) ** 2
+        return logsumexp(g) - 0.5 * anp.sum(q**2)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CompileWarning)
+        density = compile_log_density(hmm, 2)
+    body = "".join(_loop_bodies(density.source))
+    assert "np.log1p(" in body and " == 0.0 else np.exp(" not in body
+    points = np.random.default_rng(6).normal(size=(4, 2)) * 0.5
+    assert_matches_autograd(density, hmm, points, lp_rtol=1e-10, atol=0.0, atol_per_lp=1e-12)
