@@ -355,7 +355,7 @@ def _funnel_runs() -> list[str]:
 
     return _messages(
         lambda: hm.sample("funnel-d25", chains=2, warmup=100, draws=100, seed=0, progress=False)
-    ) + _messages(lambda: hm.sample("funnel-d25", seed=0, progress=False))
+    ) + _messages(lambda: hm.sample("funnel-d25", seed=6, progress=False))
 
 
 def _code_above(block: Block) -> list[str]:

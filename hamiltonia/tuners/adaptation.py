@@ -46,6 +46,7 @@ from hamiltonia.tuners.metric_estimate import (
     METRIC_POOLING,  # noqa: F401  (re-exported: it was defined here)
     estimate_metric,
     metric_windows,
+    settled_draws,
 )
 
 __all__ = [
@@ -335,8 +336,11 @@ class WindowedMetric(Tuner):
 
         M^{-1} = \\frac{n}{n + 5}\\,\\hat\\Sigma + 10^{-3}\\,\\frac{5}{n + 5}\\,I,
 
-    with :math:`n` the number of draws the estimate reads. After each update the step size is
-    searched again and dual averaging restarts around it.
+    with :math:`n` the number of draws the estimate reads. A window in which chains jumped
+    from one region to another (a metastable start) is read from its second half only
+    (:func:`~hamiltonia.tuners.metric_estimate.settled_draws`); a stationary window is read
+    whole, as Stan reads it. After each update the step size is searched again and dual
+    averaging restarts around it.
 
     Pooled (the default), the draws of all chains are pooled into one metric for all (as mici
     does), at the barrier that the run loop provides at each window's end; the search
@@ -496,7 +500,8 @@ class WindowedMetric(Tuner):
             if not self._install_per_chain(sampler, np.stack(buffer)):
                 return
         else:
-            metric = estimate_metric(np.concatenate(buffer, axis=0), self.kind)
+            window = settled_draws(np.stack(buffer))
+            metric = estimate_metric(window.reshape(-1, window.shape[-1]), self.kind)
             if metric is None:
                 return
             sampler.hamiltonian.metric = metric
@@ -570,7 +575,8 @@ class WindowedMetric(Tuner):
         metrics: list = [None] * chains
         for group in groups:
             # Rows iteration by iteration, in the order the pooled estimate reads them.
-            metric = estimate_metric(positions[:, group].reshape(-1, dim), self.kind)
+            window = settled_draws(positions[:, group])
+            metric = estimate_metric(window.reshape(-1, dim), self.kind)
             if metric is None:
                 return False
             for c in group:

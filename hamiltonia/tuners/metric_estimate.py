@@ -4,14 +4,21 @@ and its regularised estimate of the inverse mass matrix.
 One job: the maths of :class:`~hamiltonia.tuners.adaptation.WindowedMetric`, written once
 for both ways of adapting (:data:`METRIC_POOLING`: pooled over the chains or per chain) and
 both paths: :func:`metric_windows` (the windows' iterations) and :func:`estimate_metric`
-(the metric of a window's draws). :mod:`hamiltonia.tuners.adaptation` re-exports them.
+(the metric of a window's draws), with :func:`settled_draws` (a window's draws after a
+transient). :mod:`hamiltonia.tuners.adaptation` re-exports them.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["METRIC_POOLING", "estimate_metric", "metric_windows"]
+__all__ = [
+    "METRIC_POOLING",
+    "TRANSIENT_RATIO",
+    "estimate_metric",
+    "metric_windows",
+    "settled_draws",
+]
 
 
 def metric_windows(
@@ -47,6 +54,41 @@ def metric_windows(
         if end + 2 * size > last:
             end = last
     return windows
+
+
+#: How many times a coordinate's variance over a whole window must exceed its variance over
+#: the window's second half for the first half to count as a transient
+#: (:func:`settled_draws`). Draws of one stationary distribution give a ratio near 1; a
+#: ratio of 4 needs the second half's estimate to be a quarter of the truth, which its
+#: sampling error does not reach with a few effective draws a chain.
+TRANSIENT_RATIO = 4.0
+
+
+def settled_draws(positions: np.ndarray) -> np.ndarray:
+    """The draws of a slow window that its metric is estimated from: ``positions``
+    ``(iterations, chains, dim)`` whole, or its second half when the first held a
+    transient.
+
+    Stan's windows assume the chains are stationary within a window. A chain that moves
+    from one region to another during a window (a metastable start, leaving a secondary
+    mode late in warm-up) breaks that: its jump adds the square of its length to the
+    window's variance of the coordinates it moves in, the metric is that many times too
+    wide, and the step size that follows is too small for the rest of the run (measured on
+    ``bball_drive_event_0-hmm_drive_0`` with seed 0: two chains leaving a region near
+    :math:`\\log(\\lambda_2 - \\lambda_1) = 1` for the mode at -3.07 inside the last
+    window gave a variance 30 times the posterior's and a step size of 0.17, where runs
+    whose chains had settled got 0.6 to 0.7). Where some coordinate's variance over the
+    whole window is more than :data:`TRANSIENT_RATIO` times its variance over the second
+    half, the estimate reads the second half only, as the later draws of warm-up are the
+    more representative (the reason Stan's windows grow); otherwise the whole window, so
+    that a stationary window's estimate is Stan's, to the bit."""
+    n, _, dim = positions.shape
+    if n < 4:
+        return positions
+    later = positions[n // 2 :]
+    whole = positions.reshape(-1, dim).var(axis=0)
+    second = later.reshape(-1, dim).var(axis=0)
+    return later if np.any(whole > TRANSIENT_RATIO * second) else positions
 
 
 #: The ways a metric is adapted over the chains (``WindowedMetric``'s ``per_chain`` and the
